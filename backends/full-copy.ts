@@ -1,0 +1,27 @@
+import { materializeTree } from '../model/materialize.js';
+import type { Backend } from './types.js';
+
+/**
+ * The correctness oracle and portable default: every byte is read and written in userspace from
+ * the store's objects. GNU `cp -a` and copy_file_range may clone on btrfs/XFS, which would make
+ * the oracle share extents with the thing it judges, so neither is used.
+ */
+export const fullCopyBackend: Backend = {
+  name: 'full-copy',
+  experimental: false,
+  testOnly: false,
+  summary: 'explicit byte copy of every file; the correctness oracle',
+  capabilities: { constantTimeCreate: false, sharesExtents: false, needsRemount: false, carriesFullSnapshot: true, securityIsolation: false },
+  async probe() {
+    return { available: true, reason: null, detail: 'always available', evidence: { method: 'userspace read/write' } };
+  },
+  async materializeBase() {
+    // Sessions are copied straight from the object store; no base directory is needed.
+  },
+  async createSession(ctx, snapshot, _digest, root) {
+    const { files } = await materializeTree(ctx.store, snapshot, root);
+    return { state: {}, files, cloneObserved: null };
+  },
+  async resume() {},
+  async release() {},
+};

@@ -1,0 +1,83 @@
+import { PdbError } from '../model/errors.js';
+import { fullCopyBackend } from './full-copy.js';
+import { BACKEND_NAMES, type AnyBackendName, type Backend, type BackendContext, type BackendName, type ProbeResult, type TestBackendName } from './types.js';
+
+/**
+ * The typed registry: CLI, schemas and reports take backend names from here. Backends not yet
+ * implemented on this build report `available: false` with E_BACKEND_UNAVAILABLE rather than
+ * being left out, so `pdb-env backends` always lists all seven.
+ */
+const USER_BACKENDS: Partial<Record<BackendName, Backend>> = {
+  'full-copy': fullCopyBackend,
+};
+
+const TEST_BACKENDS: Partial<Record<TestBackendName, Backend>> = {};
+
+export function isBackendName(name: string): name is BackendName {
+  return (BACKEND_NAMES as readonly string[]).includes(name);
+}
+
+/** Look a backend up by name. Test-only backends are reachable only with `allowTestOnly`. */
+export function getBackend(name: string, options: { allowTestOnly?: boolean } = {}): Backend {
+  if (isBackendName(name)) {
+    const b = USER_BACKENDS[name];
+    if (b) return b;
+    return missingBackend(name);
+  }
+  const t = TEST_BACKENDS[name as TestBackendName];
+  if (t && options.allowTestOnly) return t;
+  throw new PdbError('E_BACKEND_UNKNOWN', `unknown backend "${name}"`, { hint: `Choose one of: ${BACKEND_NAMES.join(', ')}.` });
+}
+
+export function listBackends(): Backend[] {
+  return BACKEND_NAMES.map((n) => getBackend(n));
+}
+
+function missingBackend(name: BackendName): Backend {
+  return {
+    name,
+    experimental: name === 'apfs-clone' || name === 'agentfs',
+    testOnly: false,
+    summary: 'not built into this version',
+    capabilities: { constantTimeCreate: false, sharesExtents: false, needsRemount: false, carriesFullSnapshot: true, securityIsolation: false },
+    async probe(): Promise<ProbeResult> {
+      return { available: false, reason: 'E_BACKEND_UNAVAILABLE', detail: `${name} is not implemented in this build`, evidence: {} };
+    },
+    async materializeBase() {
+      throw new PdbError('E_BACKEND_UNAVAILABLE', `${name} is not implemented in this build`);
+    },
+    async createSession() {
+      throw new PdbError('E_BACKEND_UNAVAILABLE', `${name} is not implemented in this build`);
+    },
+    async resume() {},
+    async release() {},
+  };
+}
+
+export interface BackendReport extends ProbeResult {
+  name: AnyBackendName;
+  experimental: boolean;
+  summary: string;
+  capabilities: Backend['capabilities'];
+  securityIsolation: false;
+}
+
+export async function probeBackend(backend: Backend, ctx: BackendContext): Promise<BackendReport> {
+  let result: ProbeResult;
+  try {
+    result = await backend.probe(ctx);
+  } catch (err) {
+    result = { available: false, reason: err instanceof PdbError ? err.code : 'E_BACKEND_UNAVAILABLE', detail: `probe failed: ${(err as Error).message}`, evidence: {} };
+  }
+  return {
+    name: backend.name,
+    available: result.available,
+    reason: result.available ? null : result.reason,
+    detail: result.detail,
+    evidence: result.evidence,
+    experimental: backend.experimental,
+    summary: backend.summary,
+    capabilities: backend.capabilities,
+    securityIsolation: false,
+  };
+}

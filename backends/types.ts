@@ -1,0 +1,73 @@
+// The backend contract, types only. Each backend is one file that imports these types and never
+// another backend; the registry in ./registry.ts is the one place that knows them all.
+import type { Digest } from '../model/canonical-json.js';
+import type { PdbErrorCode } from '../model/errors.js';
+import type { ObjectStore } from '../model/object-store.js';
+import type { Snapshot } from '../model/snapshot.js';
+
+export const BACKEND_NAMES = ['full-copy', 'reflink', 'btrfs-snapshot', 'overlay', 'apfs-clone', 'git-worktree', 'agentfs'] as const;
+export type BackendName = (typeof BACKEND_NAMES)[number];
+/** Backends that exist only for tests: negative controls the oracle must catch. Never offered to users. */
+export type TestBackendName = 'hardlink-farm';
+export type AnyBackendName = BackendName | TestBackendName;
+
+/** What a backend can do in principle; `probe()` says whether this host allows it now. */
+export interface Capabilities {
+  /** Session create cost does not grow with the tree (snapshot or mount). */
+  constantTimeCreate: boolean;
+  /** Sessions share unchanged bytes with the base on disk. */
+  sharesExtents: boolean;
+  /** A session needs re-activation (a mount) after a reboot. */
+  needsRemount: boolean;
+  /** Carries every file of the Snapshot (git-worktree carries only committed files). */
+  carriesFullSnapshot: boolean;
+  /** Always false: workspace isolation is not a security sandbox. */
+  securityIsolation: false;
+}
+
+export interface ProbeResult {
+  available: boolean;
+  /** The typed reason when not available. */
+  reason: PdbErrorCode | null;
+  /** One sentence for people. */
+  detail: string;
+  /** What the probe did and saw (for reflink: a forced clone was made and observed). */
+  evidence: Record<string, string | number | boolean | null>;
+}
+
+export interface BackendContext {
+  store: ObjectStore;
+  /** The source directory the base came from (git-worktree needs the repository). */
+  sourceDir?: string;
+  /** Scratch directory on the store's filesystem for probes. */
+  probeDir: string;
+}
+
+/** What a backend remembers about one session, stored in session.json. Plain JSON. */
+export type BackendState = Record<string, string | number | boolean | null>;
+
+export interface CreatedSession {
+  state: BackendState;
+  /** Files cloned or copied, for receipts. */
+  files?: number;
+  /** For clone backends: was sharing observed on a sample of files. */
+  cloneObserved?: boolean | null;
+}
+
+export interface Backend {
+  readonly name: AnyBackendName;
+  readonly experimental: boolean;
+  readonly testOnly: boolean;
+  readonly capabilities: Capabilities;
+  /** One line for `pdb-env backends`. */
+  readonly summary: string;
+  probe(ctx: BackendContext): Promise<ProbeResult>;
+  /** Make the base ready for sessions (idempotent; may be a no-op). */
+  materializeBase(ctx: BackendContext, snapshot: Snapshot, digest: Digest): Promise<void>;
+  /** Create the session root at `root` (which does not exist yet) holding exactly `snapshot`. */
+  createSession(ctx: BackendContext, snapshot: Snapshot, digest: Digest, root: string, sessionDir: string): Promise<CreatedSession>;
+  /** Make an existing session usable again (re-mount after reboot). No-op when already active. */
+  resume(ctx: BackendContext, root: string, sessionDir: string, state: BackendState): Promise<void>;
+  /** Undo what createSession did outside plain files (unmount, delete subvolume, prune worktree). */
+  release(ctx: BackendContext, root: string, sessionDir: string, state: BackendState): Promise<void>;
+}

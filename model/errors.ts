@@ -1,0 +1,104 @@
+/** Every failure pdb-env reports has one stable code; receipts and `--json` errors carry it. */
+export const ERROR_CODES = [
+  'E_USAGE',
+  'E_BAD_NAME',
+  'E_BAD_PATH',
+  'E_NON_UTF8_NAME',
+  'E_UNSUPPORTED_ENTRY',
+  'E_SOURCE_MISSING',
+  'E_SOURCE_CHANGED',
+  'E_SESSION_CHANGED',
+  'E_SESSION_EXISTS',
+  'E_SESSION_NOT_FOUND',
+  'E_SESSION_BROKEN',
+  'E_ENV_NOT_FOUND',
+  'E_HEAD_MOVED',
+  'E_LEASE_BUSY',
+  'E_OBJECT_MISSING',
+  'E_OBJECT_CORRUPT',
+  'E_STORE_INVALID',
+  'E_CONFIG_INVALID',
+  'E_BACKEND_UNKNOWN',
+  'E_BACKEND_UNAVAILABLE',
+  'E_CLONE_UNSUPPORTED',
+  'E_CROSS_DEVICE',
+  'E_CLONE_NOT_OBSERVED',
+  'E_NOT_ROOT',
+  'E_TOOL_MISSING',
+  'E_NOT_BTRFS',
+  'E_NOT_GIT_REPO',
+  'E_UNSUPPORTED_OS',
+  'E_MOUNT_FAILED',
+  'E_AGENTFS_MISSING',
+  'E_AGENTFS_CHECKSUM',
+  'E_PLAN_INVALID',
+  'E_SCHEMA_INVALID',
+  'E_RECEIPT_NOT_PATH_FREE',
+  'E_POLICY_INVALID',
+  'E_RUN_NOT_FOUND',
+  'E_TIMEOUT',
+  'E_STEP_FAILED',
+  'E_ORACLE_MISMATCH',
+  'E_BASE_CHANGED',
+  'E_SIBLING_CHANGED',
+  'E_CLEANUP_INCOMPLETE',
+  'E_WORKLOAD_UNKNOWN',
+  'E_REGISTRY_UNREACHABLE',
+  'E_AGENT_NOT_INSTALLED',
+  'E_AGENT_AUTH',
+  'E_AGENT_MODEL',
+  'E_AGENT_NETWORK',
+  'E_AGENT_TIMEOUT',
+  'E_AGENT_CONTRACT',
+  'E_PATH_OUTSIDE_ROOT',
+  'E_IO',
+  'E_INTERNAL',
+] as const;
+
+export type PdbErrorCode = (typeof ERROR_CODES)[number];
+
+export interface PdbErrorOptions {
+  /** What the user can do about it. */
+  hint?: string;
+  cause?: unknown;
+  /** Relative path the error is about, when there is one. */
+  path?: string;
+}
+
+export class PdbError extends Error {
+  readonly code: PdbErrorCode;
+  readonly hint?: string;
+  readonly path?: string;
+
+  constructor(code: PdbErrorCode, message: string, options: PdbErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'PdbError';
+    this.code = code;
+    this.hint = options.hint;
+    this.path = options.path;
+  }
+
+  toJSON(): { code: PdbErrorCode; message: string; hint?: string; path?: string } {
+    return { code: this.code, message: this.message, ...(this.hint ? { hint: this.hint } : {}), ...(this.path ? { path: this.path } : {}) };
+  }
+}
+
+export function isPdbError(err: unknown, code?: PdbErrorCode): err is PdbError {
+  return err instanceof PdbError && (code === undefined || err.code === code);
+}
+
+/** The OS error code (`ENOENT`, `EXDEV`, ...) of a thrown value, if it has one. */
+export function osErrorCode(err: unknown): string | undefined {
+  if (err && typeof err === 'object' && 'code' in err && typeof (err as { code: unknown }).code === 'string') {
+    return (err as { code: string }).code;
+  }
+  return undefined;
+}
+
+/** Wrap any thrown value as a PdbError, keeping PdbErrors as they are. */
+export function toPdbError(err: unknown, fallback: PdbErrorCode = 'E_INTERNAL'): PdbError {
+  if (err instanceof PdbError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  const code: PdbErrorCode = osErrorCode(err) ? 'E_IO' : fallback;
+  return new PdbError(code, message, { cause: err });
+}

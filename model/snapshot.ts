@@ -1,0 +1,162 @@
+import { canonicalBytes, type Digest } from './canonical-json.js';
+import { PdbError } from './errors.js';
+
+export const SNAPSHOT_VERSION = 1 as const;
+
+export type EntryKind = 'dir' | 'file' | 'symlink';
+
+/** One entry of the v1 source contract. Nothing else about a file is part of its identity. */
+export type Entry =
+  | { path: string; kind: 'dir' }
+  | { path: string; kind: 'file'; digest: Digest; size: number; exec: boolean }
+  | { path: string; kind: 'symlink'; target: string };
+
+export interface Snapshot {
+  version: typeof SNAPSHOT_VERSION;
+  /** null for an import; the base Snapshot's digest for a checkpoint. */
+  base: Digest | null;
+  /** Extra excludes from pdb-env.json, sorted; part of the Snapshot's identity. */
+  excludes: string[];
+  /** Sorted by the UTF-8 bytes of `path`. */
+  entries: Entry[];
+}
+
+export type ChangeKind = 'add' | 'delete' | 'modify' | 'mode' | 'retype';
+
+export interface Change {
+  path: string;
+  kind: ChangeKind;
+  before: Entry | null;
+  after: Entry | null;
+}
+
+export interface Changeset {
+  version: typeof SNAPSHOT_VERSION;
+  base: Digest;
+  result: Digest;
+  changes: Change[];
+}
+
+/** Compare two relative paths by their UTF-8 bytes, as the contract sorts them. */
+export function comparePaths(a: string, b: string): number {
+  if (a === b) return 0;
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+export function sortEntries<T extends { path: string }>(entries: T[]): T[] {
+  // Pre-encode once: sorting 20,000 paths re-encodes each path ~15 times otherwise.
+  const keyed = entries.map((e) => ({ e, k: Buffer.from(e.path, 'utf8') }));
+  keyed.sort((x, y) => Buffer.compare(x.k, y.k));
+  return keyed.map((x) => x.e);
+}
+
+/** Throws E_BAD_PATH unless `path` is a contract path: relative, '/'-separated, no '.', '..', empty component or NUL. */
+export function assertContractPath(path: string): void {
+  if (path.length === 0 || path.startsWith('/') || path.includes('\0')) {
+    throw new PdbError('E_BAD_PATH', `"${path}" is not a relative contract path`, { path });
+  }
+  for (const part of path.split('/')) {
+    if (part === '' || part === '.' || part === '..') {
+      throw new PdbError('E_BAD_PATH', `"${path}" has an empty, "." or ".." component`, { path });
+    }
+  }
+}
+
+export function createSnapshot(entries: Entry[], excludes: string[], base: Digest | null = null): Snapshot {
+  return { version: SNAPSHOT_VERSION, base, excludes: [...excludes].sort(), entries: sortEntries(entries) };
+}
+
+export function snapshotDigest(snapshot: Snapshot): Digest {
+  return canonicalBytes(snapshot).digest;
+}
+
+/** The identity of an entry's content under the contract, for equality checks. */
+export function entryKey(e: Entry): string {
+  switch (e.kind) {
+    case 'dir':
+      return 'dir';
+    case 'file':
+      return `file:${e.digest}:${e.size}:${e.exec ? 'x' : '-'}`;
+    case 'symlink':
+      return `symlink:${e.target}`;
+    default: {
+      const never: never = e;
+      throw new Error(`unknown entry ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+function classify(before: Entry, after: Entry): ChangeKind | null {
+  if (before.kind !== after.kind) return 'retype';
+  if (before.kind === 'file' && after.kind === 'file') {
+    if (before.digest !== after.digest || before.size !== after.size) return 'modify';
+    if (before.exec !== after.exec) return 'mode';
+    return null;
+  }
+  if (before.kind === 'symlink' && after.kind === 'symlink') return before.target === after.target ? null : 'modify';
+  return null;
+}
+
+/** The exact sorted path changes from `before` to `after`. */
+export function diffEntries(before: Entry[], after: Entry[]): Change[] {
+  const a = new Map(before.map((e) => [e.path, e]));
+  const b = new Map(after.map((e) => [e.path, e]));
+  const changes: Change[] = [];
+  for (const [path, e] of a) {
+    const other = b.get(path);
+    if (!other) changes.push({ path, kind: 'delete', before: e, after: null });
+    else {
+      const kind = classify(e, other);
+      if (kind) changes.push({ path, kind, before: e, after: other });
+    }
+  }
+  for (const [path, e] of b) if (!a.has(path)) changes.push({ path, kind: 'add', before: null, after: e });
+  return sortEntries(changes);
+}
+
+export function createChangeset(base: Digest, result: Digest, changes: Change[]): Changeset {
+  return { version: SNAPSHOT_VERSION, base, result, changes: sortEntries(changes) };
+}
+
+/** Mismatch counts by kind between an expected and an actual entry list (used by oracle checks). */
+export interface MismatchCounts {
+  content: number;
+  mode: number;
+  symlink: number;
+  missing: number;
+  extra: number;
+  kind: number;
+}
+
+export function countMismatches(expected: Entry[], actual: Entry[]): MismatchCounts {
+  const counts: MismatchCounts = { content: 0, mode: 0, symlink: 0, missing: 0, extra: 0, kind: 0 };
+  for (const c of diffEntries(expected, actual)) {
+    switch (c.kind) {
+      case 'add':
+        counts.extra++;
+        break;
+      case 'delete':
+        counts.missing++;
+        break;
+      case 'mode':
+        counts.mode++;
+        break;
+      case 'retype':
+        counts.kind++;
+        break;
+      case 'modify':
+        if (c.before?.kind === 'symlink') counts.symlink++;
+        else counts.content++;
+        break;
+      default: {
+        const never: never = c.kind;
+        throw new Error(`unknown change ${String(never)}`);
+      }
+    }
+  }
+  return counts;
+}
+
+export function totalMismatches(c: MismatchCounts): number {
+  return c.content + c.mode + c.symlink + c.missing + c.extra + c.kind;
+}

@@ -1,0 +1,48 @@
+import { createHash } from 'node:crypto';
+import { existsSync, realpathSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { STORE_MARKER } from '../model/object-store.js';
+
+/** The per-source default store: `$XDG_DATA_HOME/pdb-env/stores/<name>-<hash of the source path>`. */
+export function defaultStoreFor(sourceDir: string): string {
+  const real = realpathOr(sourceDir);
+  const dataHome = process.env.XDG_DATA_HOME || join(homedir(), '.local', 'share');
+  const key = createHash('sha256').update(real).digest('hex').slice(0, 12);
+  const name = (basename(real) || 'root').replace(/[^A-Za-z0-9._-]/g, '_');
+  return join(dataHome, 'pdb-env', 'stores', `${name}-${key}`);
+}
+
+export function realpathOr(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return resolve(p);
+  }
+}
+
+/** The store whose tree holds `dir` (a session root or anything under the store), if any. */
+export function findEnclosingStore(dir: string): string | null {
+  let cur = realpathOr(dir);
+  for (;;) {
+    if (existsSync(join(cur, STORE_MARKER)) && existsSync(join(cur, 'objects'))) return cur;
+    const up = dirname(cur);
+    if (up === cur) return null;
+    cur = up;
+  }
+}
+
+/**
+ * Which store a command uses: `--store`, then PDB_ENV_STORE, then (except for create) the store
+ * that encloses the current directory, then the default store of the source directory.
+ */
+export function resolveStoreDir(options: { store?: string; sourceDir?: string; cwd?: string; forCreate?: boolean }): string {
+  if (options.store) return resolve(options.store);
+  if (process.env.PDB_ENV_STORE) return resolve(process.env.PDB_ENV_STORE);
+  const cwd = options.cwd ?? process.cwd();
+  if (!options.forCreate) {
+    const enclosing = findEnclosingStore(cwd);
+    if (enclosing) return enclosing;
+  }
+  return defaultStoreFor(options.sourceDir ?? cwd);
+}

@@ -1,0 +1,144 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import { PdbError } from '../model/errors.js';
+import type { LongRunningProcess, ProcessOptions, ProcessResult, ProcessRunner } from './types.js';
+
+const GNU_TIME = '/usr/bin/time';
+
+/** Parse `/usr/bin/time -f '%U %S %M'` output: user s, system s, max RSS KiB. */
+function readTimeFile(file: string): Pick<ProcessResult, 'cpuUserMs' | 'cpuSystemMs' | 'peakRssBytes'> {
+  try {
+    const last = readFileSync(file, 'utf8').trim().split('\n').pop() ?? '';
+    const m = /^([\d.]+) ([\d.]+) (\d+)$/.exec(last);
+    if (m) return { cpuUserMs: Math.round(Number(m[1]) * 1000), cpuSystemMs: Math.round(Number(m[2]) * 1000), peakRssBytes: Number(m[3]) * 1024 };
+  } catch {
+    /* no file: the child never started */
+  }
+  return { cpuUserMs: null, cpuSystemMs: null, peakRssBytes: null };
+}
+
+function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
+  if (!pid) return;
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    /* group already gone */
+  }
+}
+
+/**
+ * Runs processes for workloads: each in its own process group (detached), killed as a group on
+ * timeout or stop, with child CPU and peak RSS measured by GNU time when it is installed.
+ */
+export function createProcessRunner(options: { baseEnv?: Record<string, string | undefined> } = {}): ProcessRunner {
+  const useTime = existsSync(GNU_TIME);
+  const baseEnv = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', ...options.baseEnv };
+
+  function spawn(command: string, args: string[], opts: { cwd: string; env?: Record<string, string | undefined>; input?: string }) {
+    const scratch = mkdtempSync(join(tmpdir(), 'pdb-time-'));
+    const timeFile = join(scratch, 'time');
+    const [cmd, argv] = useTime ? [GNU_TIME, ['-f', '%U %S %M', '-o', timeFile, '--', command, ...args]] : [command, args];
+    const child = execa(cmd, argv, {
+      cwd: opts.cwd,
+      env: { ...baseEnv, ...opts.env },
+      extendEnv: false,
+      detached: true,
+      reject: false,
+      all: true,
+      input: opts.input,
+      stdin: opts.input === undefined ? 'ignore' : undefined,
+      buffer: true,
+      cleanup: true,
+    });
+    return { child, timeFile, scratch };
+  }
+
+  function finish(r: Awaited<ResultPromise<{ all: true }>>, timeFile: string, scratch: string, durationMs: number, timedOut: boolean): ProcessResult {
+    const usage = readTimeFile(timeFile);
+    rmSync(scratch, { recursive: true, force: true });
+    return {
+      exitCode: r.exitCode ?? null,
+      signal: r.signal ?? null,
+      timedOut,
+      durationMs,
+      ...usage,
+      stdout: typeof r.stdout === 'string' ? r.stdout : '',
+      stderr: typeof r.stderr === 'string' ? r.stderr : '',
+    };
+  }
+
+  return {
+    async run(command, args, opts: ProcessOptions) {
+      const t0 = performance.now();
+      const { child, timeFile, scratch } = spawn(command, args, opts);
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        killGroup(child.pid, 'SIGTERM');
+        setTimeout(() => killGroup(child.pid, 'SIGKILL'), 2000).unref();
+      }, opts.timeoutMs);
+      const r = await child;
+      clearTimeout(timer);
+      killGroup(child.pid, 'SIGKILL'); // anything the command left running in its group
+      if (r.failed && r.exitCode === undefined && !r.signal && !timedOut) {
+        rmSync(scratch, { recursive: true, force: true });
+        throw new PdbError('E_STEP_FAILED', `could not start ${command}: ${r.shortMessage}`);
+      }
+      return finish(r as never, timeFile, scratch, performance.now() - t0, timedOut);
+    },
+
+    start(command, args, opts) {
+      const t0 = performance.now();
+      const { child, timeFile, scratch } = spawn(command, args, opts);
+      let out = '';
+      let exited = false;
+      const watchers = new Set<() => void>();
+      child.all?.on('data', (d: Buffer) => {
+        out += d.toString();
+        for (const w of [...watchers]) w();
+      });
+      const done = child.then((r) => {
+        exited = true;
+        for (const w of [...watchers]) w();
+        return r;
+      });
+      let stopped: Promise<ProcessResult> | null = null;
+      const handle: LongRunningProcess = {
+        pid: child.pid ?? -1,
+        output: () => out,
+        waitForOutput(predicate, timeoutMs, what) {
+          // Event-driven: checked on every chunk of output and on exit, never on a sleep.
+          return new Promise((resolve, reject) => {
+            const settle = (err?: PdbError) => {
+              watchers.delete(check);
+              clearTimeout(timer);
+              if (err) reject(err);
+              else resolve();
+            };
+            const check = () => {
+              if (predicate(out)) settle();
+              else if (exited) settle(new PdbError('E_STEP_FAILED', `${command} exited before ${what}`));
+            };
+            const timer = setTimeout(() => settle(new PdbError('E_TIMEOUT', `no ${what} within ${timeoutMs} ms`)), timeoutMs);
+            watchers.add(check);
+            check();
+          });
+        },
+        stop() {
+          stopped ??= (async () => {
+            killGroup(child.pid, 'SIGTERM');
+            const hard = setTimeout(() => killGroup(child.pid, 'SIGKILL'), 3000);
+            const r = await done;
+            clearTimeout(hard);
+            killGroup(child.pid, 'SIGKILL');
+            return finish(r as never, timeFile, scratch, performance.now() - t0, false);
+          })();
+          return stopped;
+        },
+      };
+      return handle;
+    },
+  };
+}

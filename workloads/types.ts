@@ -1,0 +1,113 @@
+// The workload contract, types only. A workload prepares a fixture (the base), runs steps in a
+// session root, and declares what of the result is compared with the full-copy oracle. Workloads
+// never reach into the scheduler or the store: the harness hands them roots and a process runner.
+import type { Entry, MismatchCounts } from '../model/snapshot.js';
+
+export interface ProcessOptions {
+  cwd: string;
+  /** Added to a clean copy of the harness's environment. */
+  env?: Record<string, string | undefined>;
+  /** The step's own timeout; when it fires the whole process group is killed and `timedOut` is true. */
+  timeoutMs: number;
+  input?: string;
+}
+
+export interface ProcessResult {
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+  durationMs: number;
+  /** Child CPU and peak RSS from GNU time when it is installed; null otherwise (never guessed). */
+  cpuUserMs: number | null;
+  cpuSystemMs: number | null;
+  peakRssBytes: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** A server or watcher: runs in its own process group until `stop()`. */
+export interface LongRunningProcess {
+  readonly pid: number;
+  /** All output so far (stdout and stderr interleaved). */
+  output(): string;
+  /** Resolve when `predicate(output)` holds; reject with E_TIMEOUT after `timeoutMs` or if the process exits first. */
+  waitForOutput(predicate: (output: string) => boolean, timeoutMs: number, what: string): Promise<void>;
+  /** Kill the whole process group (TERM, then KILL) and wait for it. Safe to call twice. */
+  stop(): Promise<ProcessResult>;
+}
+
+export interface ProcessRunner {
+  run(command: string, args: string[], options: ProcessOptions): Promise<ProcessResult>;
+  start(command: string, args: string[], options: Omit<ProcessOptions, 'timeoutMs' | 'input'>): LongRunningProcess;
+}
+
+export interface SessionHandle {
+  name: string;
+  root: string;
+}
+
+export interface StepContext {
+  /** The session under test (sessions[0]) and any peers the workload asked for. */
+  session: SessionHandle;
+  sessions: SessionHandle[];
+  /** A directory outside every session for this case's scratch files (event logs, caches). */
+  scratchDir: string;
+  /** A directory shared by all cases of one run (e.g. a pnpm store), outside every session. */
+  sharedDir: string;
+  params: Record<string, unknown>;
+  proc: ProcessRunner;
+  /** Run a command through `pdb-env run SESSION -- ...` (a separate process under the session's lease). */
+  pdbEnvRun(session: SessionHandle, command: string, args: string[], options: Omit<ProcessOptions, 'cwd'>): Promise<ProcessResult>;
+  /** Called to record a workload metric on the case (e.g. the pnpm import method). */
+  metric(name: string, value: string | number | boolean): void;
+  log(message: string): void;
+}
+
+export interface StepOutcome {
+  /** The step's main process, if it had one, for CPU/RSS/exit code in the receipt. */
+  process?: ProcessResult;
+  /** Extra milestone timings inside the step (e.g. tsserver `firstDiagnosticsMs`). */
+  milestones?: Record<string, number>;
+}
+
+export interface Step {
+  name: string;
+  timeoutMs: number;
+  /** Throw a PdbError (E_STEP_FAILED, E_TIMEOUT, ...) to fail the step; the case records code and step. */
+  run(ctx: StepContext): Promise<StepOutcome | void>;
+}
+
+export interface Fixture {
+  /** Short, path-free name recorded in receipts (e.g. "npm-app@1"). */
+  name: string;
+  /** Directory to import as the base. */
+  sourceDir: string;
+}
+
+export interface WorkloadCheck {
+  name: string;
+  passed: boolean;
+  detail?: string;
+  mismatches?: MismatchCounts;
+}
+
+export interface Workload {
+  readonly name: string;
+  readonly description: string;
+  /** Deterministic workloads compare the full result; others declare a projection. */
+  readonly deterministic: boolean;
+  /** How many sessions a case needs (2 for two-agent: the case session and its peer). */
+  readonly sessions: number;
+  readonly defaultParams: Record<string, unknown>;
+  /** Build or locate the fixture under `workDir` (outside any store), once per run. */
+  prepareFixture(workDir: string, params: Record<string, unknown>, proc: ProcessRunner): Promise<Fixture>;
+  steps(params: Record<string, unknown>): Step[];
+  /**
+   * The part of the session's result compared with the oracle, and why. Identity for
+   * deterministic workloads; e.g. generated output reduced to existence for installs.
+   */
+  project(entries: Entry[], params: Record<string, unknown>): Entry[];
+  readonly projectionNote: string;
+  /** Workload-specific checks after the steps (e.g. peers saw only their own work). */
+  check?(ctx: StepContext, results: Entry[][]): Promise<WorkloadCheck[]>;
+}
