@@ -1,5 +1,12 @@
 import { PdbError } from '../model/errors.js';
 import { fullCopyBackend } from './full-copy.js';
+import { reflinkBackend } from './reflink.js';
+import { btrfsSnapshotBackend } from './btrfs-snapshot.js';
+import { overlayBackend } from './overlay.js';
+import { apfsCloneBackend } from './apfs-clone.js';
+import { gitWorktreeBackend } from './git-worktree.js';
+import { agentfsBackend } from './agentfs.js';
+import { hardlinkFarmBackend } from './hardlink-farm.js';
 import { BACKEND_NAMES, type AnyBackendName, type Backend, type BackendContext, type BackendName, type ProbeResult, type TestBackendName } from './types.js';
 
 /**
@@ -9,9 +16,17 @@ import { BACKEND_NAMES, type AnyBackendName, type Backend, type BackendContext, 
  */
 const USER_BACKENDS: Partial<Record<BackendName, Backend>> = {
   'full-copy': fullCopyBackend,
+  reflink: reflinkBackend,
+  'btrfs-snapshot': btrfsSnapshotBackend,
+  overlay: overlayBackend,
+  'apfs-clone': apfsCloneBackend,
+  'git-worktree': gitWorktreeBackend,
+  agentfs: agentfsBackend,
 };
 
-const TEST_BACKENDS: Partial<Record<TestBackendName, Backend>> = {};
+const TEST_BACKENDS: Partial<Record<TestBackendName, Backend>> = {
+  'hardlink-farm': hardlinkFarmBackend,
+};
 
 export function isBackendName(name: string): name is BackendName {
   return (BACKEND_NAMES as readonly string[]).includes(name);

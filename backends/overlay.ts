@@ -1,0 +1,97 @@
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { PdbError, isPdbError } from '../model/errors.js';
+import { materializeTreeBase, runTool } from './base-tree.js';
+import { fsTypeName, fsTypeOf, mountedFsType, removeTreeForce } from './fs-util.js';
+import type { Backend, BackendContext, BackendState, ProbeResult } from './types.js';
+
+/**
+ * `redirect_dir=on`: without it the kernel answers rename(2) of a directory that exists in the
+ * lower layer with EXDEV (measured on 6.18), which `mv` hides by copying but Node's fs.rename
+ * and most tools do not.
+ */
+const OVERLAY_OPTIONS = 'redirect_dir=on';
+
+/** overlayfs splits its options on ',' and lowerdir on ':'; such paths cannot be passed safely. */
+function assertMountablePath(path: string): void {
+  if (/[,:\\]/.test(path)) {
+    throw new PdbError('E_MOUNT_FAILED', `overlay cannot mount a path containing ",", ":" or "\\": ${path}`, { hint: 'Move the store to a path without those characters (--store / PDB_ENV_STORE).' });
+  }
+}
+
+async function mountOverlay(lower: string, upper: string, work: string, target: string): Promise<void> {
+  for (const p of [lower, upper, work, target]) assertMountablePath(p);
+  await runTool('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${upper},workdir=${work},${OVERLAY_OPTIONS}`, target], 'E_MOUNT_FAILED', 'mounting the overlay');
+}
+
+async function unmountIfMounted(target: string): Promise<void> {
+  if (mountedFsType(target) === 'overlay') await runTool('umount', [target], 'E_MOUNT_FAILED', 'unmounting the overlay');
+}
+
+function sessionPaths(ctx: BackendContext, sessionDir: string, state: BackendState): { lower: string; upper: string; work: string } {
+  if (typeof state.lower !== 'string') throw new PdbError('E_SESSION_BROKEN', 'the overlay session has no recorded lower directory', { hint: 'Discard the session and create it again.' });
+  return { lower: join(ctx.store.paths.root, state.lower), upper: join(sessionDir, 'upper'), work: join(sessionDir, 'work') };
+}
+
+/** The base tree is the lower directory; each session has its own upper and work dirs, mounted at its root. */
+export const overlayBackend: Backend = {
+  name: 'overlay',
+  experimental: false,
+  testOnly: false,
+  summary: 'overlayfs mount: shared lower base, private upper per session; O(1) create',
+  capabilities: { constantTimeCreate: true, sharesExtents: true, needsRemount: true, carriesFullSnapshot: true, securityIsolation: false },
+  async probe(ctx): Promise<ProbeResult> {
+    if (process.platform !== 'linux') return { available: false, reason: 'E_UNSUPPORTED_OS', detail: `overlayfs needs Linux (this is ${process.platform})`, evidence: { platform: process.platform } };
+    const upperFs = fsTypeName(await fsTypeOf(ctx.probeDir));
+    if (typeof process.getuid === 'function' && process.getuid() !== 0) {
+      return { available: false, reason: 'E_NOT_ROOT', detail: 'mounting an overlay needs root', evidence: { upperFs, root: false } };
+    }
+    const dir = await mkdtemp(join(ctx.probeDir, `probe-overlay-${process.pid}-`));
+    const [lower, upper, work, merged] = ['lower', 'upper', 'work', 'merged'].map((n) => join(dir, n)) as [string, string, string, string];
+    try {
+      for (const d of [join(lower, 'd'), upper, work, merged]) await mkdir(d, { recursive: true });
+      await writeFile(join(lower, 'd', 'f'), 'lower');
+      await mountOverlay(lower, upper, work, merged);
+      try {
+        const seen = await readFile(join(merged, 'd', 'f'), 'utf8');
+        await writeFile(join(merged, 'd', 'f'), 'upper');
+        const lowerAfter = await readFile(join(lower, 'd', 'f'), 'utf8');
+        if (seen !== 'lower' || lowerAfter !== 'lower') {
+          return { available: false, reason: 'E_MOUNT_FAILED', detail: 'the trial overlay did not keep writes out of the lower directory', evidence: { upperFs, trialMount: true, lowerIntact: false } };
+        }
+      } finally {
+        await unmountIfMounted(merged);
+      }
+      return { available: true, reason: null, detail: `trial overlay mounted (upper on ${upperFs}), write stayed out of the lower dir, unmounted`, evidence: { upperFs, trialMount: true, lowerIntact: true, options: OVERLAY_OPTIONS } };
+    } catch (err) {
+      const code = isPdbError(err) ? err.code : 'E_MOUNT_FAILED';
+      return { available: false, reason: code, detail: `trial overlay mount failed: ${(err as Error).message}`, evidence: { upperFs, trialMount: false } };
+    } finally {
+      await unmountIfMounted(merged).catch(() => {});
+      await removeTreeForce(dir).catch(() => {});
+    }
+  },
+  async materializeBase(ctx, snapshot, digest) {
+    await materializeTreeBase(ctx, snapshot, digest, 'tree');
+  },
+  async createSession(ctx, snapshot, digest, root, sessionDir) {
+    const lower = await materializeTreeBase(ctx, snapshot, digest, 'tree');
+    const state: BackendState = { lower: relative(ctx.store.paths.root, lower), options: OVERLAY_OPTIONS };
+    const { upper, work } = sessionPaths(ctx, sessionDir, state);
+    for (const d of [upper, work, root]) await mkdir(d);
+    await mountOverlay(lower, upper, work, root);
+    return { state, files: snapshot.entries.filter((e) => e.kind === 'file').length, cloneObserved: mountedFsType(root) === 'overlay' };
+  },
+  async resume(ctx, root, sessionDir, state) {
+    if (mountedFsType(root) === 'overlay') return;
+    // After a reboot the mount is gone but upper and work survive: mount them again.
+    const { lower, upper, work } = sessionPaths(ctx, sessionDir, state);
+    if (!existsSync(lower)) throw new PdbError('E_SESSION_BROKEN', 'the overlay base (lower directory) is missing from the store', { hint: 'Discard the session and create it again.' });
+    await mkdir(root, { recursive: true });
+    await mountOverlay(lower, upper, work, root);
+  },
+  async release(_ctx, root) {
+    await unmountIfMounted(root);
+  },
+};
