@@ -61,6 +61,10 @@ export interface StepContext {
   /** Called to record a workload metric on the case (e.g. the pnpm import method). */
   metric(name: string, value: string | number | boolean): void;
   log(message: string): void;
+  /** Aborted when the case times out: in-process steps stop between operations. */
+  signal?: AbortSignal;
+  /** The base Snapshot's entries (what every session started from). */
+  baseEntries?: Entry[];
 }
 
 export interface StepOutcome {
@@ -108,6 +112,12 @@ export interface Workload {
    */
   project(entries: Entry[], params: Record<string, unknown>): Entry[];
   readonly projectionNote: string;
+  /**
+   * Deterministic workloads may compute the oracle's expected result in advance from the base
+   * entries (the case session's, sessions[0]). Without it, the full-copy case of the same block is
+   * the oracle.
+   */
+  expected?(base: Entry[], params: Record<string, unknown>): Promise<Entry[]>;
   /** Workload-specific checks after the steps (e.g. peers saw only their own work). */
   check?(ctx: StepContext, results: Entry[][]): Promise<WorkloadCheck[]>;
 }

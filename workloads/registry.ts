@@ -1,0 +1,16 @@
+// The typed registry of workloads: plans, the harness and reports take workload names from here.
+// One line per workload module; the scheduler never changes when a workload is added.
+import { fileopsWorkload } from './fileops.js';
+import { twoAgentWorkload } from './two-agent.js';
+import type { Workload } from './types.js';
+
+export const WORKLOADS = {
+  fileops: fileopsWorkload,
+  'two-agent': twoAgentWorkload,
+} as const satisfies Record<string, Workload>;
+
+export type WorkloadName = keyof typeof WORKLOADS;
+
+export function isWorkloadName(name: string): name is WorkloadName {
+  return Object.hasOwn(WORKLOADS, name);
+}
