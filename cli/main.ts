@@ -3,9 +3,10 @@ import { readFileSync } from 'node:fs';
 import { PdbError } from '../model/errors.js';
 import { parseCommandArgs, type Command } from './command.js';
 import { SESSION_COMMANDS, listCommand } from './commands/sessions.js';
+import { reportCommand } from './commands/report.js';
 import { emitError } from './output.js';
 
-const COMMANDS: Command[] = [...SESSION_COMMANDS];
+const COMMANDS: Command[] = [...SESSION_COMMANDS, reportCommand];
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };

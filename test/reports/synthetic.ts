@@ -1,0 +1,135 @@
+// Builds synthetic receipts for report tests. Every receipt made here has a planName starting with
+// "synthetic-", which the report marks and every shipped policy ignores: these are not evidence.
+import type { CaseRecord, PhaseRecord, Receipt } from '../../harness/receipt-types.js';
+import { createRandom } from '../../reports/statistics.js';
+
+export interface SyntheticOptions {
+  /** yyyymmddThhmmssZ-xxxxxx, as the harness writes it. */
+  runId: string;
+  hostId?: string;
+  os?: string;
+  kernel?: string;
+  cpuModel?: string;
+  storeFs?: string;
+  startedAt?: string;
+  backends?: string[];
+  workloads?: string[];
+  fixtures?: Record<string, string>;
+  blocks?: number;
+  warmupBlocks?: number;
+  seed?: number;
+  /** Median create time (ms) per backend; other phases scale from it. */
+  createMs?: Record<string, number>;
+  /** Multiplicative noise (log-normal sigma). */
+  noise?: number;
+  /** Edit a case after it is built. */
+  mutate?: (c: CaseRecord) => void;
+  unavailable?: { name: string; reason: string }[];
+}
+
+export function syntheticReceipt(o: SyntheticOptions): Receipt {
+  const backends = o.backends ?? ['full-copy', 'reflink'];
+  const workloads = o.workloads ?? ['fileops'];
+  const blocks = o.blocks ?? 12;
+  const warmup = o.warmupBlocks ?? 1;
+  const random = createRandom(o.seed ?? 1);
+  const createMs = o.createMs ?? { 'full-copy': 400, reflink: 80 };
+  const sigma = o.noise ?? 0.08;
+  const gauss = (): number => {
+    const u = Math.max(random(), 1e-12);
+    const v = random();
+    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
+  };
+  const jitter = (x: number): number => x * Math.exp(sigma * gauss());
+  const cases: CaseRecord[] = [];
+  const blockRecords: Receipt['blocks'] = [];
+  let index = 0;
+  for (const workload of workloads) {
+    for (let b = 0; b < blocks; b++) {
+      const order = [...backends].sort(() => random() - 0.5);
+      const isWarm = b < warmup;
+      blockRecords.push({ index, workload, warmup: isWarm, order });
+      order.forEach((backend, position) => {
+        const base = createMs[backend] ?? 300;
+        const phase = (name: string, ms: number): PhaseRecord => ({
+          name,
+          outcome: 'ok',
+          durationMs: Math.round(jitter(ms) * 1000) / 1000,
+          exitCode: name.startsWith('step:') ? 0 : null,
+          cpuUserMs: null,
+          cpuSystemMs: null,
+          peakRssBytes: null,
+          timeoutMs: null,
+          milestones: {},
+        });
+        const phases = [phase('create', isWarm ? base * 2.5 : base), phase('step:edit', 120), phase('checkpoint', 200), phase('discard', base / 4)];
+        const sum = phases.reduce((s, p) => s + p.durationMs, 0);
+        const c: CaseRecord = {
+          id: `b${index}-p${position}`,
+          block: index,
+          position,
+          warmup: isWarm,
+          backend,
+          workload,
+          fixture: o.fixtures?.[workload] ?? `${workload}-small`,
+          outcome: 'ok',
+          failure: null,
+          phases,
+          checks: [
+            { name: 'oracle', passed: true, mismatches: null, detail: null },
+            { name: 'base-unchanged', passed: true, mismatches: null, detail: null },
+          ],
+          diskBytes: backend === 'full-copy' ? 4_000_000 : 40_000,
+          cloneObserved: backend === 'reflink' || backend === 'apfs-clone' ? true : null,
+          resultSnapshot: null,
+          oracleSnapshot: null,
+          wallMs: Math.round((sum + 5) * 1000) / 1000,
+          overheadMs: 5,
+          metrics: {},
+        };
+        o.mutate?.(c);
+        cases.push(c);
+      });
+      index++;
+    }
+  }
+  const count = (f: (c: CaseRecord) => boolean): number => cases.filter(f).length;
+  return {
+    schemaVersion: 1,
+    kind: 'pdb-env-receipt',
+    tool: { name: 'pdb-env', version: '0.1.0', commit: null },
+    runId: o.runId,
+    planName: 'synthetic-report-test',
+    planDigest: `sha256:${'0'.repeat(64)}`,
+    seed: o.seed ?? 1,
+    startedAt: o.startedAt ?? '2026-01-01T00:00:00.000Z',
+    finishedAt: o.startedAt ?? '2026-01-01T00:10:00.000Z',
+    host: {
+      hostId: o.hostId ?? 'a'.repeat(64),
+      os: o.os ?? 'linux',
+      kernel: o.kernel ?? '6.1.0-synthetic',
+      arch: 'x64',
+      cpuModel: o.cpuModel ?? 'Synthetic CPU A',
+      cores: 2,
+      memoryBytes: 24 * 2 ** 30,
+      storeFs: { type: o.storeFs ?? 'btrfs', mountOptions: ['rw'] },
+      tools: { node: '20.20.2', npm: '11.19.1', git: null, pnpm: null },
+    },
+    backends: [
+      ...backends.map((name) => ({ name, available: true, reason: null, detail: 'synthetic', experimental: false, evidence: {} })),
+      ...(o.unavailable ?? []).map((u) => ({ name: u.name, available: false, reason: u.reason, detail: 'synthetic', experimental: false, evidence: {} })),
+    ],
+    blocks: blockRecords,
+    cases,
+    summary: {
+      planned: cases.length,
+      ok: count((c) => c.outcome === 'ok'),
+      failed: count((c) => c.outcome === 'failed'),
+      timeout: count((c) => c.outcome === 'timeout'),
+      unavailable: count((c) => c.outcome === 'unavailable'),
+      oracleMismatches: count((c) => c.checks.some((k) => k.name === 'oracle' && !k.passed)),
+      overheadShareMedian: null,
+      overheadShareMax: null,
+    },
+  };
+}
