@@ -43,60 +43,77 @@ function objectPath(objectsDir: string, hex: string): string {
   return `${objectsDir}/${hex.slice(0, 2)}/${hex.slice(2)}`;
 }
 
-/** Hash a file and install its bytes as an object if missing, reading it exactly once. */
+/**
+ * Hash a file and install its bytes as an object if missing. A small file is read once; a large
+ * one is hashed first and copied only when its object is missing (the common case at checkpoint
+ * is an unchanged file whose object exists, and writing it to a temp file would double the I/O).
+ */
 function installFile(path: string, objectsDir: string, tmpDir: string): { digest: string; size: number; installed: boolean } {
   const fd = openSync(path, 'r');
-  let tmp: string | null = null;
-  let out = -1;
+  let n: number;
   try {
-    const h = createHash('sha256');
-    let n = readSync(fd, buffer, 0, CHUNK, null);
-    let size = n;
-    if (n < CHUNK) {
-      // Small file: one read, so we can check for the object before writing anything.
-      h.update(buffer.subarray(0, n));
-      const hex = h.digest('hex');
-      const dst = objectPath(objectsDir, hex);
-      if (existsSync(dst)) return { digest: hex, size, installed: false };
-      tmp = `${tmpDir}/obj-${process.pid}-${tmpCounter++}-${Math.random().toString(36).slice(2)}`;
-      out = openSync(tmp, 'wx', 0o444);
-      writeAll(out, buffer, n);
-      closeSync(out);
-      out = -1;
-      renameSync(tmp, dst);
-      tmp = null;
-      return { digest: hex, size, installed: true };
-    }
-    tmp = `${tmpDir}/obj-${process.pid}-${tmpCounter++}-${Math.random().toString(36).slice(2)}`;
-    out = openSync(tmp, 'wx', 0o444);
-    while (n > 0) {
-      h.update(buffer.subarray(0, n));
-      writeAll(out, buffer, n);
-      n = readSync(fd, buffer, 0, CHUNK, null);
-      size += n;
-    }
-    closeSync(out);
-    out = -1;
-    const hex = h.digest('hex');
-    const dst = objectPath(objectsDir, hex);
-    if (existsSync(dst)) {
-      unlinkSync(tmp);
-      tmp = null;
-      return { digest: hex, size, installed: false };
-    }
-    renameSync(tmp, dst);
-    tmp = null;
-    return { digest: hex, size, installed: true };
-  } finally {
+    n = readSync(fd, buffer, 0, CHUNK, null);
+  } catch (err) {
     closeSync(fd);
-    if (out >= 0) closeSync(out);
-    if (tmp) {
-      try {
-        unlinkSync(tmp);
-      } catch {
-        /* already gone */
-      }
+    throw err;
+  }
+  if (n < CHUNK) {
+    try {
+      const hex = createHash('sha256').update(buffer.subarray(0, n)).digest('hex');
+      const dst = objectPath(objectsDir, hex);
+      if (existsSync(dst)) return { digest: hex, size: n, installed: false };
+      writeObject(dst, tmpDir, (out) => writeAll(out, buffer, n));
+      return { digest: hex, size: n, installed: true };
+    } finally {
+      closeSync(fd);
     }
+  }
+  closeSync(fd);
+  const { digest: hex, size } = hashFile(path);
+  const dst = objectPath(objectsDir, hex);
+  if (existsSync(dst)) return { digest: hex, size, installed: false };
+  writeObject(dst, tmpDir, (out) => {
+    const again = createHash('sha256');
+    const fdIn = openSync(path, 'r');
+    try {
+      for (;;) {
+        const m = readSync(fdIn, buffer, 0, CHUNK, null);
+        if (m === 0) break;
+        again.update(buffer.subarray(0, m));
+        writeAll(out, buffer, m);
+      }
+    } finally {
+      closeSync(fdIn);
+    }
+    if (again.digest('hex') !== hex) {
+      const e = new Error(`${path} changed while it was read`) as NodeJS.ErrnoException;
+      e.code = 'ECHANGED';
+      throw e;
+    }
+  });
+  return { digest: hex, size, installed: true };
+}
+
+/** Write an object through a temp file in the store and rename it into place (atomic). */
+function writeObject(dst: string, tmpDir: string, fill: (fd: number) => void): void {
+  const tmp = `${tmpDir}/obj-${process.pid}-${tmpCounter++}-${Math.random().toString(36).slice(2)}`;
+  const out = openSync(tmp, 'wx', 0o444);
+  try {
+    fill(out);
+    closeSync(out);
+    renameSync(tmp, dst);
+  } catch (err) {
+    try {
+      closeSync(out);
+    } catch {
+      /* already closed */
+    }
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* already gone */
+    }
+    throw err;
   }
 }
 

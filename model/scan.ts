@@ -1,5 +1,6 @@
 import type { BigIntStats } from 'node:fs';
-import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
+import { lstatSync, readdirSync, readlinkSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { Digest } from './canonical-json.js';
 import { PdbError, osErrorCode } from './errors.js';
@@ -117,15 +118,16 @@ export async function walkTree(root: string, options: Pick<ScanOptions, 'exclude
   const files: FileRec[] = [];
   const links: Array<{ path: string; abs: string }> = [];
 
-  async function visit(absDir: string, relDir: string): Promise<void> {
+  // Synchronous on purpose: 20,000 lstat calls through promises cost ~3x the CPU of lstatSync,
+  // and nothing else can run until the walk is done anyway.
+  function visit(absDir: string, relDir: string): void {
     let names: Buffer[];
     try {
-      names = (await readdir(absDir, { encoding: 'buffer' })) as Buffer[];
+      names = readdirSync(absDir, { encoding: 'buffer' });
     } catch (err) {
       if (relDir === '' && osErrorCode(err) === 'ENOENT') throw new PdbError('E_SOURCE_MISSING', `${root} does not exist`, { cause: err });
       throw err;
     }
-    const children: Promise<void>[] = [];
     for (const raw of names) {
       let name: string;
       try {
@@ -136,29 +138,25 @@ export async function walkTree(root: string, options: Pick<ScanOptions, 'exclude
       }
       const rel = relDir ? `${relDir}/${name}` : name;
       if (excluded(rel, name)) continue;
-      const abs = join(absDir, name);
-      children.push(
-        lstat(abs, { bigint: true }).then(async (st) => {
-          if (st.isDirectory()) {
-            dirs.push(rel);
-            await visit(abs, rel);
-          } else if (st.isFile()) {
-            files.push({ path: rel, abs, size: Number(st.size), exec: (st.mode & 0o111n) !== 0n, sig: statSig(st), ctimeNs: st.ctimeNs });
-          } else if (st.isSymbolicLink()) {
-            links.push({ path: rel, abs });
-          } else {
-            const what = st.isFIFO() ? 'a fifo' : st.isSocket() ? 'a socket' : 'a device';
-            throw new PdbError('E_UNSUPPORTED_ENTRY', `"${rel}" is ${what}; the v1 contract holds only directories, files and symlinks`, {
-              path: rel,
-              hint: 'Remove it, or exclude it in pdb-env.json.',
-            });
-          }
-        }),
-      );
+      const abs = `${absDir}/${name}`;
+      const st = lstatSync(abs, { bigint: true });
+      if (st.isDirectory()) {
+        dirs.push(rel);
+        visit(abs, rel);
+      } else if (st.isFile()) {
+        files.push({ path: rel, abs, size: Number(st.size), exec: (st.mode & 0o111n) !== 0n, sig: statSig(st), ctimeNs: st.ctimeNs });
+      } else if (st.isSymbolicLink()) {
+        links.push({ path: rel, abs });
+      } else {
+        const what = st.isFIFO() ? 'a fifo' : st.isSocket() ? 'a socket' : 'a device';
+        throw new PdbError('E_UNSUPPORTED_ENTRY', `"${rel}" is ${what}; the v1 contract holds only directories, files and symlinks`, {
+          path: rel,
+          hint: 'Remove it, or exclude it in pdb-env.json.',
+        });
+      }
     }
-    await Promise.all(children);
   }
-  await visit(root, '');
+  visit(root, '');
   return { dirs, files, links };
 }
 
@@ -167,7 +165,7 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
   const startNs = BigInt(Date.now()) * 1_000_000n;
   const { dirs, files, links } = await walkTree(root, options);
   const entries: Entry[] = dirs.map((path) => ({ path, kind: 'dir' as const }));
-  const targets = await Promise.all(links.map((l) => readlink(l.abs, { encoding: 'buffer' })));
+  const targets = links.map((l) => readlinkSync(l.abs, { encoding: 'buffer' }));
   links.forEach((l, i) => {
     let target: string;
     try {

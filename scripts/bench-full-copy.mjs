@@ -1,0 +1,92 @@
+#!/usr/bin/env node
+// Benchmark: full-copy create and checkpoint against coreutils baselines measured in the same run.
+//
+//   node scripts/bench-full-copy.mjs [--tree DIR] [--rounds N] [--work DIR]
+//
+// Without --tree it builds a real node_modules tree (~20,000 files, ~500 MB) with npm under the
+// work dir (default /var/tmp/pdb-env-bench). Runs are interleaved (baseline, pdb-env, baseline,
+// ...) so machine noise hits both sides; it prints medians and median ratios, no pass/fail.
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { $ } from 'zx';
+
+const { values } = parseArgs({ options: { tree: { type: 'string' }, rounds: { type: 'string', default: '7' }, work: { type: 'string', default: '/var/tmp/pdb-env-bench' } } });
+const rounds = Number(values.rounds);
+const work = resolve(values.work);
+const cli = resolve(new URL('../dist/cli/main.js', import.meta.url).pathname);
+$.verbose = false;
+$.quiet = true;
+
+let tree = values.tree ? resolve(values.tree) : join(work, 'tree');
+if (!values.tree && !existsSync(join(tree, 'node_modules'))) {
+  console.log(`building the fixture tree in ${tree} (npm install, once)`);
+  mkdirSync(tree, { recursive: true });
+  writeFileSync(join(tree, 'package.json'), JSON.stringify({ name: 'bench-tree', version: '1.0.0', private: true }));
+  await $({ cwd: tree })`npm install --no-audit --no-fund --ignore-scripts next@16 react@19 react-dom@19 typescript@5.9.3 jest@30 vite@8.3.8 vitest@4.1.12 eslint@9 webpack@5 @babel/core@7`;
+}
+const files = Number((await $`find ${tree} -type f | wc -l`).stdout.trim());
+const bytes = Number((await $`du -sb --apparent-size ${tree}`).stdout.split('\t')[0]);
+const fs = (await $`stat -f -c %T ${work}`).stdout.trim();
+console.log(`tree: ${files} files, ${(bytes / 1e6).toFixed(0)} MB, filesystem ${fs}; ${rounds} interleaved rounds`);
+
+const store = join(work, 'store');
+const scratch = join(work, 'scratch');
+rmSync(store, { recursive: true, force: true });
+rmSync(scratch, { recursive: true, force: true });
+mkdirSync(scratch, { recursive: true });
+
+async function time(fn) {
+  const t0 = performance.now();
+  await fn();
+  return performance.now() - t0;
+}
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const sync = () => $`sync`;
+
+// First import: every file is read, hashed and installed into the object store, then copied.
+await sync();
+const firstImport = await time(() => $`node ${cli} create first --from ${tree} --store ${store}`);
+await $`node ${cli} discard first --store ${store}`;
+console.log(`first import + create: ${(firstImport / 1000).toFixed(2)} s`);
+// Let the racy-clean window pass, so the stat cache may be trusted (as it would be for any tree
+// not written in the last two seconds).
+await $`node ${cli} create warm --from ${tree} --store ${store}`;
+await $`node ${cli} discard warm --store ${store}`;
+
+const cp = [];
+const create = [];
+for (let i = 0; i < rounds; i++) {
+  const dst = join(scratch, `cp-${i}`);
+  await sync();
+  cp.push(await time(() => $`cp -a --reflink=never ${tree} ${dst}`));
+  await sync();
+  create.push(await time(() => $`node ${cli} create s${i} --from ${tree} --store ${store}`));
+  rmSync(dst, { recursive: true, force: true });
+  if (i > 0) await $`node ${cli} discard s${i} --store ${store}`;
+}
+
+// Checkpoint of an unchanged session versus sha256sum of the same files with two workers.
+const root = (await $`node ${cli} path s0 --store ${store}`).stdout.trim();
+const sha = [];
+const checkpoint = [];
+for (let i = 0; i < rounds; i++) {
+  sha.push(await time(() => $({ cwd: root })`find . -type f -print0 | xargs -0 -P2 sha256sum > /dev/null`));
+  checkpoint.push(await time(() => $`node ${cli} checkpoint s0 --store ${store}`));
+}
+await $`node ${cli} discard s0 --store ${store}`;
+
+const ratio = (a, b) => median(a.map((x, i) => x / b[i]));
+const row = (name, xs, base, baseName) => `${name.padEnd(34)} ${(median(xs) / 1000).toFixed(3).padStart(7)} s   ${base ? `${ratio(xs, base).toFixed(2)}x ${baseName}` : ''}`;
+console.log('\nmedians (paired ratio = median of per-round ratios)');
+console.log(row('cp -a --reflink=never', cp));
+console.log(row('pdb-env create (unchanged source)', create, cp, 'cp -a --reflink=never   (target <= 1.3x)'));
+console.log(row('find | xargs -P2 sha256sum', sha));
+console.log(row('pdb-env checkpoint (unchanged)', checkpoint, sha, 'sha256sum -P2            (target <= 1.5x)'));
+console.log(`first import: ${(firstImport / 1000).toFixed(2)} s (${(firstImport / median(cp)).toFixed(2)}x cp)`);
+rmSync(scratch, { recursive: true, force: true });
+rmSync(store, { recursive: true, force: true });
