@@ -1,5 +1,6 @@
 // The typed registry of workloads: plans, the harness and reports take workload names from here.
 // One line per workload module; the scheduler never changes when a workload is added.
+import { npmLane, pnpmLane } from './dev-lane.js';
 import { fileopsWorkload } from './fileops.js';
 import { twoAgentWorkload } from './two-agent.js';
 import type { Workload } from './types.js';
@@ -7,6 +8,8 @@ import type { Workload } from './types.js';
 export const WORKLOADS = {
   fileops: fileopsWorkload,
   'two-agent': twoAgentWorkload,
+  'npm-lane': npmLane,
+  'pnpm-lane': pnpmLane,
 } as const satisfies Record<string, Workload>;
 
 export type WorkloadName = keyof typeof WORKLOADS;
