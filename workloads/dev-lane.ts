@@ -7,6 +7,7 @@ import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, re
 import { hostname, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sha256Digest } from '../model/canonical-json.js';
 import { PdbError } from '../model/errors.js';
 import type { Entry } from '../model/snapshot.js';
 import { lastSemanticDiag, startTsserver } from './tsserver-client.js';
@@ -574,6 +575,29 @@ async function laneChecks(kind: LaneKind, ctx: StepContext): Promise<WorkloadChe
   return checks;
 }
 
+/**
+ * The oracle's source tree, computed in advance: the base with the lane's three deterministic
+ * file edits applied (the tsserver edit lives only in tsserver's memory).
+ */
+export function expectedLaneSources(kind: LaneKind, base: Entry[]): Entry[] {
+  const byPath = new Map(base.map((e) => [e.path, e]));
+  const replace = (path: string, bytes: Buffer) => {
+    const e = byPath.get(path);
+    if (!e || e.kind !== 'file') throw new PdbError('E_SOURCE_CHANGED', `the base has no file ${path}; it is not the ${kind}-app fixture`, { path });
+    byPath.set(path, { ...e, digest: sha256Digest(bytes), size: bytes.length });
+  };
+  replace(LANE_EDITS.viteMessage.path, Buffer.from(LANE_EDITS.viteMessage.content));
+  for (const edit of [LANE_EDITS.jestTest, LANE_EDITS.vitestTest]) {
+    const original = readFileSync(join(FIXTURES_DIR, `${kind}-app`, edit.path));
+    const e = byPath.get(edit.path);
+    if (!e || e.kind !== 'file' || e.digest !== sha256Digest(original)) {
+      throw new PdbError('E_SOURCE_CHANGED', `${edit.path} in the base differs from the committed ${kind}-app fixture, so the expected result cannot be computed`, { path: edit.path });
+    }
+    replace(edit.path, Buffer.concat([original, Buffer.from(edit.append)]));
+  }
+  return [...byPath.values()].filter((e) => !isGenerated(e.path));
+}
+
 export function createDevLane(kind: LaneKind): Workload {
   return {
     name: `${kind}-lane`,
@@ -604,6 +628,7 @@ export function createDevLane(kind: LaneKind): Workload {
     projectionNote:
       'Source files (everything but node_modules, dist, .next, .vite, coverage and *.tsbuildinfo) must equal the oracle byte for byte, including the deterministic edits the Vite, Jest and Vitest steps make. ' +
       'Installs and build output are not byte-stable across runs (timestamps, absolute paths, hashes in caches), so they are compared by what they must contain: the installed package set matches the lockfile (npm: node_modules/.package-lock.json against package-lock.json; pnpm: every pinned direct dependency at its exact version), its name@version digest is recorded as a metric, and dist/index.html and .next/BUILD_ID exist.',
+    expected: async (base) => expectedLaneSources(kind, base),
     check: (ctx) => laneChecks(kind, ctx),
   };
 }
