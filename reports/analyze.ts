@@ -96,6 +96,7 @@ export interface Comparison {
   medianRatio: number | null;
   ci: BootstrapCi | null;
   permutation: PermutationResult | null;
+  /** Permutation p < alpha and the bootstrap CI excludes 1. */
   significant: boolean;
   /** "faster" / "slower" when significant at alpha, "~" otherwise. */
   verdict: 'faster' | 'slower' | '~';
@@ -450,7 +451,10 @@ function compare(
   const summary = summarize(ratios);
   const ci = bootstrapMedianCi(ratios, o.seed, o.bootstrapResamples);
   const permutation = signFlipTest(ratios.map(Math.log), o.seed ^ 0x9e3779b9, o.permutationDraws);
-  const significant = permutation !== null && permutation.p < o.alpha;
+  // Significant only when the permutation test and the bootstrap interval agree, so a "faster" row
+  // never shows an interval that still contains 1.
+  const ciExcludesOne = ci !== null && (ci.upper < 1 || ci.lower > 1);
+  const significant = permutation !== null && permutation.p < o.alpha && ciExcludesOne;
   const verdict = !significant || summary.median === null ? '~' : summary.median < 1 ? 'faster' : 'slower';
   return { testbed, backend, baseline, workload, phase, blocks: ratios.length, ratios, medianRatio: summary.median, ci, permutation, significant, verdict };
 }

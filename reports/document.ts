@@ -71,7 +71,7 @@ export function buildDocument(input: ReportInput): Block[] {
     });
     b.push({ kind: 'paragraph', text: policy.description });
     if (gate.ignoredReceipts.length > 0) {
-      b.push({ kind: 'paragraph', text: `Left out of the decision: ${gate.ignoredReceipts.map((r) => `${r.runId.slice(0, 12)} (${r.reason})`).join('; ')}.` });
+      b.push({ kind: 'paragraph', text: `Left out of the decision: ${gate.ignoredReceipts.map((r) => `${r.runId} (${r.reason})`).join('; ')}.` });
     }
     const order = { reject: 0, hold: 1, met: 2 } as const;
     const findings = [...gate.findings].sort((x, y) => order[x.status] - order[y.status]);
@@ -104,7 +104,7 @@ export function buildDocument(input: ReportInput): Block[] {
   b.push({
     kind: 'table',
     header: ['run', 'plan', 'testbed', 'started', 'finished', 'cases'],
-    rows: data.receipts.map((r) => [r.runId.slice(0, 12), r.planName, r.testbed, r.startedAt, r.finishedAt, String(r.cases)]),
+    rows: data.receipts.map((r) => [r.runId, r.planName, r.testbed, r.startedAt, r.finishedAt, String(r.cases)]),
     align: ['l', 'l', 'l', 'l', 'l', 'r'],
   });
 
@@ -115,7 +115,7 @@ export function buildDocument(input: ReportInput): Block[] {
     text:
       `Each block runs every backend once; the ratio is candidate / ${data.baseline} for the same block and phase (< 1 is faster). ` +
       `Median ratio with a percentile bootstrap 95% CI resampling whole blocks (${data.bootstrapResamples} resamples, seed ${data.seed}); ` +
-      `p from a paired sign-flip permutation test on log ratios (exact up to 16 blocks, else ${data.permutationDraws} Monte Carlo draws as (k+1)/(m+1)); "~" = not significant at ${data.alpha}.`,
+      `p from a paired sign-flip permutation test on log ratios (exact up to 16 blocks, else ${data.permutationDraws} Monte Carlo draws as (k+1)/(m+1)); "~" = not significant (p >= ${data.alpha} or the CI contains 1).`,
   });
   for (const t of data.testbeds) {
     const cs = data.comparisons.filter((c) => c.testbed === t.id && c.blocks > 0);

@@ -103,7 +103,7 @@ export function syntheticReceipt(o: SyntheticOptions): Receipt {
     planDigest: `sha256:${'0'.repeat(64)}`,
     seed: o.seed ?? 1,
     startedAt: o.startedAt ?? '2026-01-01T00:00:00.000Z',
-    finishedAt: o.startedAt ?? '2026-01-01T00:10:00.000Z',
+    finishedAt: new Date(Date.parse(o.startedAt ?? '2026-01-01T00:00:00.000Z') + 600_000).toISOString(),
     host: {
       hostId: o.hostId ?? 'a'.repeat(64),
       os: o.os ?? 'linux',
