@@ -1,11 +1,13 @@
 // The typed registry of workloads: plans, the harness and reports take workload names from here.
 // One line per workload module; the scheduler never changes when a workload is added.
 import { npmLane, pnpmLane } from './dev-lane.js';
+import { agentWorkload } from './agent.js';
 import { fileopsWorkload } from './fileops.js';
 import { twoAgentWorkload } from './two-agent.js';
 import type { Workload } from './types.js';
 
 export const WORKLOADS = {
+  agent: agentWorkload,
   fileops: fileopsWorkload,
   'two-agent': twoAgentWorkload,
   'npm-lane': npmLane,

@@ -1,0 +1,410 @@
+// pdb-env as an Agent Client Protocol client. It starts the agent process with the session root
+// as its working directory and as the session/new cwd, and serves the client-side fs and terminal
+// requests confined to that root: a path that resolves outside it (by "..", an absolute path, or a
+// symlink inside the root pointing out) is refused with an error. The agent is trusted; this is
+// workspace confinement of what the client does on the agent's behalf, not a security sandbox.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { lstat, mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import { client, ndJsonStream, PROTOCOL_VERSION, RequestError, type ClientApp } from '@agentclientprotocol/sdk';
+import { PdbError, osErrorCode, type PdbErrorCode } from '../model/errors.js';
+
+/** Counts only: the transcript itself is never kept. */
+export interface AcpClientStats {
+  sessionUpdates: number;
+  messageChunks: number;
+  toolCalls: number;
+  fsReads: number;
+  fsWrites: number;
+  terminals: number;
+  permissionRequests: number;
+  /** Requests refused because their path resolved outside the root. */
+  refusedOutsideRoot: number;
+}
+
+export function emptyStats(): AcpClientStats {
+  return { sessionUpdates: 0, messageChunks: 0, toolCalls: 0, fsReads: 0, fsWrites: 0, terminals: 0, permissionRequests: 0, refusedOutsideRoot: 0 };
+}
+
+function countUpdate(stats: AcpClientStats, kind: string): void {
+  stats.sessionUpdates++;
+  if (kind === 'agent_message_chunk') stats.messageChunks++;
+  else if (kind === 'tool_call') stats.toolCalls++;
+}
+
+function isInside(root: string, p: string): boolean {
+  const rel = relative(root, p);
+  return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
+}
+
+/**
+ * Resolve `requested` (absolute, or relative to the root) to a real path inside `root`, or throw
+ * E_PATH_OUTSIDE_ROOT. The deepest existing ancestor is resolved with realpath, so a symlink in the
+ * root that points out is caught; for a write, an existing target that is a symlink is resolved too.
+ */
+export async function resolveInsideRoot(root: string, requested: string): Promise<string> {
+  const realRoot = await realpath(root);
+  const lexical = resolve(realRoot, requested);
+  const refuse = () =>
+    new PdbError('E_PATH_OUTSIDE_ROOT', `the agent asked for a path outside its session root (${isAbsolute(requested) ? 'absolute path' : 'relative path'} ${JSON.stringify(requested)})`, {
+      hint: 'Agents get only their session root; ask for paths under the session/new cwd.',
+    });
+  // `requested` may name the root through a different spelling of it (e.g. /tmp vs /private/tmp).
+  const viaRoot = isAbsolute(requested) && isInside(resolve(root), resolve(requested)) ? join(realRoot, relative(resolve(root), resolve(requested))) : lexical;
+  if (!isInside(realRoot, viaRoot)) throw refuse();
+  let probe = viaRoot;
+  const tail: string[] = [];
+  for (;;) {
+    try {
+      const real = await realpath(probe);
+      const full = tail.length ? join(real, ...tail.reverse()) : real;
+      if (!isInside(realRoot, full)) throw refuse();
+      return full;
+    } catch (err) {
+      if (err instanceof PdbError) throw err;
+      const code = osErrorCode(err);
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
+      // A dangling symlink is still a way out: refuse it unless its target resolves inside.
+      const st = await lstat(probe).catch(() => null);
+      if (st?.isSymbolicLink()) throw refuse();
+      const parent = dirname(probe);
+      if (parent === probe) throw refuse();
+      tail.push(basename(probe));
+      probe = parent;
+    }
+  }
+}
+
+function toRequestError(err: unknown): RequestError {
+  if (err instanceof RequestError) return err;
+  if (err instanceof PdbError) return new RequestError(-32602, `${err.code}: ${err.message}`, { code: err.code });
+  const code = osErrorCode(err);
+  if (code === 'ENOENT') return new RequestError(-32002, 'Resource not found', { code });
+  return RequestError.internalError({ code: code ?? 'E_INTERNAL' }, err instanceof Error ? err.message : String(err));
+}
+
+interface Terminal {
+  child: ChildProcess;
+  output: Buffer;
+  truncated: boolean;
+  limit: number | null;
+  exit: Promise<{ exitCode: number | null; signal: string | null }>;
+  exited: { exitCode: number | null; signal: string | null } | null;
+}
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    /* already gone */
+  }
+}
+
+export interface RootClient {
+  app: ClientApp;
+  stats: AcpClientStats;
+  /** Kill and forget every terminal the agent left behind. */
+  closeTerminals(): Promise<void>;
+}
+
+/**
+ * The client side of ACP for one session root: fs/read_text_file, fs/write_text_file and the
+ * terminal methods, all confined to `root`; permission requests are answered with the first
+ * "allow" option (agents here are trusted and cooperative); session/update is only counted.
+ */
+export function createRootClient(root: string, options: { env?: Record<string, string | undefined> } = {}): RootClient {
+  const stats = emptyStats();
+  const terminals = new Map<string, Terminal>();
+  let nextTerminal = 0;
+  const confined = async (path: string): Promise<string> => {
+    try {
+      return await resolveInsideRoot(root, path);
+    } catch (err) {
+      if (err instanceof PdbError && err.code === 'E_PATH_OUTSIDE_ROOT') stats.refusedOutsideRoot++;
+      throw err;
+    }
+  };
+  const wrap =
+    <P, R>(fn: (params: P) => Promise<R>) =>
+    async ({ params }: { params: P }): Promise<R> => {
+      try {
+        return await fn(params);
+      } catch (err) {
+        throw toRequestError(err);
+      }
+    };
+  const terminal = (id: string): Terminal => {
+    const t = terminals.get(id);
+    if (!t) throw new RequestError(-32002, `no terminal ${id}`);
+    return t;
+  };
+
+  const app = client({ name: 'pdb-env' })
+    .onRequest(
+      'fs/read_text_file',
+      wrap(async (p) => {
+        const abs = await confined(p.path);
+        stats.fsReads++;
+        let content = await readFile(abs, 'utf8');
+        if (p.line != null || p.limit != null) {
+          const lines = content.split('\n');
+          const start = Math.max(0, (p.line ?? 1) - 1);
+          content = lines.slice(start, p.limit != null ? start + p.limit : undefined).join('\n');
+        }
+        return { content };
+      }),
+    )
+    .onRequest(
+      'fs/write_text_file',
+      wrap(async (p) => {
+        const abs = await confined(p.path);
+        await mkdir(dirname(abs), { recursive: true });
+        // mkdir may have followed nothing new, but re-check the final path after creating parents.
+        await confined(abs);
+        await writeFile(abs, p.content);
+        stats.fsWrites++;
+        return {};
+      }),
+    )
+    .onRequest(
+      'terminal/create',
+      wrap(async (p) => {
+        const cwd = await confined(p.cwd ?? root);
+        const env: Record<string, string | undefined> = { ...process.env, ...options.env };
+        for (const v of p.env ?? []) env[v.name] = v.value;
+        // Agents send either a program and its arguments or one shell command line.
+        const [cmd, args] = (p.args?.length ?? 0) === 0 && /\s/.test(p.command) ? ['/bin/sh', ['-c', p.command]] : [p.command, p.args ?? []];
+        const child = spawn(cmd, args, { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+        const id = `term-${++nextTerminal}`;
+        const t: Terminal = { child, output: Buffer.alloc(0), truncated: false, limit: p.outputByteLimit ?? null, exited: null, exit: null as never };
+        const append = (d: Buffer) => {
+          t.output = Buffer.concat([t.output, d]);
+          if (t.limit !== null && t.output.length > t.limit) {
+            t.output = t.output.subarray(t.output.length - t.limit);
+            t.truncated = true;
+          }
+        };
+        child.stdout?.on('data', append);
+        child.stderr?.on('data', append);
+        t.exit = new Promise((res) => {
+          child.on('error', (err) => {
+            append(Buffer.from(`${err.message}\n`));
+            t.exited = { exitCode: 127, signal: null };
+            res(t.exited);
+          });
+          child.on('close', (code, signal) => {
+            t.exited ??= { exitCode: code, signal: signal ?? null };
+            res(t.exited);
+          });
+        });
+        terminals.set(id, t);
+        stats.terminals++;
+        return { terminalId: id };
+      }),
+    )
+    .onRequest(
+      'terminal/output',
+      wrap(async (p) => {
+        const t = terminal(p.terminalId);
+        return { output: t.output.toString('utf8'), truncated: t.truncated, exitStatus: t.exited };
+      }),
+    )
+    .onRequest(
+      'terminal/wait_for_exit',
+      wrap(async (p) => {
+        const s = await terminal(p.terminalId).exit;
+        return { exitCode: s.exitCode, signal: s.signal };
+      }),
+    )
+    .onRequest(
+      'terminal/kill',
+      wrap(async (p) => {
+        const t = terminal(p.terminalId);
+        if (!t.exited) killGroup(t.child, 'SIGKILL');
+        return {};
+      }),
+    )
+    .onRequest(
+      'terminal/release',
+      wrap(async (p) => {
+        const t = terminal(p.terminalId);
+        if (!t.exited) killGroup(t.child, 'SIGKILL');
+        terminals.delete(p.terminalId);
+        return {};
+      }),
+    )
+    .onRequest(
+      'session/request_permission',
+      wrap(async (p) => {
+        stats.permissionRequests++;
+        const allow = p.options.find((o) => o.kind === 'allow_once') ?? p.options.find((o) => o.kind === 'allow_always');
+        return { outcome: allow ? { outcome: 'selected' as const, optionId: allow.optionId } : { outcome: 'cancelled' as const } };
+      }),
+    )
+    // Updates of the prompted session are counted from its ActiveSession queue in runAcpAgent.
+    .onNotification('session/update', () => {});
+
+  return {
+    app,
+    stats,
+    async closeTerminals() {
+      for (const t of terminals.values()) if (!t.exited) killGroup(t.child, 'SIGKILL');
+      await Promise.all([...terminals.values()].map((t) => t.exit));
+      terminals.clear();
+    },
+  };
+}
+
+export interface AcpRunOptions {
+  command: string;
+  args: string[];
+  /** The session root: the agent's working directory and the session/new cwd. */
+  root: string;
+  /** The session's name, given to the agent as PDB_ENV_SESSION. */
+  sessionName: string;
+  prompt: string;
+  env?: Record<string, string | undefined>;
+  timeoutMs: number;
+  /** Aborting (e.g. the case timed out) ends the run like its own timeout. */
+  signal?: AbortSignal;
+}
+
+export interface AcpRunResult {
+  agentName: string | null;
+  agentVersion: string | null;
+  protocolVersion: number | null;
+  authMethods: number;
+  stopReason: string | null;
+  stats: AcpClientStats;
+  durationMs: number;
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+  /** The phase the run stopped in: spawn, initialize, session/new, prompt, done. */
+  phase: 'spawn' | 'initialize' | 'session/new' | 'prompt' | 'done';
+  /** The error the agent or the connection reported, when the run did not reach "done". */
+  error: { rpcCode: number | null; message: string } | null;
+  /** Agent stderr (for classification only; never written to a receipt). */
+  stderr: string;
+}
+
+/**
+ * Start an ACP agent in `root`, initialize, open one session with cwd = root, send the prompt and
+ * wait for the turn to end. Never throws for agent failures: the result says how far it got and
+ * what was reported, and the adapter classifies it. Throws E_AGENT_NOT_INSTALLED when the program
+ * cannot be started at all.
+ */
+export async function runAcpAgent(o: AcpRunOptions): Promise<AcpRunResult> {
+  const t0 = performance.now();
+  const rc = createRootClient(o.root, { env: { ...o.env, PDB_ENV_SESSION: o.sessionName } });
+  const child = spawn(o.command, o.args, {
+    cwd: o.root,
+    env: { ...process.env, NO_COLOR: '1', ...o.env, PDB_ENV_SESSION: o.sessionName },
+    stdio: ['pipe', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString('utf8')).slice(-64 * 1024);
+  });
+  const spawned = await new Promise<NodeJS.ErrnoException | null>((res) => {
+    child.once('spawn', () => res(null));
+    child.once('error', (err) => res(err));
+  });
+  if (spawned) {
+    throw new PdbError('E_AGENT_NOT_INSTALLED', `could not start the ACP agent ${JSON.stringify(o.command)}: ${spawned.code ?? spawned.message}`, {
+      hint: 'Install the agent or point its PDB_ENV_*_BIN variable at it.',
+      cause: spawned,
+    });
+  }
+  const exited = new Promise<{ exitCode: number | null; signal: string | null }>((res) => child.once('close', (code, signal) => res({ exitCode: code, signal })));
+  // Write errors after the agent exits are reported through the closed connection, not thrown.
+  child.stdin!.on('error', () => {});
+  const stream = ndJsonStream(Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout!) as unknown as ReadableStream<Uint8Array>);
+
+  const result: AcpRunResult = {
+    agentName: null,
+    agentVersion: null,
+    protocolVersion: null,
+    authMethods: 0,
+    stopReason: null,
+    stats: rc.stats,
+    durationMs: 0,
+    exitCode: null,
+    signal: null,
+    timedOut: false,
+    phase: 'initialize',
+    error: null,
+    stderr: '',
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      result.timedOut = true;
+      reject(new PdbError('E_AGENT_TIMEOUT', `the ACP agent did not finish within ${o.timeoutMs} ms`));
+    }, o.timeoutMs);
+    o.signal?.addEventListener('abort', () => {
+      result.timedOut = true;
+      reject(new PdbError('E_AGENT_TIMEOUT', 'the run was aborted (the case timed out)'));
+    });
+  });
+  const agentGone = exited.then((s) => {
+    throw new PdbError('E_STEP_FAILED', `the ACP agent exited (code ${s.exitCode ?? 'none'}, signal ${s.signal ?? 'none'}) during ${result.phase}`);
+  });
+  try {
+    await Promise.race([
+      timeout,
+      agentGone,
+      rc.app.connectWith(stream, async (agent) => {
+        const init = await agent.request('initialize', {
+          protocolVersion: PROTOCOL_VERSION,
+          clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+          clientInfo: { name: 'pdb-env', version: '1' },
+        });
+        result.protocolVersion = init.protocolVersion;
+        result.agentName = init.agentInfo?.name ?? null;
+        result.agentVersion = init.agentInfo?.version ?? null;
+        result.authMethods = init.authMethods?.length ?? 0;
+        result.phase = 'session/new';
+        const session = await agent.buildSession(o.root).start();
+        try {
+          result.phase = 'prompt';
+          const response = await session.prompt(o.prompt);
+          // The active session queued every update of the turn before its stop message: count them here,
+          // in arrival order (the app-level handler below may run after the response has resolved).
+          for (let m = await session.nextUpdate(); m.kind !== 'stop'; m = await session.nextUpdate()) countUpdate(rc.stats, m.update.sessionUpdate);
+          result.stopReason = response.stopReason;
+          result.phase = 'done';
+        } finally {
+          session.dispose();
+        }
+      }),
+    ]);
+  } catch (err) {
+    if (err instanceof RequestError) result.error = { rpcCode: err.code, message: `${err.message}${err.data ? ` ${JSON.stringify(err.data)}` : ''}` };
+    else result.error = { rpcCode: null, message: err instanceof Error ? err.message : String(err) };
+  } finally {
+    clearTimeout(timer);
+    agentGone.catch(() => {});
+    timeout.catch(() => {});
+    child.stdin!.end();
+    killGroup(child, 'SIGTERM');
+    const hard = setTimeout(() => killGroup(child, 'SIGKILL'), 2000);
+    const s = await exited;
+    clearTimeout(hard);
+    killGroup(child, 'SIGKILL');
+    await rc.closeTerminals();
+    result.exitCode = s.exitCode;
+    result.signal = s.signal;
+    result.stderr = stderr;
+    result.durationMs = performance.now() - t0;
+  }
+  return result;
+}
+
+/** The error code a JSON-RPC error from an agent maps to, when it says enough (ACP: -32000 = auth required). */
+export function rpcErrorCode(rpcCode: number | null): PdbErrorCode | null {
+  return rpcCode === -32000 ? 'E_AGENT_AUTH' : null;
+}
