@@ -82,7 +82,8 @@ export function distributionChart(title: string, cells: PhaseCell[], phases: str
   const panelGap = 34;
   const used = backends.filter((b) => cells.some((c) => c.backend === b));
   const panels = phases.filter((p) => cells.some((c) => c.phase === p && (c.valuesMs.length > 0 || c.warmupValuesMs.length > 0)));
-  const height = 40 + panels.length * (used.length * rowH + panelGap) + 10;
+  // Each panel: 10 px title gap, the rows, then the tick labels inside panelGap.
+  const height = 40 + panels.length * (10 + used.length * rowH + panelGap);
   const out: string[] = [];
   out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" class="pdb-chart" ${FONT} font-size="12">`);
   out.push(`<title>${escapeXml(title)}</title>`);
