@@ -61,8 +61,8 @@ const PNPM_VERSION_FALLBACK = '10.34.8';
 export function scrubToolOutput(text: string, roots: string[] = []): string {
   let s = text;
   for (const r of roots.filter(Boolean).sort((a, b) => b.length - a.length)) s = s.split(r).join('<dir>');
-  s = s.replace(/(^|[\s"'`(=:,;[{<])\/[^\s"'`),;\]}>]*/g, '$1<path>');
   s = s.replace(/file:\/\/\S*/gi, '<path>');
+  s = s.replace(/(^|[\s"'`(=:,;[{<])\/[^\s"'`),;\]}>]*/g, '$1<path>');
   const names = [hostname(), hostname().split('.')[0] ?? ''];
   try {
     names.push(userInfo().username);
