@@ -5,7 +5,7 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { sha256Digest } from '../model/canonical-json.js';
-import type { Entry } from '../model/snapshot.js';
+import { entryKey, type Entry } from '../model/snapshot.js';
 
 export const CONTRACT_VERSION = 1 as const;
 export const AGENT_ROLES = ['a', 'b'] as const;
@@ -204,7 +204,8 @@ export async function verifyContract(entries: Entry[], role: AgentRole, readByte
   add('peer-output-absent', ![...byPath.keys()].some((k) => k === q.outDir || k.startsWith(`${q.outDir}/`) || k === q.renameTo), `nothing of out/${peerOf(role)} or ${q.renameTo}`);
   const untouched = Object.keys(BASE_FILES).filter((k) => ![p.shared, p.deleted, p.renameFrom, p.exec].includes(k));
   const baseByPath = new Map(baseEntries().map((e) => [e.path, e]));
-  const changed = untouched.filter((k) => JSON.stringify(byPath.get(k)) !== JSON.stringify(baseByPath.get(k)));
+  const keyOf = (e: Entry | undefined) => (e ? entryKey(e) : 'absent');
+  const changed = untouched.filter((k) => keyOf(byPath.get(k)) !== keyOf(baseByPath.get(k)));
   add('rest-of-base-unchanged', changed.length === 0, changed.length === 0 ? 'files outside the contract equal the base' : `${changed.length} file(s) outside the contract changed`);
   return out;
 }
