@@ -48,7 +48,7 @@ export async function loadReceipts(args: string[]): Promise<LoadedReceipts> {
     try {
       st = await stat(abs);
     } catch (err) {
-      throw new PdbError('E_RUN_NOT_FOUND', `receipt path ${arg} does not exist`, { cause: err, hint: 'Pass receipt files or directories holding *.json receipts.' });
+      throw new PdbError('E_RECEIPT_NOT_FOUND', `receipt path ${arg} does not exist`, { cause: err, hint: 'Pass receipt files or directories holding *.json receipts.' });
     }
     const files = st.isDirectory() ? await collectJson(abs) : [abs];
     for (const file of files) {
@@ -148,7 +148,7 @@ Example:
     const policy = policyFile ? await loadPolicy(policyFile) : null;
     const loaded = await loadReceipts(args.positionals);
     if (loaded.receipts.length === 0) {
-      throw new PdbError('E_RUN_NOT_FOUND', `no receipts found in ${args.positionals.join(', ')}`, { hint: 'npm run proof or pdb-env bench --plan FILE writes receipts under receipts/.' });
+      throw new PdbError('E_RECEIPT_NOT_FOUND', `no receipts found in ${args.positionals.join(', ')}`, { hint: 'npm run proof or pdb-env bench --plan FILE writes receipts under receipts/.' });
     }
     const data = analyzeReceipts(loaded.receipts, { baseline: policy?.baseline, alpha: policy?.alpha, seed });
     const gate = policy ? evaluateGate(loaded.receipts, policy, { seed }) : null;
