@@ -15,27 +15,30 @@ import { PdbError, toPdbError, type PdbErrorCode } from '../model/errors.js';
 import { scanTree } from '../model/scan.js';
 import { diffEntries, type Entry } from '../model/snapshot.js';
 import { commitFixture } from './fileops.js';
-import type { SessionHandle, Step, StepContext, Workload, WorkloadCheck } from './types.js';
+import type { ProcessResult, SessionHandle, Step, StepContext, Workload, WorkloadCheck } from './types.js';
 
 export interface AgentParams {
   /** The agent in the case session (role a) and in its peer (role b). */
   agentA: AgentName;
   agentB: AgentName;
-  boundary: AgentBoundary;
+  /** How each agent is reached: a command via `pdb-env run`, or ACP with pdb-env as the client. */
+  boundaryA: AgentBoundary;
+  boundaryB: AgentBoundary;
   /** Each agent's own time limit. */
   agentTimeoutMs: number;
   /** Check credentials before launching (a CLI without a login may otherwise wait for the network). */
   preflight: boolean;
 }
 
-export const AGENT_DEFAULTS: AgentParams = { agentA: 'scripted', agentB: 'scripted', boundary: 'command', agentTimeoutMs: 120_000, preflight: true };
+// By default the case exercises both boundaries at once: agent a through a command, agent b over ACP.
+export const AGENT_DEFAULTS: AgentParams = { agentA: 'scripted', agentB: 'scripted', boundaryA: 'command', boundaryB: 'acp', agentTimeoutMs: 120_000, preflight: true };
 
 /** Validate plan parameters; unknown keys and bad values fail at once (E_PLAN_INVALID). */
 export function agentParams(params: Record<string, unknown>): AgentParams {
   for (const k of Object.keys(params)) if (!(k in AGENT_DEFAULTS)) throw new PdbError('E_PLAN_INVALID', `agent: unknown parameter "${k}"; known: ${Object.keys(AGENT_DEFAULTS).join(', ')}`);
   const p = { ...AGENT_DEFAULTS, ...params } as Record<keyof AgentParams, unknown>;
   if (!isAgentName(p.agentA) || !isAgentName(p.agentB)) throw new PdbError('E_PLAN_INVALID', `agent: agentA and agentB must be scripted, codex or claude`);
-  if (!isAgentBoundary(p.boundary)) throw new PdbError('E_PLAN_INVALID', `agent: boundary must be "command" or "acp", got ${String(p.boundary)}`);
+  for (const k of ['boundaryA', 'boundaryB'] as const) if (!isAgentBoundary(p[k])) throw new PdbError('E_PLAN_INVALID', `agent: ${k} must be "command" or "acp", got ${String(p[k])}`);
   if (typeof p.agentTimeoutMs !== 'number' || !Number.isInteger(p.agentTimeoutMs) || p.agentTimeoutMs < 1000) throw new PdbError('E_PLAN_INVALID', 'agent: agentTimeoutMs must be an integer >= 1000');
   if (typeof p.preflight !== 'boolean') throw new PdbError('E_PLAN_INVALID', 'agent: preflight must be true or false');
   return p as AgentParams;
@@ -55,6 +58,8 @@ export interface AgentRun {
   exitCode: number | null;
   counts: Record<string, number>;
   stopReason: string | null;
+  /** The command boundary's process (CPU, RSS, exit code for the receipt's step record). */
+  process?: ProcessResult;
 }
 
 async function scanRoot(root: string): Promise<Entry[]> {
@@ -62,8 +67,8 @@ async function scanRoot(root: string): Promise<Entry[]> {
 }
 
 /** Run one agent in one session through the chosen boundary. Never throws for agent failures. */
-export async function runAgentInSession(ctx: Pick<StepContext, 'pdbEnvRun' | 'signal' | 'baseEntries'>, session: SessionHandle, role: AgentRole, agent: AgentName, p: AgentParams, t0: number): Promise<AgentRun> {
-  const detection = await detectAgent(agent, p.boundary);
+export async function runAgentInSession(ctx: Pick<StepContext, 'pdbEnvRun' | 'signal' | 'baseEntries'>, session: SessionHandle, role: AgentRole, agent: AgentName, boundary: AgentBoundary, p: AgentParams, t0: number): Promise<AgentRun> {
+  const detection = await detectAgent(agent, boundary);
   const run: AgentRun = { role, detection, launched: false, failure: null, filesTouched: false, changedPaths: 0, startMs: performance.now() - t0, endMs: 0, exitCode: null, counts: {}, stopReason: null };
   const before = ctx.baseEntries ?? (await scanRoot(session.root));
   const prompt = contractPrompt(role);
@@ -72,11 +77,12 @@ export async function runAgentInSession(ctx: Pick<StepContext, 'pdbEnvRun' | 'si
       run.failure = { code: 'E_AGENT_NOT_INSTALLED', reason: `${detection.product} not found on PATH or in its PDB_ENV_*_BIN variable` };
     } else if (p.preflight && detection.auth === 'missing') {
       run.failure = { code: 'E_AGENT_AUTH', reason: `preflight: ${detection.authEvidence}` };
-    } else if (p.boundary === 'command') {
+    } else if (boundary === 'command') {
       const l = commandLaunch(detection, prompt);
       run.launched = true;
       const r = await ctx.pdbEnvRun(session, l.command, l.args, { env: l.env, timeoutMs: p.agentTimeoutMs, input: '' });
       run.exitCode = r.exitCode;
+      run.process = r;
       run.counts = { stdoutBytes: Buffer.byteLength(r.stdout), stderrBytes: Buffer.byteLength(r.stderr) };
       if (r.timedOut || r.exitCode !== 0) run.failure = classifyAgentFailure({ exitCode: r.exitCode, timedOut: r.timedOut, output: `${r.stdout}\n${r.stderr}` });
     } else {
@@ -134,7 +140,7 @@ function agentSteps(params: Record<string, unknown>): Step[] {
         if (ctx.sessions.length < 2) throw new PdbError('E_INTERNAL', 'the agent workload needs two sessions (workload.sessions = 2)');
         const t0 = performance.now();
         // Both agents start together and run at the same time, one per session.
-        const runs = await Promise.all(AGENT_ROLES.map((role, i) => runAgentInSession(ctx, ctx.sessions[i]!, role, i === 0 ? p.agentA : p.agentB, p, t0)));
+        const runs = await Promise.all(AGENT_ROLES.map((role, i) => runAgentInSession(ctx, ctx.sessions[i]!, role, i === 0 ? p.agentA : p.agentB, i === 0 ? p.boundaryA : p.boundaryB, p, t0)));
         for (const r of runs) recordMetrics(ctx, r);
         const [a, b] = runs as [AgentRun, AgentRun];
         ctx.metric('agentsOverlapMs', Math.max(0, Math.round(Math.min(a.endMs, b.endMs) - Math.max(a.startMs, b.startMs))));
@@ -143,7 +149,7 @@ function agentSteps(params: Record<string, unknown>): Step[] {
           const touched = failed.filesTouched ? 'after files were touched' : 'before any file was touched';
           throw new PdbError(failed.failure.code, `agent ${failed.role} (${failed.detection.product}, ${failed.detection.boundary}) failed ${touched}: ${failed.failure.reason}`);
         }
-        return { milestones: { agentAMs: a.endMs - a.startMs, agentBMs: b.endMs - b.startMs } };
+        return { process: a.process ?? b.process, milestones: { agentAMs: a.endMs - a.startMs, agentBMs: b.endMs - b.startMs } };
       },
     },
   ];

@@ -101,7 +101,7 @@ async function assertProof(r: CaseRun) {
 test('the workload is registered and rejects unknown or bad parameters at once', () => {
   assert.is(WORKLOADS.agent, agentWorkload);
   assert.is(agentWorkload.sessions, 2);
-  for (const bad of [{ agents: 'x' }, { agentA: 'gpt' }, { boundary: 'ssh' }, { agentTimeoutMs: 5 }]) {
+  for (const bad of [{ agents: 'x' }, { agentA: 'gpt' }, { boundaryA: 'ssh' }, { boundary: 'acp' }, { agentTimeoutMs: 5 }]) {
     try {
       agentParams(bad);
       assert.unreachable(JSON.stringify(bad));
@@ -111,20 +111,24 @@ test('the workload is registered and rejects unknown or bad parameters at once',
   }
 });
 
-test('two-agent proof on full-copy, command boundary: two scripted agents at once, each verified from its checkpoint', async () => {
-  const r = await runCase({ boundary: 'command' });
+test('two-agent proof on full-copy (default params): agent a via `pdb-env run`, agent b over ACP, at once, each verified from its checkpoint', async () => {
+  const r = await runCase({});
   await assertProof(r);
   assert.is(r.metrics.agentABoundary, 'command');
+  assert.is(r.metrics.agentBBoundary, 'acp');
+  assert.is(r.metrics.agentBRefusedOutsideRoot, 1, "agent b's probe outside its root was refused");
+  assert.ok(Number(r.metrics.agentBTerminals) >= 5);
   await discard(r);
 });
 
-test('two-agent proof on full-copy, ACP boundary: pdb-env as client, fs and terminals confined to each root', async () => {
-  const r = await runCase({ boundary: 'acp' });
-  await assertProof(r);
-  assert.is(r.metrics.agentABoundary, 'acp');
-  assert.is(r.metrics.agentARefusedOutsideRoot, 1);
-  assert.ok(Number(r.metrics.agentBTerminals) >= 5);
-  await discard(r);
+test('two-agent proof on full-copy, both over one boundary (command, then ACP)', async () => {
+  for (const boundary of ['command', 'acp']) {
+    const r = await runCase({ boundaryA: boundary, boundaryB: boundary });
+    await assertProof(r);
+    assert.is(r.metrics.agentABoundary, boundary);
+    assert.is(r.metrics.agentBBoundary, boundary);
+    await discard(r);
+  }
 });
 
 async function withEnv<T>(vars: Record<string, string>, fn: () => Promise<T>): Promise<T> {
@@ -179,7 +183,7 @@ test('a CLI that waits for the network is killed at its timeout and classified E
 });
 
 test('receipt metrics are path-free: no absolute path, user or host name', async () => {
-  const r = await withEnv({ PDB_ENV_CLAUDE_BIN: FAKE_CLAUDE }, () => runCase({ agentA: 'claude', preflight: false, boundary: 'command' }));
+  const r = await withEnv({ PDB_ENV_CLAUDE_BIN: FAKE_CLAUDE }, () => runCase({ agentA: 'claude', preflight: false }));
   const text = JSON.stringify(r.metrics);
   assert.not.match(text, /\/(tmp|home|root|work|usr)\b/);
   assert.not.match(text, new RegExp(t.dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
