@@ -1,0 +1,10 @@
+#!/usr/bin/env node
+// The 30-case pnpm proof: 30 fresh sequential full-copy cases of the pnpm lane through
+// `pdb-env bench --plan plans/pnpm-proof.json` (pnpm store, cache and state in the run's own
+// directory, never the home directory), then the pass count, per-step medians and the import
+// method pnpm used, from the receipt.
+//
+//   npx tsc -p . && node scripts/proof-pnpm.mjs [--out receipts] [--store DIR] [--resume RUN] [--plan FILE]
+import { runProof } from './proof-npm.mjs';
+
+await runProof('plans/pnpm-proof.json');
