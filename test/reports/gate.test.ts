@@ -151,7 +151,7 @@ test('shipped policies validate; the schema rejects unknown fields and backends;
     assert.is(`${p.name}.json`, f);
   }
   const good = JSON.parse(readFileSync(join(REPO_ROOT, 'policies', 'reflink-linux.json'), 'utf8'));
-  for (const bad of [{ ...good, extra: 1 }, { ...good, candidate: 'zfs-clone' }, { ...good, speedup: { ...good.speedup, phases: ['warp'] } }, { ...good, minFixtures: 0 }]) {
+  for (const bad of [{ ...good, extra: 1 }, { ...good, candidate: 'zfs-clone' }, { ...good, speedup: { ...good.speedup, phases: ['Not A Phase'] } }, { ...good, minFixtures: 0 }]) {
     try {
       validatePolicy(bad);
       assert.unreachable('invalid policy accepted');
