@@ -67,8 +67,8 @@ async function scanRoot(root: string): Promise<Entry[]> {
 }
 
 /** Run one agent in one session through the chosen boundary. Never throws for agent failures. */
-export async function runAgentInSession(ctx: Pick<StepContext, 'pdbEnvRun' | 'signal' | 'baseEntries'>, session: SessionHandle, role: AgentRole, agent: AgentName, boundary: AgentBoundary, p: AgentParams, t0: number): Promise<AgentRun> {
-  const detection = await detectAgent(agent, boundary);
+export async function runAgentInSession(ctx: Pick<StepContext, 'pdbEnvRun' | 'signal' | 'baseEntries'>, session: SessionHandle, role: AgentRole, detection: AgentDetection, p: AgentParams, t0: number): Promise<AgentRun> {
+  const boundary = detection.boundary;
   const run: AgentRun = { role, detection, launched: false, failure: null, filesTouched: false, changedPaths: 0, startMs: performance.now() - t0, endMs: 0, exitCode: null, counts: {}, stopReason: null };
   const before = ctx.baseEntries ?? (await scanRoot(session.root));
   const prompt = contractPrompt(role);
@@ -138,9 +138,11 @@ function agentSteps(params: Record<string, unknown>): Step[] {
       timeoutMs: p.agentTimeoutMs + 30_000,
       async run(ctx) {
         if (ctx.sessions.length < 2) throw new PdbError('E_INTERNAL', 'the agent workload needs two sessions (workload.sessions = 2)');
+        // Detect both first (version and credential probes take a second), then start both agents
+        // together so they run at the same time, one per session.
+        const detections = await Promise.all([detectAgent(p.agentA, p.boundaryA), detectAgent(p.agentB, p.boundaryB)]);
         const t0 = performance.now();
-        // Both agents start together and run at the same time, one per session.
-        const runs = await Promise.all(AGENT_ROLES.map((role, i) => runAgentInSession(ctx, ctx.sessions[i]!, role, i === 0 ? p.agentA : p.agentB, i === 0 ? p.boundaryA : p.boundaryB, p, t0)));
+        const runs = await Promise.all(AGENT_ROLES.map((role, i) => runAgentInSession(ctx, ctx.sessions[i]!, role, detections[i]!, p, t0)));
         for (const r of runs) recordMetrics(ctx, r);
         const [a, b] = runs as [AgentRun, AgentRun];
         ctx.metric('agentsOverlapMs', Math.max(0, Math.round(Math.min(a.endMs, b.endMs) - Math.max(a.startMs, b.startMs))));
