@@ -4,9 +4,11 @@ import { PdbError } from '../model/errors.js';
 import { parseCommandArgs, type Command } from './command.js';
 import { SESSION_COMMANDS, listCommand } from './commands/sessions.js';
 import { reportCommand } from './commands/report.js';
+import { benchCommand } from './commands/bench.js';
+import { validateCommand } from './commands/validate.js';
 import { emitError } from './output.js';
 
-const COMMANDS: Command[] = [...SESSION_COMMANDS, reportCommand];
+const COMMANDS: Command[] = [...SESSION_COMMANDS, reportCommand, benchCommand, validateCommand];
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };

@@ -138,6 +138,12 @@ export interface AgentVerdict {
   mismatches: string[];
 }
 
+/** The most telling line of a crashed process's stderr (the error, not Node's version banner). */
+function errorLine(stderr: string): string {
+  const lines = stderr.trim().split('\n').map((l) => l.trim()).filter(Boolean);
+  return lines.find((l) => /^(pdb-env: E_|[A-Za-z]*Error\b|two-agent-worker:)/.test(l)) ?? lines.pop() ?? '';
+}
+
 function parseVerdict(r: ProcessResult): AgentVerdict | null {
   const last = r.stdout.trim().split('\n').pop() ?? '';
   try {
@@ -174,7 +180,7 @@ function twoAgentSteps(params: Record<string, unknown>): Step[] {
           const v = parseVerdict(r);
           await writeFile(join(ctx.scratchDir, `verdict-${role}.json`), JSON.stringify({ exitCode: r.exitCode, timedOut: r.timedOut, verdict: v }));
           if (r.timedOut) problems.push(`agent ${role} timed out`);
-          else if (r.exitCode !== 0) problems.push(`agent ${role} exited ${r.exitCode}${v ? `: ${v.mismatches.slice(0, 3).join(', ')}` : `: ${r.stderr.trim().split('\n').pop() ?? ''}`}`);
+          else if (r.exitCode !== 0) problems.push(`agent ${role} exited ${r.exitCode}${v ? `: ${v.mismatches.slice(0, 3).join(', ')}` : `: ${errorLine(r.stderr)}`}`);
         }
         if (problems.length) throw new PdbError(runs.some((x) => x.r.timedOut) ? 'E_TIMEOUT' : 'E_STEP_FAILED', problems.join('; '));
         return { process: runs[0]!.r, milestones };
