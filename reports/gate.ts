@@ -2,7 +2,7 @@
 // REJECT when the evidence shows a defect (mismatch, regression, silent copy, untyped failure),
 // HOLD otherwise, naming every missing item. Every criterion is listed, met or not.
 import type { Receipt } from '../harness/receipt-types.js';
-import { analyzeReceipts, CLONE_FAILURE_CODES, isSyntheticReceipt, labelTestbeds } from './analyze.js';
+import { analyzeReceipts, CLONE_FAILURE_CODES, isSyntheticReceipt, labelTestbeds, type ReportData } from './analyze.js';
 
 export interface Policy {
   $schema?: string;
@@ -57,7 +57,7 @@ function fmtRatio(x: number): string {
  * Evaluate `policy` against receipts. The numbers come from the same analysis as the report
  * (with the policy's baseline and alpha), over the receipts the policy admits.
  */
-export function evaluateGate(receipts: Receipt[], policy: Policy, options: { seed?: number } = {}): GateResult {
+export function evaluateGate(receipts: Receipt[], policy: Policy, options: { seed?: number; analysis?: ReportData } = {}): GateResult {
   const ignoredReceipts: GateResult['ignoredReceipts'] = [];
   const admitted = receipts.filter((r) => {
     if ((policy.excludeSyntheticReceipts ?? true) && isSyntheticReceipt(r)) {
@@ -66,7 +66,17 @@ export function evaluateGate(receipts: Receipt[], policy: Policy, options: { see
     }
     return true;
   });
-  const data = analyzeReceipts(admitted, { baseline: policy.baseline, alpha: policy.alpha ?? 0.05, seed: options.seed, labels: labelTestbeds(receipts) });
+  // Reuse the report's analysis when it covers exactly the admitted receipts with the same settings.
+  const given = options.analysis;
+  const alpha = policy.alpha ?? 0.05;
+  const reusable =
+    given !== undefined &&
+    admitted.length === receipts.length &&
+    given.receipts.length === receipts.length &&
+    given.baseline === policy.baseline &&
+    given.alpha === alpha &&
+    (options.seed === undefined || given.seed === options.seed);
+  const data = reusable ? given : analyzeReceipts(admitted, { baseline: policy.baseline, alpha, seed: options.seed, labels: labelTestbeds(receipts) });
   const findings: Finding[] = [];
   const add = (criterion: string, status: FindingStatus, message: string, testbed: string | null = null): void => {
     findings.push({ criterion, status, testbed, message });

@@ -151,7 +151,7 @@ Example:
       throw new PdbError('E_RECEIPT_NOT_FOUND', `no receipts found in ${args.positionals.join(', ')}`, { hint: 'npm run proof or pdb-env bench --plan FILE writes receipts under receipts/.' });
     }
     const data = analyzeReceipts(loaded.receipts, { baseline: policy?.baseline, alpha: policy?.alpha, seed });
-    const gate = policy ? evaluateGate(loaded.receipts, policy, { seed }) : null;
+    const gate = policy ? evaluateGate(loaded.receipts, policy, { seed, analysis: data }) : null;
     const input = { data, gate, policy };
     const outArg = args.values.out as string | undefined;
     const written: string[] = [];

@@ -5,6 +5,7 @@ import * as assert from 'uvu/assert';
 import { BACKEND_NAMES } from '../../backends/types.js';
 import type { Receipt } from '../../harness/receipt-types.js';
 import { isPdbError } from '../../model/errors.js';
+import { analyzeReceipts } from '../../reports/analyze.js';
 import { evaluateGate, type Policy } from '../../reports/gate.js';
 import { policySchema, validatePolicy } from '../../reports/policy.js';
 import { REPO_ROOT } from '../helpers.js';
@@ -133,6 +134,13 @@ test('REJECT: a workload significantly slower than full-copy (regression)', () =
   assert.is(gate.verdict, 'REJECT');
   assert.ok(gate.findings.some((f) => f.criterion === 'slowdown' && f.status === 'reject' && /significantly slower/.test(f.message)));
   assert.ok(gate.findings.some((f) => f.criterion === 'speedup' && f.status === 'reject'));
+});
+
+test('reusing the report analysis gives the same verdict and findings as recomputing it', () => {
+  const receipts = [...twoHosts(), ext4Probe()];
+  const policy = testPolicy();
+  const analysis = analyzeReceipts(receipts, { baseline: policy.baseline, alpha: policy.alpha });
+  assert.equal(evaluateGate(receipts, policy, { analysis }), evaluateGate(receipts, policy));
 });
 
 test('shipped policies never count synthetic receipts', () => {
