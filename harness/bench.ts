@@ -200,6 +200,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
       sessionPrefix: 'c',
       log: (m) => progress({ kind: 'note', message: scrubText(m) }),
       graceMs: options.graceMs,
+      baseState: new Map(),
     };
     mkdirSync(env.sharedDir, { recursive: true });
     let ranHere = 0;

@@ -37,6 +37,8 @@ export interface CaseEnv {
   /** Prefix of session names (unique per run). */
   sessionPrefix: string;
   log(message: string): void;
+  /** State of each base location after the previous case (source and materialized bases), by base digest and directory. */
+  baseState?: Map<string, Entry[]>;
   /** How long to wait for a timed-out case's in-process work to settle before cleaning up. */
   graceMs?: number;
 }
@@ -107,17 +109,27 @@ function treeCheck(name: string, expected: Entry[], actual: Entry[], what: strin
   return { name, passed: n === 0, mismatches: n === 0 ? null : m, detail: n === 0 ? null : `${what} differs in ${n} entries` };
 }
 
-/** Re-scan the source and every materialized base of this digest; all must still equal the base. */
+/**
+ * Re-scan the source and every materialized base of this digest. The check asks whether *this case*
+ * changed them: each location is compared with its state after the previous case (or with the
+ * imported base when it is new), so a base corrupted earlier is not blamed on every later case.
+ */
 async function baseUnchangedCheck(env: CaseEnv, fixture: Fixture, base: BaseInfo): Promise<CheckRecord> {
   let total = ZERO;
   const bad: string[] = [];
+  const already: string[] = [];
   const compare = async (label: string, dir: string) => {
     const scan = await scanTree(dir, { excludes: base.excludes, excludeAbsolute: [env.storeDir] });
-    const m = countMismatches(base.entries, scan.entries);
+    const key = `${base.digest} ${dir}`;
+    const before = env.baseState?.get(key) ?? base.entries;
+    const m = countMismatches(before, scan.entries);
     if (totalMismatches(m)) {
       total = addCounts(total, m);
       bad.push(`${label} (${totalMismatches(m)})`);
+    } else if (before !== base.entries && totalMismatches(countMismatches(base.entries, scan.entries))) {
+      already.push(label);
     }
+    env.baseState?.set(key, scan.entries);
   };
   await compare('source', fixture.sourceDir);
   const basesDir = join(env.svc.store.paths.bases, base.digest.slice('sha256:'.length));
@@ -129,11 +141,12 @@ async function baseUnchangedCheck(env: CaseEnv, fixture: Fixture, base: BaseInfo
   }
   for (const f of families) await compare(`materialized ${f} base`, join(basesDir, f));
   const n = totalMismatches(total);
+  const note = already.length ? `; already different from the import before this case: ${already.join(', ')}` : '';
   return {
     name: 'base-unchanged',
     passed: n === 0,
     mismatches: n === 0 ? null : total,
-    detail: n === 0 ? `source and ${families.length} materialized base(s) re-scanned` : `changed: ${bad.join(', ')}`,
+    detail: n === 0 ? `source and ${families.length} materialized base(s) re-scanned${note}` : `changed during this case: ${bad.join(', ')}${note}`,
   };
 }
 
@@ -187,10 +200,11 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
               stepTimer = setTimeout(() => reject(new PdbError('E_TIMEOUT', `${name} did not finish within its ${timeoutMs} ms timeout`)), timeoutMs);
             });
       const out = await (limit ? Promise.race([work, limit]) : work);
+      if (abort.signal.aborted) throw new CaseTimeout();
       phases.push(phaseRecord(name, 'ok', performance.now() - t0, timeoutMs, out.process, out.milestones));
       return out.value;
     } catch (err) {
-      const e = toPdbError(err);
+      const e = err instanceof CaseTimeout ? new PdbError('E_TIMEOUT', 'the case timed out') : toPdbError(err);
       const outcome: CaseOutcome = abort.signal.aborted || e.code === 'E_TIMEOUT' ? 'timeout' : 'failed';
       phases.push(phaseRecord(name, outcome, performance.now() - t0, timeoutMs));
       if (abort.signal.aborted) throw new CaseTimeout();
