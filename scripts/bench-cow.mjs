@@ -5,8 +5,10 @@
 // recorded seed), and measures physical growth per session as the filesystem free-space delta
 // after sync (not du, which cannot see shared extents).
 //
-//   npx tsc -p . && node scripts/bench-cow.mjs [--rounds 5] [--files 15200] [--mib 330]
-//                                              [--wide-files 152000] [--fs btrfs,xfs] [--seed N] [--json FILE]
+//   npx tsc -p . && node scripts/bench-cow.mjs [--rounds 5] [--files 15200] [--mib 330] [--tree DIR]
+//                                              [--wide-files N] [--fs btrfs,xfs] [--seed N] [--json FILE]
+//
+// --tree DIR benchmarks a copy of an existing tree (a real node_modules) instead of a generated one.
 //
 // Root only (losetup, mount). Everything it mounts is released at the end, also on failure.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,10 +30,13 @@ function arg(name, fallback) {
 const ROUNDS = Number(arg('rounds', 5));
 const FILES = Number(arg('files', 15200));
 const MIB = Number(arg('mib', 330));
-const WIDE_FILES = Number(arg('wide-files', FILES * 10));
+/** Files of the wide tree for btrfs-snapshot; default (-1) is 10x the main tree's entries; 0 skips it. */
+const WIDE_FILES = Number(arg('wide-files', -1));
 const FILESYSTEMS = String(arg('fs', 'btrfs,xfs')).split(',');
 const SEED = Number(arg('seed', Date.now() % 2147483647));
 const JSON_OUT = arg('json', null);
+/** An existing tree to benchmark instead of a generated one (for example a real node_modules). */
+const TREE = arg('tree', null);
 
 function prng(seed) {
   let s = seed >>> 0 || 1;
@@ -124,8 +129,16 @@ async function benchFs(fsType, work, rand) {
   const results = [];
   try {
     const src = join(mnt, 'src');
-    log(`${fsType}: generating ${FILES} files / ${MIB} MiB`);
-    const tree = generateTree(src, FILES, MIB, SEED);
+    let tree;
+    if (TREE) {
+      log(`${fsType}: copying the given tree`);
+      mkdirSync(src, { recursive: true });
+      await $`cp -a --reflink=never ${TREE} ${join(src, 'node_modules')}`;
+      tree = { files: null, bytes: null };
+    } else {
+      log(`${fsType}: generating ${FILES} files / ${MIB} MiB`);
+      tree = generateTree(src, FILES, MIB, SEED);
+    }
     log(`${fsType}: git add + commit (for the git worktree baseline)`);
     await gitCommitAll(src);
     const svc = await SessionService.open(join(mnt, 'store'), { create: true });
@@ -207,11 +220,12 @@ async function benchFs(fsType, work, rand) {
     }
     for (const [name, s] of Object.entries(samples)) results.push({ fs: fsType, tree: `${entries} entries, ${(baseBytes / 1e6).toFixed(0)} MB`, entries, baseBytes, backend: name, n: s.ms.length, medianMs: median(s.ms), minMs: Math.min(...s.ms), medianGrowthBytes: median(s.growth), samplesMs: s.ms.map((x) => Math.round(x * 10) / 10), growthBytes: s.growth });
 
-    if (fsType === 'btrfs' && WIDE_FILES > 0) {
+    if (fsType === 'btrfs' && WIDE_FILES !== 0) {
       // btrfs-snapshot on a tree with 10x the entries: create must stay near constant.
       const wide = join(mnt, 'src-wide');
-      log(`btrfs: generating the wide tree (${WIDE_FILES} files)`);
-      generateTree(wide, WIDE_FILES, Math.round(WIDE_FILES / 1000), SEED + 1);
+      const wideFiles = WIDE_FILES > 0 ? WIDE_FILES : entries * 10;
+      log(`btrfs: generating the wide tree (${wideFiles} files)`);
+      generateTree(wide, wideFiles, Math.round(wideFiles / 1000), SEED + 1);
       const wideImport = await svc.importSource(wide);
       log('btrfs: materializing the wide base subvolume');
       await getBackend('btrfs-snapshot').materializeBase(svc.backendContext(wide), wideImport.snapshot, wideImport.digest);
