@@ -182,6 +182,15 @@ test('a CLI that waits for the network is killed at its timeout and classified E
   await discard(r);
 });
 
+test('an agent that exits 0 without doing the work fails as E_AGENT_CONTRACT (/bin/true standing in for claude)', async () => {
+  const r = await withEnv({ PDB_ENV_CLAUDE_BIN: '/bin/true' }, () => runCase({ agentA: 'claude', preflight: false }));
+  assert.ok(isPdbError(r.error, 'E_AGENT_CONTRACT'), String(r.error));
+  assert.is(r.metrics.agentAExitCode, 0);
+  assert.match(String(r.metrics.agentAFailureReason), /^not done: shared-edited/);
+  assert.is(r.metrics.agentAFilesTouched, false);
+  await discard(r);
+});
+
 test('receipt metrics are path-free: no absolute path, user or host name', async () => {
   const r = await withEnv({ PDB_ENV_CLAUDE_BIN: FAKE_CLAUDE }, () => runCase({ agentA: 'claude', preflight: false }));
   const text = JSON.stringify(r.metrics);
