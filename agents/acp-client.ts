@@ -85,12 +85,12 @@ function toRequestError(err: unknown): RequestError {
 }
 
 interface Terminal {
-  child: ChildProcess;
-  output: Buffer;
-  truncated: boolean;
-  limit: number | null;
-  exit: Promise<{ exitCode: number | null; signal: string | null }>;
-  exited: { exitCode: number | null; signal: string | null } | null;
+  readonly child: ChildProcess;
+  readonly output: Buffer;
+  readonly truncated: boolean;
+  readonly limit: number | null;
+  readonly exit: Promise<{ exitCode: number | null; signal: string | null }>;
+  readonly exited: { exitCode: number | null; signal: string | null } | null;
 }
 
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
@@ -178,28 +178,30 @@ export function createRootClient(root: string, options: { env?: Record<string, s
         const [cmd, args] = (p.args?.length ?? 0) === 0 && /\s/.test(p.command) ? ['/bin/sh', ['-c', p.command]] : [p.command, p.args ?? []];
         const child = spawn(cmd, args, { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
         const id = `term-${++nextTerminal}`;
-        const t: Terminal = { child, output: Buffer.alloc(0), truncated: false, limit: p.outputByteLimit ?? null, exited: null, exit: null as never };
+        const limit = p.outputByteLimit ?? null;
+        const state = { output: Buffer.alloc(0), truncated: false, exited: null as Terminal['exited'] };
+        // Output beyond the limit is dropped from the start, as the protocol asks.
         const append = (d: Buffer) => {
-          t.output = Buffer.concat([t.output, d]);
-          if (t.limit !== null && t.output.length > t.limit) {
-            t.output = t.output.subarray(t.output.length - t.limit);
-            t.truncated = true;
+          state.output = Buffer.concat([state.output, d]);
+          if (limit !== null && state.output.length > limit) {
+            state.output = state.output.subarray(state.output.length - limit);
+            state.truncated = true;
           }
         };
         child.stdout?.on('data', append);
         child.stderr?.on('data', append);
-        t.exit = new Promise((res) => {
+        const exit = new Promise<NonNullable<Terminal['exited']>>((res) => {
           child.on('error', (err) => {
             append(Buffer.from(`${err.message}\n`));
-            t.exited = { exitCode: 127, signal: null };
-            res(t.exited);
+            state.exited ??= { exitCode: 127, signal: null };
+            res(state.exited);
           });
           child.on('close', (code, signal) => {
-            t.exited ??= { exitCode: code, signal: signal ?? null };
-            res(t.exited);
+            state.exited ??= { exitCode: code, signal: signal ?? null };
+            res(state.exited);
           });
         });
-        terminals.set(id, t);
+        terminals.set(id, { child, limit, exit, get output() { return state.output; }, get truncated() { return state.truncated; }, get exited() { return state.exited; } });
         stats.terminals++;
         return { terminalId: id };
       }),

@@ -108,8 +108,14 @@ test('terminals run in the root (or a directory inside it); a cwd outside is ref
     const subOut = await sub.currentOutput();
     await sub.release();
     const outside = await errorOf(c.createTerminal({ sessionId, command: 'pwd', cwd: t.dir }));
-    return { exit, out: out.output, subOut: subOut.output, outside };
+    const limited = await c.createTerminal({ sessionId, command: 'printf 0123456789', outputByteLimit: 4 });
+    await limited.waitForExit();
+    const tail = await limited.currentOutput();
+    await limited.release();
+    return { exit, out: out.output, subOut: subOut.output, outside, tail };
   });
+  assert.is(value.tail.output, '6789', 'output beyond the limit is dropped from the start');
+  assert.is(value.tail.truncated, true);
   assert.is(value.exit.exitCode, 0);
   assert.ok(value.out.trim().endsWith('/root'), value.out);
   assert.is(value.subOut.trim(), 'deep.txt');
