@@ -482,16 +482,33 @@ function vitestWatchStep(timeoutMs: number): Step {
   );
 }
 
+/** Plan parameter name of each step's timeout (flat numbers, as plans allow). */
+const TIMEOUT_PARAMS: Record<StepName, string> = {
+  install: 'installTimeoutMs',
+  tsc: 'tscTimeoutMs',
+  tsserver: 'tsserverTimeoutMs',
+  'vite-build': 'viteBuildTimeoutMs',
+  'vite-dev-hmr': 'viteDevHmrTimeoutMs',
+  'next-build': 'nextBuildTimeoutMs',
+  'jest-watch': 'jestWatchTimeoutMs',
+  'vitest-watch': 'vitestWatchTimeoutMs',
+};
+
+const LANE_DEFAULT_PARAMS: Record<string, number> = Object.fromEntries(
+  (Object.keys(TIMEOUT_PARAMS) as StepName[]).map((step) => [TIMEOUT_PARAMS[step], DEFAULT_TIMEOUTS_MS[step]]),
+);
+
 function timeoutsFrom(params: Record<string, unknown>): Record<StepName, number> {
+  const known = new Set(Object.values(TIMEOUT_PARAMS));
+  for (const key of Object.keys(params)) {
+    if (!known.has(key)) throw new PdbError('E_PLAN_INVALID', `the dev lanes have no parameter "${key}"; they take ${[...known].join(', ')}`);
+  }
   const out = { ...DEFAULT_TIMEOUTS_MS } as Record<StepName, number>;
-  const given = params.timeoutsMs;
-  if (given !== undefined) {
-    if (!given || typeof given !== 'object' || Array.isArray(given)) throw new PdbError('E_PLAN_INVALID', 'lane parameter "timeoutsMs" must be an object of step name to milliseconds');
-    for (const [k, v] of Object.entries(given)) {
-      if (!(k in out)) throw new PdbError('E_PLAN_INVALID', `lane parameter "timeoutsMs" names an unknown step "${k}"; steps are ${Object.keys(out).join(', ')}`);
-      if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) throw new PdbError('E_PLAN_INVALID', `lane timeout for "${k}" must be a positive integer of milliseconds`);
-      out[k as StepName] = v;
-    }
+  for (const step of Object.keys(TIMEOUT_PARAMS) as StepName[]) {
+    const v = params[TIMEOUT_PARAMS[step]];
+    if (v === undefined) continue;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) throw new PdbError('E_PLAN_INVALID', `lane parameter ${TIMEOUT_PARAMS[step]} must be a positive integer of milliseconds`);
+    out[step] = v;
   }
   return out;
 }
@@ -561,7 +578,9 @@ async function laneChecks(kind: LaneKind, ctx: StepContext): Promise<WorkloadChe
     passed: missing.length === 0 && buildIdOk,
     detail: missing.length ? `missing: ${missing.join(', ')}` : buildIdOk ? 'dist/index.html and .next/BUILD_ID exist' : '.next/BUILD_ID is not the fixture build id',
   });
-  // pnpm's store is shared by every case: installs must hard-link or copy out of it, never write into it through a session.
+  // pnpm's store is shared by every case and hard-linked into sessions: it must live outside every
+  // session, and nothing a case did may have changed a byte of it (`pnpm store status` re-hashes
+  // the packages this session uses against the store's integrity records).
   if (kind === 'pnpm') {
     const store = join(ctx.sharedDir, 'pnpm-store');
     let inside = false;
@@ -571,6 +590,21 @@ async function laneChecks(kind: LaneKind, ctx: StepContext): Promise<WorkloadChe
       inside = false;
     }
     checks.push({ name: 'pnpm-store-outside-session', passed: existsSync(store) && !inside, detail: existsSync(store) ? 'the pnpm store is in the run directory, outside every session' : 'the pnpm store is missing' });
+    const bin = join(ctx.sharedDir, 'tools', `pnpm-${pnpmVersionOf(root)}`, 'node_modules', 'pnpm', 'bin', 'pnpm.cjs');
+    if (existsSync(bin) && existsSync(join(root, 'node_modules', '.modules.yaml'))) {
+      const r = await ctx.proc.run('node', [bin, 'store', 'status', '--store-dir', store, `--config.state-dir=${join(ctx.sharedDir, 'pnpm-state')}`, '--config.update-notifier=false'], {
+        cwd: root,
+        timeoutMs: 120_000,
+      });
+      const untouched = r.exitCode === 0 && /untouched/i.test(r.stdout + r.stderr);
+      checks.push({
+        name: 'pnpm-store-untouched',
+        passed: untouched,
+        detail: untouched ? 'pnpm store status: packages in the store are untouched' : `pnpm store status exited ${r.exitCode ?? r.signal}: ${tail(r, ctx, 4)}`,
+      });
+    } else {
+      checks.push({ name: 'pnpm-store-untouched', passed: false, detail: 'pnpm or node_modules/.modules.yaml is missing, so the store could not be checked' });
+    }
   }
   return checks;
 }
@@ -607,7 +641,7 @@ export function createDevLane(kind: LaneKind): Workload {
         : 'pnpm install --frozen-lockfile (shared store outside the session), tsc, tsserver, vite build and HMR, next build, Jest and Vitest watch reruns on a pinned fixture',
     deterministic: false,
     sessions: 1,
-    defaultParams: {},
+    defaultParams: LANE_DEFAULT_PARAMS,
     prepareFixture: (workDir, _params, proc) => prepareLaneFixture(kind, workDir, proc),
     steps(params) {
       const t = timeoutsFrom(params);

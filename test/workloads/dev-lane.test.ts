@@ -2,7 +2,7 @@
 // through the real tools (install from the registry, tsc, tsserver, Vite, Next.js, Jest, Vitest),
 // a checkpoint compared with the expected sources, the lane's checks, and discard.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -108,6 +108,21 @@ async function runLaneCase(kind: LaneKind): Promise<void> {
 
     const checks = await lane.check!(ctx, []);
     for (const c of checks) assert.ok(c.passed, `${c.name}: ${c.detail}`);
+    if (kind === 'pnpm') {
+      assert.ok(checks.some((c) => c.name === 'pnpm-store-untouched'));
+      if (metrics.pnpmHardlinkObserved === true) {
+        // Negative control: a write through a hard-linked package file changes the shared store, and the check sees it.
+        const linked = realpathSync(join(made.root, 'node_modules', 'react', 'package.json'));
+        const original = readFileSync(linked);
+        appendFileSync(linked, ' ');
+        try {
+          const bad = await lane.check!(ctx, []);
+          assert.is(bad.find((c) => c.name === 'pnpm-store-untouched')?.passed, false, 'a mutated store is reported');
+        } finally {
+          writeFileSync(linked, original);
+        }
+      }
+    }
 
     // The compared projection: exactly the expected sources (base + the lane's deterministic edits).
     const cp = await svc.checkpoint('lane');
