@@ -120,6 +120,7 @@ export interface Diagnostic {
   testbed: string;
   backend: string;
   workload: string;
+  /** A phase, or "*" for a note about every phase of the backend and workload. */
   phase: string;
   message: string;
 }
@@ -293,13 +294,13 @@ export function analyzeReceipts(receipts: Receipt[], options: AnalyzeOptions = {
               permutationDraws,
             });
             comparisons.push(cmp);
-            if (cmp.blocks > 0 && cmp.blocks < 6) {
+            if (phase === TOTAL_PHASE && cmp.blocks > 0 && cmp.blocks < 6) {
               diagnostics.push({
                 kind: 'too-few-samples',
                 testbed: tb.id,
                 backend,
                 workload,
-                phase,
+                phase: '*',
                 message: `${cmp.blocks} paired block(s): the sign-flip test cannot reach p < 0.05 below 6 blocks (smallest p here ${fmtP(cmp.permutation?.minAttainableP)}) and the bootstrap interval is unreliable`,
               });
             }
@@ -397,9 +398,10 @@ function cellDiagnostics(cell: PhaseCell, group: IndexedCase[], phase: string): 
   const base = { testbed: cell.testbed, backend: cell.backend, workload: cell.workload, phase };
   const measured = group.filter((x) => !x.c.warmup && phaseDuration(x.c, phase).state === 'ok');
   const n = cell.valuesMs.length;
-  for (const o of modifiedZOutliers(cell.valuesMs)) {
+  // With fewer than 6 values the MAD is too coarse for the 3.5 cut-off to mean anything.
+  for (const o of n >= 6 ? modifiedZOutliers(cell.valuesMs) : []) {
     const x = measured[o.index]!;
-    out.push({ ...base, kind: 'outlier', message: `case ${x.c.id} (${x.receipt.runId.slice(0, 8)}) took ${o.value.toFixed(1)} ms, modified z = ${o.score.toFixed(1)}; kept in every statistic` });
+    out.push({ ...base, kind: 'outlier', message: `case ${x.c.id} of run ${x.receipt.runId} took ${o.value.toFixed(1)} ms, modified z = ${o.score.toFixed(1)}; kept in every statistic` });
   }
   if (n >= 4) {
     const first = cell.valuesMs[0]!;
@@ -416,9 +418,29 @@ function cellDiagnostics(cell: PhaseCell, group: IndexedCase[], phase: string): 
       out.push({ ...base, kind: 'drift', message: `durations ${rho > 0 ? 'rise' : 'fall'} over the run (Spearman rho = ${rho.toFixed(2)}, n = ${n})` });
     }
   }
-  if (n > 0 && n < 6) out.push({ ...base, kind: 'too-few-samples', message: `${n} measured case(s): no 95% interval for the median below 6` });
-  else if (n >= 6 && n < 20 && phase === TOTAL_PHASE) out.push({ ...base, kind: 'too-few-samples', message: `${n} measured cases: p95 is not reported below 20` });
+  // Sample-size notes once per backend and workload (on the whole-case row), not once per phase.
+  if (phase === TOTAL_PHASE) {
+    const sizes = measuredPerPhase(group);
+    const small = sizes.filter((s) => s.n > 0 && s.n < 6).map((s) => s.phase);
+    const noP95 = sizes.filter((s) => s.n >= 6 && s.n < 20).map((s) => s.phase);
+    if (small.length > 0) out.push({ ...base, phase: '*', kind: 'too-few-samples', message: `fewer than 6 measured cases in ${small.length} phase(s) (${summarizePhases(small)}): no 95% interval for their median` });
+    if (noP95.length > 0) out.push({ ...base, phase: '*', kind: 'too-few-samples', message: `6-19 measured cases in ${noP95.length} phase(s) (${summarizePhases(noP95)}): median CI shown, p95 needs 20` });
+  }
   return out;
+}
+
+function measuredPerPhase(group: IndexedCase[]): { phase: string; n: number }[] {
+  const counts = new Map<string, number>();
+  for (const x of group) {
+    if (x.c.warmup) continue;
+    for (const p of x.c.phases) if (p.outcome === 'ok') counts.set(p.name, (counts.get(p.name) ?? 0) + 1);
+    if (x.c.outcome === 'ok') counts.set(TOTAL_PHASE, (counts.get(TOTAL_PHASE) ?? 0) + 1);
+  }
+  return [...counts].map(([phase, n]) => ({ phase, n }));
+}
+
+function summarizePhases(phases: string[]): string {
+  return phases.length <= 4 ? phases.join(', ') : `${phases.slice(0, 3).join(', ')} and ${phases.length - 3} more`;
 }
 
 function blockKey(x: IndexedCase): string {

@@ -199,7 +199,10 @@ export function evaluateGate(receipts: Receipt[], policy: Policy, options: { see
         const c = data.comparisons.find((x) => x.testbed === t.id && x.backend === candidate && x.workload === w && x.phase === p);
         const where = `${t.id} ${w} ${p}`;
         if (!c || !c.ci || c.medianRatio === null) add('speedup', 'hold', `${where}: no ratio interval (${c?.blocks ?? 0} paired blocks)`, t.id);
-        else if (c.ci.upper < policy.speedup.maxRatioUpper95) {
+        else if (c.blocks < policy.minBlocksPerWorkloadAndHost) {
+          // A bootstrap interval from a handful of blocks is too unstable to reject on.
+          add('speedup', 'hold', `${where}: median ratio ${fmtRatio(c.medianRatio)} from ${c.blocks} of ${policy.minBlocksPerWorkloadAndHost} blocks; judged once the blocks are there`, t.id);
+        } else if (c.ci.upper < policy.speedup.maxRatioUpper95) {
           add('speedup', 'met', `${where}: median ratio ${fmtRatio(c.medianRatio)}, 95% CI [${fmtRatio(c.ci.lower)}, ${fmtRatio(c.ci.upper)}] below ${policy.speedup.maxRatioUpper95}`, t.id);
         } else if (c.ci.lower >= policy.speedup.maxRatioUpper95) {
           add('speedup', 'reject', `${where}: median ratio ${fmtRatio(c.medianRatio)}, 95% CI [${fmtRatio(c.ci.lower)}, ${fmtRatio(c.ci.upper)}] lies wholly at or above ${policy.speedup.maxRatioUpper95}: the required speed-up is excluded`, t.id);

@@ -136,6 +136,15 @@ test('REJECT: a workload significantly slower than full-copy (regression)', () =
   assert.ok(gate.findings.some((f) => f.criterion === 'speedup' && f.status === 'reject'));
 });
 
+test('HOLD, not REJECT: a slow-looking candidate with fewer blocks than the policy needs', () => {
+  const slow = { 'full-copy': 300, reflink: 900 };
+  const gate = evaluateGate([...twoHosts({ blocks: 4, createMs: slow }, { blocks: 4, createMs: slow }), ext4Probe()], testPolicy());
+  assert.is(gate.verdict, 'HOLD');
+  const speed = gate.findings.filter((f) => f.criterion === 'speedup');
+  assert.is(speed.length, 2);
+  assert.ok(speed.every((f) => f.status === 'hold' && /from 3 of 8 blocks/.test(f.message)), JSON.stringify(speed));
+});
+
 test('reusing the report analysis gives the same verdict and findings as recomputing it', () => {
   const receipts = [...twoHosts(), ext4Probe()];
   const policy = testPolicy();
