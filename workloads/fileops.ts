@@ -183,7 +183,9 @@ async function writeLarge(path: string, stream: number, bytes: number, flag: 'w'
 
 async function prepareFileopsFixture(workDir: string, params: Record<string, unknown>, proc: ProcessRunner): Promise<Fixture> {
   const p = readParams(params);
-  const name = `fileops@1-${p.smallFiles}f-${Math.round(p.largeFileBytes / MiB)}m`;
+  // The name identifies the fixture exactly (it is reused by name within a run's work dir).
+  const large = p.largeFileBytes % MiB === 0 ? `${p.largeFileBytes / MiB}m` : `${p.largeFileBytes}b`;
+  const name = `fileops@1-${p.smallFiles}f-${large}`;
   const dir = join(workDir, name);
   const done = join(workDir, `${name}.ready`);
   if (existsSync(done)) return { name, sourceDir: dir };
