@@ -1,7 +1,7 @@
 // `pdb-env bench`: plan -> randomized complete blocks -> cases -> receipt. Backends are probed once;
 // unavailable ones are recorded and skipped (never replaced). Every finished case goes to the run
 // journal first, so an interrupted run continues with --resume without repeating it.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { writeFile } from 'node:fs/promises';
@@ -81,16 +81,43 @@ async function toolCommit(): Promise<string | null> {
   return `${String(head.stdout).trim()}${dirty.exitCode === 0 && String(dirty.stdout).trim() ? '-dirty' : ''}`;
 }
 
-/** Remove a run's store: release every session (unmount, delete subvolumes), then the tree. */
-async function removeRunStore(storeDir: string): Promise<void> {
-  if (!existsSync(storeDir)) return;
+/** Read-only btrfs subvolumes (materialized bases) that `rm -r` cannot remove: their inode is 256. */
+async function deleteSubvolumes(storeDir: string): Promise<void> {
+  const candidates: string[] = [];
+  for (const digestDir of readdirSafe(join(storeDir, 'bases'))) for (const f of readdirSafe(join(storeDir, 'bases', digestDir))) candidates.push(join(storeDir, 'bases', digestDir, f));
+  for (const t of readdirSafe(join(storeDir, 'tmp'))) candidates.push(join(storeDir, 'tmp', t));
+  for (const dir of candidates) {
+    const st = statSafe(dir);
+    if (!st?.isDirectory() || st.ino !== 256) continue;
+    if (Number(statfsSync(dir).type) !== 0x9123683e) continue;
+    const r = await execa('btrfs', ['subvolume', 'delete', dir], { reject: false });
+    if (r.exitCode !== 0) throw new PdbError('E_IO', `could not delete the btrfs subvolume of a materialized base: ${String(r.stderr).trim()}`);
+  }
+}
+
+function readdirSafe(dir: string): string[] {
   try {
-    const svc = await SessionService.open(storeDir);
-    for (const s of await svc.list()) await svc.discard(s.name, { force: true }).catch(() => {});
-    // Materialized btrfs bases are subvolumes: their backend knows how to remove them; rm -r
-    // below removes plain directories and (as root) empty subvolumes alike.
+    return readdirSync(dir);
   } catch {
-    /* not a store (yet): plain removal */
+    return [];
+  }
+}
+
+function statSafe(p: string): ReturnType<typeof lstatSync> | null {
+  try {
+    return lstatSync(p);
+  } catch {
+    return null;
+  }
+}
+
+/** Remove a run's store: release every session (unmount, delete subvolumes), the bases, then the tree. */
+export async function removeRunStore(storeDir: string): Promise<void> {
+  if (!existsSync(storeDir)) return;
+  if (existsSync(join(storeDir, 'store.json'))) {
+    const svc = await SessionService.open(storeDir);
+    for (const s of await svc.list()) await svc.discard(s.name, { force: true });
+    await deleteSubvolumes(storeDir);
   }
   rmSync(storeDir, { recursive: true, force: true });
 }
@@ -274,8 +301,12 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
   } finally {
     process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
     if (!keep) {
-      await removeRunStore(storeDir).catch(() => {});
       rmSync(workDir, { recursive: true, force: true });
+      await removeRunStore(storeDir).catch((err: unknown) => {
+        // Not evidence: the local path is what the user needs to clean up by hand.
+        progress({ kind: 'note', message: `warning: could not remove the run's store ${storeDir}: ${(err as Error).message}` });
+        process.stderr.write(`pdb-env: warning: could not remove the run's store ${storeDir}: ${(err as Error).message}\n`);
+      });
     }
   }
 }
