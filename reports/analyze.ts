@@ -68,14 +68,18 @@ export interface PhaseCell {
   workload: string;
   phase: string;
   fixtures: string[];
-  /** Cases of this backend and workload on this testbed, warm-up included. */
+  /** Slots the plans scheduled for this backend and workload on this testbed (blocks x 1), warm-up included. */
   planned: number;
+  /** Planned warm-up slots. */
   warmup: number;
   /** Measured (non-warm-up) cases whose phase finished ok. */
   completed: number;
   failed: number;
   timeout: number;
+  /** Planned slots not run because the backend was unavailable on the host (warm-up included). */
   unavailable: number;
+  /** Planned slots with no case and no unavailability recorded (an interrupted run). */
+  notRun: number;
   /** Measured cases that ended before reaching this phase. */
   notReached: number;
   summary: Summary;
@@ -255,8 +259,10 @@ export function analyzeReceipts(receipts: Receipt[], options: AnalyzeOptions = {
   const firstSeen = new Map<string, number>();
   for (const { c } of cases) for (const p of c.phases) if (!firstSeen.has(p.name)) firstSeen.set(p.name, firstSeen.size);
   const phases = [...firstSeen.keys(), TOTAL_PHASE].sort((a, b) => phaseOrder(a, b, firstSeen));
-  const backends = uniqSorted(cases.map((x) => x.c.backend)).sort((a, b) => (a === baseline ? -1 : b === baseline ? 1 : a.localeCompare(b)));
-  const workloads = uniqSorted(cases.map((x) => x.c.workload));
+  const slots = plannedSlots(ordered, testbedIds);
+  const slotKeys = [...slots.keys()].map((k) => JSON.parse(k) as [string, string, string]);
+  const backends = uniqSorted([...cases.map((x) => x.c.backend), ...slotKeys.map((k) => k[1])]).sort((a, b) => (a === baseline ? -1 : b === baseline ? 1 : a.localeCompare(b)));
+  const workloads = uniqSorted([...cases.map((x) => x.c.workload), ...slotKeys.map((k) => k[2])]);
 
   const groups = new Map<string, IndexedCase[]>();
   for (const x of cases) {
@@ -276,11 +282,17 @@ export function analyzeReceipts(receipts: Receipt[], options: AnalyzeOptions = {
       const all = cases.filter((x) => x.testbed === tb.id && x.c.backend === backend);
       if (all.length > 0) rates.push(...rateRows(tb.id, backend, '*', all.map((x) => x.c)));
       for (const workload of workloads) {
-        const group = groups.get(JSON.stringify([tb.id, backend, workload]));
-        if (!group) continue;
+        const key = JSON.stringify([tb.id, backend, workload]);
+        const group = groups.get(key);
+        const slot = slots.get(key);
+        if (!group) {
+          // Planned but never run here (backend unavailable, run interrupted): counts only.
+          if (slot) cells.push(phaseCell(tb.id, backend, workload, TOTAL_PHASE, [], slot));
+          continue;
+        }
         rates.push(...rateRows(tb.id, backend, workload, group.map((x) => x.c)));
         for (const phase of phases) {
-          const cell = phaseCell(tb.id, backend, workload, phase, group);
+          const cell = phaseCell(tb.id, backend, workload, phase, group, slot);
           if (cell.completed + cell.failed + cell.timeout + cell.unavailable === 0 && cell.warmupValuesMs.length === 0) continue;
           cells.push(cell);
           diagnostics.push(...cellDiagnostics(cell, group, phase));
@@ -342,19 +354,52 @@ function fmtP(p: number | undefined): string {
   return p === undefined ? '-' : p < 0.001 ? p.toExponential(1) : p.toFixed(3);
 }
 
-function phaseCell(testbed: string, backend: string, workload: string, phase: string, group: IndexedCase[]): PhaseCell {
+interface Slots {
+  planned: number;
+  warmup: number;
+  unavailable: number;
+  notRun: number;
+}
+
+/** Planned slots per [testbed, backend, workload] from each receipt's block orders. */
+function plannedSlots(receipts: Receipt[], testbedIds: Map<string, string>): Map<string, Slots> {
+  const out = new Map<string, Slots>();
+  for (const r of receipts) {
+    const testbed = testbedIds.get(testbedKey(r))!;
+    const ran = new Set(r.cases.map((c) => `${c.block}\u0000${c.backend}`));
+    const unavailable = new Set(r.backends.filter((b) => !b.available).map((b) => b.name));
+    for (const b of r.blocks) {
+      for (const backend of b.order) {
+        const key = JSON.stringify([testbed, backend, b.workload]);
+        const s = out.get(key) ?? { planned: 0, warmup: 0, unavailable: 0, notRun: 0 };
+        s.planned++;
+        if (b.warmup) s.warmup++;
+        if (!ran.has(`${b.index}\u0000${backend}`)) {
+          if (unavailable.has(backend)) s.unavailable++;
+          else s.notRun++;
+        }
+        out.set(key, s);
+      }
+    }
+  }
+  return out;
+}
+
+function phaseCell(testbed: string, backend: string, workload: string, phase: string, group: IndexedCase[], slot: Slots | undefined): PhaseCell {
   const cell: PhaseCell = {
     testbed,
     backend,
     workload,
     phase,
     fixtures: uniqSorted(group.map((x) => x.c.fixture)),
-    planned: group.length,
-    warmup: group.filter((x) => x.c.warmup).length,
+    // Receipts without block records (older or hand-made) fall back to the recorded cases.
+    planned: slot?.planned ?? group.length,
+    warmup: slot?.warmup ?? group.filter((x) => x.c.warmup).length,
     completed: 0,
     failed: 0,
     timeout: 0,
-    unavailable: 0,
+    unavailable: slot?.unavailable ?? 0,
+    notRun: slot?.notRun ?? 0,
     notReached: 0,
     summary: summarize([]),
     valuesMs: [],

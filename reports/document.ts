@@ -198,7 +198,7 @@ function cellTable(cells: PhaseCell[], phases: string[], backends: string[]): Bl
   const sorted = [...cells].sort((a, b) => phases.indexOf(a.phase) - phases.indexOf(b.phase) || backends.indexOf(a.backend) - backends.indexOf(b.backend));
   return {
     kind: 'table',
-    header: ['phase', 'backend', 'planned', 'warm-up', 'done', 'failed', 'timeout', 'unavail.', 'median', '95% CI', 'p95', 'min', 'max', 'IQR', 'CV'],
+    header: ['phase', 'backend', 'planned', 'warm-up', 'done', 'failed', 'timeout', 'unavail.', 'not run', 'median', '95% CI', 'p95', 'min', 'max', 'IQR', 'CV'],
     rows: sorted.map((c) => [
       c.phase,
       c.backend,
@@ -208,6 +208,7 @@ function cellTable(cells: PhaseCell[], phases: string[], backends: string[]): Bl
       String(c.failed),
       String(c.timeout),
       String(c.unavailable),
+      String(c.notRun),
       fmtMs(c.summary.median),
       c.summary.medianCi ? `[${fmtMs(c.summary.medianCi.lower)}, ${fmtMs(c.summary.medianCi.upper)}]` : '-',
       fmtMs(c.summary.p95),
@@ -216,7 +217,7 @@ function cellTable(cells: PhaseCell[], phases: string[], backends: string[]): Bl
       fmtMs(c.summary.iqr),
       c.summary.cv === null ? '-' : c.summary.cv.toFixed(3),
     ]),
-    align: ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+    align: ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
   };
 }
 

@@ -80,7 +80,7 @@ export function distributionChart(title: string, cells: PhaseCell[], phases: str
   const right = 24;
   const rowH = 26;
   const panelGap = 34;
-  const used = backends.filter((b) => cells.some((c) => c.backend === b));
+  const used = backends.filter((b) => cells.some((c) => c.backend === b && (c.valuesMs.length > 0 || c.warmupValuesMs.length > 0)));
   const panels = phases.filter((p) => cells.some((c) => c.phase === p && (c.valuesMs.length > 0 || c.warmupValuesMs.length > 0)));
   // Each panel: 10 px title gap, the rows, then the tick labels inside panelGap.
   const height = 40 + panels.length * (10 + used.length * rowH + panelGap);

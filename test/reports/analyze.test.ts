@@ -108,6 +108,24 @@ test('failures, mismatches and clone fallbacks are counted with bounds; phases a
   assert.is(cell('create').completed, 9);
 });
 
+test('planned slots come from the block orders: an unavailable backend is planned and counted, never dropped', () => {
+  const r = syntheticReceipt({
+    runId: '20260101T000000Z-0000u1',
+    storeFs: 'ext4',
+    backends: ['full-copy'],
+    blocks: 4,
+    unavailable: [{ name: 'reflink', reason: 'E_CLONE_UNSUPPORTED' }],
+  });
+  // An interrupted run: the last block's full-copy case is missing.
+  r.cases = r.cases.filter((c) => c.block !== 3);
+  const data = analyzeReceipts([r]);
+  const reflink = data.cells.filter((c) => c.backend === 'reflink');
+  assert.equal(reflink.map((c) => [c.phase, c.planned, c.warmup, c.unavailable, c.completed]), [[TOTAL_PHASE, 4, 1, 4, 0]]);
+  const full = data.cells.find((c) => c.backend === 'full-copy' && c.phase === TOTAL_PHASE)!;
+  assert.equal([full.planned, full.completed, full.notRun, full.unavailable], [4, 2, 1, 0]);
+  assert.equal(data.testbeds[0]!.unavailable, [{ backend: 'reflink', reason: 'E_CLONE_UNSUPPORTED' }]);
+});
+
 test('diagnostics: slow first block, drift and outliers are reported, and no value is dropped', () => {
   const slowFirst = syntheticReceipt({
     runId: '20260101T000000Z-0000d1',

@@ -46,10 +46,13 @@ export function syntheticReceipt(o: SyntheticOptions): Receipt {
   let index = 0;
   for (const workload of workloads) {
     for (let b = 0; b < blocks; b++) {
-      const order = [...backends].sort(() => random() - 0.5);
+      // Unavailable backends keep their slot in the block order, as the harness schedules them, but get no case.
+      const skipped = (o.unavailable ?? []).map((u) => u.name);
+      const order = [...backends, ...skipped].sort(() => random() - 0.5);
       const isWarm = b < warmup;
       blockRecords.push({ index, workload, warmup: isWarm, order });
       order.forEach((backend, position) => {
+        if (skipped.includes(backend)) return;
         const base = createMs[backend] ?? 300;
         const phase = (name: string, ms: number): PhaseRecord => ({
           name,
