@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { findPathIssues, pathFreeViolation } from '../../harness/path-free.js';
 import type { Receipt } from '../../harness/receipt-types.js';
 import { analyzeReceipts } from '../../reports/analyze.js';
 import { buildDocument } from '../../reports/document.js';
@@ -66,6 +67,9 @@ test('no absolute path, user or host name reaches a report', () => {
   const all = renderMarkdown(input, { charts: 'inline' }).markdown + renderHtml(input) + renderJson(input);
   assert.not.ok(/(^|[\s"'(])\/(home|root|tmp|Users|var|mnt|work)\//m.test(all));
   assert.not.ok(all.includes(REPO_ROOT));
+  // The harness's own receipt scanner agrees for the JSON and the Markdown (HTML end tags look like paths to it).
+  assert.equal(findPathIssues(JSON.parse(renderJson(input))), []);
+  assert.is(pathFreeViolation(renderMarkdown(input, { charts: 'inline' }).markdown.replace(/<\/[a-z]+>/g, '')), null);
 });
 
 /** Blue-ish pixels: the reflink series colour (#2563eb) in dots, boxes and intervals; text is grey/black. */
