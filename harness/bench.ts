@@ -301,7 +301,11 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
   } finally {
     process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
     if (!keep) {
-      rmSync(workDir, { recursive: true, force: true });
+      try {
+        rmSync(workDir, { recursive: true, force: true, maxRetries: 5 });
+      } catch (err) {
+        process.stderr.write(`pdb-env: warning: could not remove the run's work directory ${workDir}: ${(err as Error).message}\n`);
+      }
       await removeRunStore(storeDir).catch((err: unknown) => {
         // Not evidence: the local path is what the user needs to clean up by hand.
         progress({ kind: 'note', message: `warning: could not remove the run's store ${storeDir}: ${(err as Error).message}` });

@@ -225,9 +225,11 @@ export async function commitFixture(dir: string, proc: ProcessRunner): Promise<v
   } catch {
     return; // no git: git-worktree reports itself unavailable on its own
   }
+  // No background auto-gc or maintenance: a detached git writing into .git races the cleanup.
+  const quiet = ['-c', 'gc.auto=0', '-c', 'maintenance.auto=false', '-c', 'core.fileMode=true'];
   await git('init', '-q');
-  await git('add', '-A');
-  await git('-c', 'core.fileMode=true', 'commit', '-q', '-m', 'fixture');
+  await git(...quiet, 'add', '-A');
+  await git(...quiet, 'commit', '-q', '-m', 'fixture');
 }
 
 // ---- the operations ---------------------------------------------------------------------------
