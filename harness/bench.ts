@@ -202,7 +202,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
       const r = await probeBackend(getBackend(name, { allowTestOnly }), svc.backendContext(firstSource));
       const evidence: BackendAvailability['evidence'] = {};
       for (const [k, v] of Object.entries(r.evidence)) evidence[k] = typeof v === 'string' ? scrubText(v) : v;
-      backends.push({ name, available: r.available, reason: r.reason, detail: scrubText(r.detail), experimental: r.experimental, evidence });
+      backends.push({ name, available: r.available, reason: r.reason, detail: scrubText(r.detail), experimental: r.experimental, evidence, capabilities: { ...r.capabilities } });
       progress({ kind: 'note', message: `backend ${name}: ${r.available ? 'available' : `unavailable (${r.reason}): ${scrubText(r.detail)}`}` });
     }
     const available = new Set(backends.filter((b) => b.available).map((b) => b.name));

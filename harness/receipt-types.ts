@@ -34,6 +34,22 @@ export interface BackendAvailability {
   experimental: boolean;
   /** Probe evidence (for reflink: a forced clone was made and observed). */
   evidence: Record<string, string | number | boolean | null>;
+  /** Declared capabilities of the backend (absent in receipts written before this field existed). */
+  capabilities?: BackendCapabilities;
+}
+
+/** What a backend can do in principle (mirrors backends/types.ts Capabilities). */
+export interface BackendCapabilities {
+  /** Session create cost does not grow with the tree (snapshot or mount). */
+  constantTimeCreate: boolean;
+  /** Sessions share unchanged bytes with the base on disk. */
+  sharesExtents: boolean;
+  /** A session needs re-activation (a mount) after a reboot. */
+  needsRemount: boolean;
+  /** Carries every file of the Snapshot (git-worktree carries only committed files). */
+  carriesFullSnapshot: boolean;
+  /** Always false: workspace isolation is not a security sandbox. */
+  securityIsolation: false;
 }
 
 export interface PhaseRecord {
