@@ -229,7 +229,7 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
       pdbEnvRun: (s: SessionHandle, command: string, args: string[], options: Omit<ProcessOptions, 'cwd'>) =>
         proc.run(process.execPath, [env.cliPath, 'run', s.name, '--store', env.storeDir, '--', command, ...args], { ...options, cwd: scratchDir }),
       metric: (name, value) => {
-        metrics[name] = value;
+        metrics[name] = typeof value === 'string' ? scrubText(value) : value;
       },
       log: env.log,
       signal: abort.signal,
@@ -363,7 +363,8 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
 
   const wallMs = performance.now() - started;
   const inPhases = phases.reduce((s, p) => s + p.durationMs, 0);
-  const outcome: CaseOutcome = timedOut ? 'timeout' : failure ? 'failed' : 'ok';
+  // A step that ran out of its own time is a timeout too, just a narrower one than the case's.
+  const outcome: CaseOutcome = timedOut || (failure as CaseRecord['failure'])?.code === 'E_TIMEOUT' ? 'timeout' : failure ? 'failed' : 'ok';
   const record: CaseRecord = {
     id: sc.id,
     block: sc.block,
