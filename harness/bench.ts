@@ -161,7 +161,8 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
   // ---- a fresh store and work dir for this attempt (a previous attempt's are removed) ----------
   if (header.storeDir) await removeRunStore(header.storeDir);
   if (header.workDir) rmSync(header.workDir, { recursive: true, force: true });
-  const parent = resolve(options.storeParent ?? plan.store?.dir ?? tmpdir());
+  // --store, then PDB_ENV_BENCH_STORE (so `npm run proof` can target a btrfs/XFS mount), then the plan.
+  const parent = resolve(options.storeParent ?? (process.env.PDB_ENV_BENCH_STORE || undefined) ?? plan.store?.dir ?? tmpdir());
   if (!existsSync(parent)) throw new PdbError('E_USAGE', `the store location ${parent} does not exist`, { hint: 'Pass an existing directory to --store (e.g. a btrfs or XFS mount).' });
   const storeDir = realpathSync(mkdtempSync(join(parent, `pdb-bench-${runId}-`)));
   const workDir = realpathSync(mkdtempSync(join(tmpdir(), `pdb-bench-work-${runId}-`)));

@@ -23,15 +23,18 @@ recorded as unavailable with their reason and skipped.
   --seed N       override the plan's seed (recorded in the receipt)
   --out DIR      where receipts go (default: receipts)
   --resume RUN   continue an interrupted run (same --out); finished cases are not repeated
-  --store DIR    parent directory of the run's temporary store (e.g. a btrfs/XFS mount)
+  --store DIR    parent directory of the run's temporary store, e.g. a btrfs or XFS
+                 mount (default: PDB_ENV_BENCH_STORE, the plan's store.dir, or the
+                 system temp dir); the run makes its own store inside and removes it
   --summary      also write a Markdown summary next to the receipt
   --json         print the receipt path and summary as JSON
 
 Exit status: 0 when every case ended ok, 1 when a case failed or timed out (the
 receipt is written either way), 2 on bad usage.
 
-Example:
-  pdb-env bench --plan plans/default.json --out receipts --summary`,
+Examples:
+  pdb-env bench --plan plans/default.json --out receipts --summary
+  PDB_ENV_BENCH_STORE=/mnt/pdb-btrfs npm run proof`,
   options: { plan: { type: 'string' }, seed: { type: 'string' }, out: { type: 'string' }, resume: { type: 'string' }, summary: { type: 'boolean' } },
   positionals: 0,
   async run(args) {
