@@ -37,6 +37,9 @@ const SEED = Number(arg('seed', Date.now() % 2147483647));
 const JSON_OUT = arg('json', null);
 /** An existing tree to benchmark instead of a generated one (for example a real node_modules). */
 const TREE = arg('tree', null);
+/** Extra mkfs.btrfs arguments and btrfs mount options (e.g. "-m single", "max_inline=0"), to test tuning. */
+const BTRFS_MKFS = String(arg('btrfs-mkfs', '')).split(' ').filter(Boolean);
+const BTRFS_MOUNT = arg('btrfs-mount', null);
 
 function prng(seed) {
   let s = seed >>> 0 || 1;
@@ -124,7 +127,7 @@ function log(msg) {
  * rounds of every case. Returns rows for the table.
  */
 async function benchFs(fsType, work, rand) {
-  const made = await mountLoopFs({ fsType, image: join(work, `${fsType}.img`), mountPoint: join(work, `mnt-${fsType}`), sizeMiB: 8192 });
+  const made = await mountLoopFs({ fsType, image: join(work, `${fsType}.img`), mountPoint: join(work, `mnt-${fsType}`), sizeMiB: 8192, ...(fsType === 'btrfs' ? { mkfsArgs: BTRFS_MKFS, mountOptions: BTRFS_MOUNT } : {}) });
   const mnt = made.mountPoint;
   const results = [];
   try {
@@ -294,7 +297,8 @@ function targets(rows) {
     const bs = get(fs, 'btrfs-snapshot');
     const bw = get(fs, 'btrfs-snapshot (10x entries)');
     if (bs) out.push([`${fs}: btrfs-snapshot <= 0.5 s`, bs.medianMs <= 500, `${(bs.medianMs / 1000).toFixed(3)} s`], [`${fs}: btrfs-snapshot growth <= 0.5%`, bs.medianGrowthBytes / bs.baseBytes <= 0.005, `${((100 * bs.medianGrowthBytes) / bs.baseBytes).toFixed(3)}%`]);
-    if (bs && bw) out.push([`${fs}: btrfs-snapshot on 10x entries <= 2x the normal tree`, bw.medianMs <= 2 * bs.medianMs, `${(bw.medianMs / 1000).toFixed(3)} s = ${(bw.medianMs / bs.medianMs).toFixed(2)}x`]);
+    if (bw) out.push([`${fs}: btrfs-snapshot on 10x entries <= 2x the 0.5 s limit (1 s)`, bw.medianMs <= 1000, `${(bw.medianMs / 1000).toFixed(3)} s`]);
+    if (bs && bw) out.push([`${fs}: btrfs-snapshot on 10x entries <= 2x the measured normal-tree time`, bw.medianMs <= 2 * bs.medianMs, `${(bw.medianMs / bs.medianMs).toFixed(2)}x`]);
     for (const cow of [rf, ov, bs].filter(Boolean)) {
       if (git) out.push([`${fs}: ${cow.backend} >= 20x faster than git worktree add`, git.medianMs / cow.medianMs >= 20, `${(git.medianMs / cow.medianMs).toFixed(1)}x`]);
     }
@@ -319,7 +323,7 @@ async function main() {
   }
   const cpu = (await $`sh -c ${"grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"}`.nothrow()).stdout.trim();
   const kernel = (await $`uname -r`).stdout.trim();
-  console.log(`bench-cow: seed ${SEED}, ${ROUNDS} interleaved rounds, kernel ${kernel}, ${cpu}, ${(performance.now() - started) / 1000 | 0} s total`);
+  console.log(`bench-cow: seed ${SEED}, ${ROUNDS} interleaved rounds, kernel ${kernel}, ${cpu}, ${(performance.now() - started) / 1000 | 0} s total${BTRFS_MKFS.length || BTRFS_MOUNT ? `, btrfs mkfs [${BTRFS_MKFS.join(' ')}] mount [${BTRFS_MOUNT ?? ''}]` : ''}`);
   console.log(table(rows));
   console.log('\ntargets (issue 3):');
   for (const [what, ok, value] of targets(rows)) console.log(`  ${ok ? 'MET    ' : 'NOT MET'}  ${what}: ${value}`);

@@ -63,7 +63,7 @@ function isMounted(mountPoint) {
  * Create a sparse image, attach it to a loop device, make the filesystem and mount it. On any
  * failure everything made so far is released before the error is thrown.
  */
-export async function mountLoopFs({ fsType, image, mountPoint, sizeMiB }) {
+export async function mountLoopFs({ fsType, image, mountPoint, sizeMiB, mkfsArgs = [], mountOptions = null }) {
   const size = Math.max(sizeMiB ?? MIN_SIZE_MIB[fsType], MIN_SIZE_MIB[fsType]);
   const made = { fsType, image, mountPoint, device: null, mounted: false };
   try {
@@ -72,11 +72,11 @@ export async function mountLoopFs({ fsType, image, mountPoint, sizeMiB }) {
     ftruncateSync(fd, size * 1024 * 1024);
     closeSync(fd);
     made.device = (await $`losetup --find --show ${image}`).stdout.trim();
-    if (fsType === 'btrfs') await $`mkfs.btrfs -q -f ${made.device}`;
-    else if (fsType === 'xfs') await $`mkfs.xfs -q -f -m reflink=1 ${made.device}`;
+    if (fsType === 'btrfs') await $`mkfs.btrfs -q -f ${mkfsArgs} ${made.device}`;
+    else if (fsType === 'xfs') await $`mkfs.xfs -q -f -m reflink=1 ${mkfsArgs} ${made.device}`;
     else throw new Error(`unknown filesystem ${fsType}`);
     mkdirSync(mountPoint, { recursive: true });
-    await $`mount -t ${fsType} ${made.device} ${mountPoint}`;
+    await $`mount -t ${fsType} ${mountOptions ? ['-o', mountOptions] : []} ${made.device} ${mountPoint}`;
     made.mounted = true;
     return made;
   } catch (err) {
