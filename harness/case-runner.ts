@@ -359,7 +359,7 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
     detail: cleanOk ? null : [left.length ? `${left.length} session dir(s) left` : '', mounted ? `${mounted} mount(s) left` : '', strays ? `${strays} process(es) still running` : ''].filter(Boolean).join(', '),
   });
 
-  for (const c of checks) if (!c.passed) fail(CHECK_CODES[c.name] ?? 'E_STEP_FAILED', c.name === 'cleanup' ? 'discard' : 'verify', `check ${c.name} failed${c.detail ? `: ${c.detail}` : ''}`);
+  for (const c of checks) if (!c.passed) fail(CHECK_CODES[c.name] ?? (c.name.endsWith('oracle') ? 'E_ORACLE_MISMATCH' : 'E_STEP_FAILED'), c.name === 'cleanup' ? 'discard' : 'verify', `check ${c.name} failed${c.detail ? `: ${c.detail}` : ''}`);
 
   const wallMs = performance.now() - started;
   const inPhases = phases.reduce((s, p) => s + p.durationMs, 0);

@@ -89,7 +89,30 @@ const countWorkload: Workload = {
   },
 };
 
-const workloads = { ...(WORKLOADS as Record<string, Workload>), 'test-sleep': sleepWorkload, 'test-count': countWorkload };
+// No precomputed expectation: the block's full-copy case is the oracle, through the declared projection.
+const projectedWorkload: Workload = {
+  name: 'test-projected',
+  description: 'appends in place to a base file and writes a random stamp that the projection leaves out',
+  deterministic: false,
+  sessions: 1,
+  defaultParams: {},
+  prepareFixture: tinyFixture('projected@1'),
+  steps: () => [
+    {
+      name: 'append',
+      timeoutMs: 10_000,
+      async run(ctx) {
+        const { appendFileSync } = await import('node:fs');
+        appendFileSync(join(ctx.session.root, 'src', 'a.txt'), 'appended\n');
+        writeFileSync(join(ctx.session.root, 'stamp.txt'), `${Math.random()}\n`);
+      },
+    },
+  ],
+  project: (entries) => entries.filter((e) => e.path !== 'stamp.txt'),
+  projectionNote: 'everything but the random stamp',
+};
+
+const workloads = { ...(WORKLOADS as Record<string, Workload>), 'test-sleep': sleepWorkload, 'test-count': countWorkload, 'test-projected': projectedWorkload };
 
 test('the hardlink-farm negative control produces oracle failures that end up in the receipt', async () => {
   try {
@@ -130,6 +153,28 @@ test('the hardlink-farm negative control produces oracle failures that end up in
     assert.ok(farm.some((c) => c.checks.some((k) => k.name === 'base-unchanged' && !k.passed)));
     assert.is(receipt.summary.oracleMismatches, oracleFailures.length);
     assert.ok(farm.every((c) => c.failure && /^E_[A-Z_]+$/.test(c.failure.code) && c.failure.phase.length > 0));
+  } finally {
+    t.cleanup();
+  }
+});
+
+test('without a precomputed expectation the full-copy case of the block is the oracle, through the projection', async () => {
+  const t = tempDir();
+  try {
+    const plan = base({ name: 'deferred', backends: ['full-copy', 'hardlink-farm'], allowTestOnlyBackends: true, workloads: [{ name: 'test-projected' }], blocks: 3 });
+    const { receipt } = await runBench({ plan, outDir: join(t.dir, 'out'), storeParent: t.dir, workloads });
+    const full = receipt.cases.filter((c) => c.backend === 'full-copy');
+    assert.is(full.length, 3);
+    for (const c of full) {
+      assert.is(c.outcome, 'ok', JSON.stringify(c.failure));
+      const k = c.checks.find((x) => x.name === 'oracle');
+      assert.ok(k?.passed, 'the random stamp is outside the projection');
+      assert.ok(c.oracleSnapshot);
+    }
+    // The farm's appends go through shared inodes into its base: later farm sessions start wrong.
+    const farmOracle = receipt.cases.filter((c) => c.backend === 'hardlink-farm').map((c) => c.checks.find((x) => x.name === 'oracle')!);
+    assert.ok(farmOracle.filter((k) => !k.passed).length >= 2, JSON.stringify(farmOracle));
+    assert.ok(farmOracle.some((k) => k.mismatches?.content === 1));
   } finally {
     t.cleanup();
   }
