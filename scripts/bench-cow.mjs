@@ -5,13 +5,14 @@
 // recorded seed), and measures physical growth per session as the filesystem free-space delta
 // after sync (not du, which cannot see shared extents).
 //
-//   npx tsc -p . && node scripts/bench-cow.mjs [--rounds 5] [--files 15200] [--mib 330] [--tree DIR]
+//   npx tsc -p . && node scripts/bench-cow.mjs [--rounds 5] [--files 15200] [--mib 330] [--tree DIR | --npm-fixture DIR]
 //                                              [--wide-files N] [--fs btrfs,xfs] [--seed N] [--json FILE]
 //
-// --tree DIR benchmarks a copy of an existing tree (a real node_modules) instead of a generated one.
+// --tree DIR benchmarks a copy of an existing tree (a real node_modules) instead of a generated one;
+// --npm-fixture DIR installs the pinned real node_modules below into DIR once and uses it.
 //
 // Root only (losetup, mount). Everything it mounts is released at the end, also on failure.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { $ } from 'zx';
@@ -36,7 +37,16 @@ const FILESYSTEMS = String(arg('fs', 'btrfs,xfs')).split(',');
 const SEED = Number(arg('seed', Date.now() % 2147483647));
 const JSON_OUT = arg('json', null);
 /** An existing tree to benchmark instead of a generated one (for example a real node_modules). */
-const TREE = arg('tree', null);
+let TREE = arg('tree', null);
+/** Install the pinned real node_modules fixture below into DIR (once) and benchmark it. */
+const NPM_FIXTURE = arg('npm-fixture', null);
+
+/** A real node_modules of about 29,000 files and 600 MB (npm 11, --ignore-scripts), pinned. */
+const NPM_FIXTURE_DEPENDENCIES = {
+  next: '16.0.0', react: '19.2.0', 'react-dom': '19.2.0', typescript: '5.9.3', vite: '7.1.12', jest: '30.2.0',
+  '@babel/core': '7.28.5', eslint: '9.38.0', webpack: '5.102.1', '@types/node': '20.19.43', lodash: '4.17.21',
+  rxjs: '7.8.2', '@mui/material': '7.3.4', '@emotion/react': '11.14.0', '@emotion/styled': '11.14.1', 'aws-sdk': '2.1692.0',
+};
 /** Extra mkfs.btrfs arguments and btrfs mount options (e.g. "-m single", "max_inline=0"), to test tuning. */
 const BTRFS_MKFS = String(arg('btrfs-mkfs', '')).split(' ').filter(Boolean);
 const BTRFS_MOUNT = arg('btrfs-mount', null);
@@ -308,6 +318,15 @@ function targets(rows) {
 
 async function main() {
   if (!isRoot()) throw new Error('bench-cow needs root (losetup, mount)');
+  if (NPM_FIXTURE) {
+    mkdirSync(NPM_FIXTURE, { recursive: true });
+    if (!existsSync(join(NPM_FIXTURE, 'node_modules'))) {
+      log(`installing the npm fixture (${Object.keys(NPM_FIXTURE_DEPENDENCIES).length} pinned dependencies)`);
+      writeFileSync(join(NPM_FIXTURE, 'package.json'), `${JSON.stringify({ name: 'nm-fixture', private: true, dependencies: NPM_FIXTURE_DEPENDENCIES })}\n`);
+      await $({ cwd: NPM_FIXTURE })`npm install --no-audit --no-fund --ignore-scripts --loglevel=error`;
+    }
+    TREE = join(NPM_FIXTURE, 'node_modules');
+  }
   for (const fsType of FILESYSTEMS) {
     const why = await loopFsUnavailableReason(fsType);
     if (why) throw new Error(why);
