@@ -361,6 +361,7 @@ export class SessionService {
   /** Entries of the session root right now (hash only). Used by oracle checks. */
   async scanEntries(name: string): Promise<Entry[]> {
     const s = await this.session(name);
+    await s.backend.resume(s.ctx, s.root, s.dir, s.rec.backendState);
     return (await this.scanSession(s, false)).scan.entries;
   }
 
