@@ -364,7 +364,10 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
   const wallMs = performance.now() - started;
   const inPhases = phases.reduce((s, p) => s + p.durationMs, 0);
   // A step that ran out of its own time is a timeout too, just a narrower one than the case's.
-  const outcome: CaseOutcome = timedOut || (failure as CaseRecord['failure'])?.code === 'E_TIMEOUT' ? 'timeout' : failure ? 'failed' : 'ok';
+  let outcome: CaseOutcome = timedOut || (failure as CaseRecord['failure'])?.code === 'E_TIMEOUT' ? 'timeout' : failure ? 'failed' : 'ok';
+  // The workload may say a failure means "cannot run here" (e.g. an agent without credentials
+  // that touched nothing); the failure and every check stay in the receipt either way.
+  if (outcome === 'failed' && failure && workload.classifyFailure?.(failure, metrics) === 'unavailable') outcome = 'unavailable';
   const record: CaseRecord = {
     id: sc.id,
     block: sc.block,

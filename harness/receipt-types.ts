@@ -127,7 +127,7 @@ export interface ReceiptSummary {
   failed: number;
   timeout: number;
   unavailable: number;
-  /** Cases whose oracle check failed. */
+  /** Cases whose oracle check failed (unavailable cases are not counted). */
   oracleMismatches: number;
   /** Median share of case wall time not spent in phases. */
   overheadShareMedian: number | null;

@@ -18,7 +18,7 @@ export function summarize(cases: CaseRecord[], planned: number, skippedUnavailab
     failed: count('failed'),
     timeout: count('timeout'),
     unavailable: skippedUnavailable + count('unavailable'),
-    oracleMismatches: cases.filter((c) => c.checks.some((k) => k.name === 'oracle' && !k.passed)).length,
+    oracleMismatches: cases.filter((c) => c.outcome !== 'unavailable' && c.checks.some((k) => k.name === 'oracle' && !k.passed)).length,
     overheadShareMedian: shares.length ? median(shares) : null,
     overheadShareMax: shares.length ? Math.max(...shares) : null,
   };

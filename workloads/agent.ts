@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runAcpAgent } from '../agents/acp-client.js';
-import { acpLaunch, classifyAgentFailure, commandLaunch, detectAgent, isAgentBoundary, isAgentName, type AgentBoundary, type AgentDetection, type AgentName } from '../agents/adapters.js';
+import { AGENT_UNAVAILABLE_CODES, acpLaunch, classifyAgentFailure, commandLaunch, detectAgent, isAgentBoundary, isAgentName, type AgentBoundary, type AgentDetection, type AgentName } from '../agents/adapters.js';
 import { AGENT_ROLES, baseEntries, contractPrompt, expectedEntries, parseReport, contractPaths, verifyContract, writeContractBase, type AgentRole } from '../agents/contract.js';
 import { PdbError, toPdbError, type PdbErrorCode } from '../model/errors.js';
 import { scanTree } from '../model/scan.js';
@@ -236,7 +236,26 @@ export const agentWorkload: Workload = {
     return projectAgentResult(expectedEntries('a'), params);
   },
   check: checkAgentResults,
+  classifyFailure: classifyAgentCase,
 };
+
+/**
+ * A case is unavailable, not failed, when every agent that failed did so in its adapter (not
+ * installed, no credentials, unsupported model, no network) before touching any file: the lane
+ * cannot run on this machine, and that says nothing about the filesystem.
+ */
+export function classifyAgentCase(failure: { code: string }, metrics: Record<string, string | number | boolean>): 'unavailable' | 'failed' {
+  const failedRoles = AGENT_ROLES.filter((r) => {
+    const outcome = metrics[`agent${r.toUpperCase()}Outcome`];
+    return outcome !== undefined && outcome !== 'ok';
+  });
+  if (failedRoles.length === 0 || !AGENT_UNAVAILABLE_CODES.includes(failure.code as PdbErrorCode)) return 'failed';
+  const adapterOnly = failedRoles.every((r) => {
+    const code = metrics[`agent${r.toUpperCase()}Outcome`];
+    return AGENT_UNAVAILABLE_CODES.includes(code as PdbErrorCode) && metrics[`agent${r.toUpperCase()}FilesTouched`] === false;
+  });
+  return adapterOnly ? 'unavailable' : 'failed';
+}
 
 /** The base the fixture writes, as entries (for tests and for checking the fixture itself). */
 export const agentBaseEntries = baseEntries;

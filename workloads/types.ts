@@ -120,4 +120,9 @@ export interface Workload {
   expected?(base: Entry[], params: Record<string, unknown>): Promise<Entry[]>;
   /** Workload-specific checks after the steps (e.g. peers saw only their own work). */
   check?(ctx: StepContext, results: Entry[][]): Promise<WorkloadCheck[]>;
+  /**
+   * Whether a failed case is really "unavailable": the workload could not run here (an agent
+   * without credentials or network) and nothing in the session was touched. Absent: failed.
+   */
+  classifyFailure?(failure: { code: string; phase: string }, metrics: Record<string, string | number | boolean>): 'unavailable' | 'failed';
 }

@@ -8,7 +8,7 @@ import { isPdbError } from '../../model/errors.js';
 import { scanTree } from '../../model/scan.js';
 import type { Entry } from '../../model/snapshot.js';
 import { SessionService } from '../../sessions/service.js';
-import { agentParams, agentWorkload } from '../../workloads/agent.js';
+import { agentParams, agentWorkload, classifyAgentCase } from '../../workloads/agent.js';
 import { createProcessRunner } from '../../workloads/process-runner.js';
 import { WORKLOADS } from '../../workloads/registry.js';
 import type { StepContext } from '../../workloads/types.js';
@@ -197,6 +197,16 @@ test('receipt metrics are path-free: no absolute path, user or host name', async
   assert.not.match(text, /\/(tmp|home|root|work|usr)\b/);
   assert.not.match(text, new RegExp(t.dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
   await discard(r);
+});
+
+test('a case whose failing agents only failed in their adapters, touching nothing, is unavailable; otherwise failed', () => {
+  const m = (a: string, aTouched: boolean, b = 'ok', bTouched = true) => ({ agentAOutcome: a, agentAFilesTouched: aTouched, agentBOutcome: b, agentBFilesTouched: bTouched });
+  assert.is(classifyAgentCase({ code: 'E_AGENT_AUTH' }, m('E_AGENT_AUTH', false)), 'unavailable');
+  assert.is(classifyAgentCase({ code: 'E_AGENT_NETWORK' }, m('E_AGENT_NETWORK', false, 'E_AGENT_AUTH', false)), 'unavailable');
+  assert.is(classifyAgentCase({ code: 'E_AGENT_AUTH' }, m('E_AGENT_AUTH', true)), 'failed', 'it touched files before failing');
+  assert.is(classifyAgentCase({ code: 'E_AGENT_CONTRACT' }, m('E_AGENT_CONTRACT', false)), 'failed');
+  assert.is(classifyAgentCase({ code: 'E_AGENT_AUTH' }, m('E_AGENT_AUTH', false, 'E_AGENT_CONTRACT', true)), 'failed', 'the peer failed its contract');
+  assert.is(classifyAgentCase({ code: 'E_ORACLE_MISMATCH' }, m('ok', true)), 'failed');
 });
 
 test.run();
