@@ -30,6 +30,9 @@ export const TWO_AGENT_BASE: Record<string, string> = {
   'shared/config.json': '{"mode":"base"}\n',
   'bin/run.sh': '#!/bin/sh\necho base\n',
   'bin/helper.sh': '#!/bin/sh\necho helper\n',
+  // Left alone by both agents. Clone backends observe sharing (FIEMAP) only on files of at least
+  // 8 KiB; smaller ones may sit inline in btrfs metadata, so without this the clone goes unseen.
+  'assets/reference.txt': Array.from({ length: 4096 }, (_, i) => `reference line ${i}\n`).join(''),
 };
 const BASE_LINK = { path: 'links/current', target: '../shared/notes.md' };
 
@@ -110,7 +113,7 @@ function nested(params: Record<string, unknown>): number {
 }
 
 async function prepareTwoAgentFixture(workDir: string, _params: Record<string, unknown>, proc: ProcessRunner): Promise<Fixture> {
-  const name = 'two-agent@1';
+  const name = 'two-agent@2';
   const dir = join(workDir, name);
   const done = join(workDir, `${name}.ready`);
   if (existsSync(done)) return { name, sourceDir: dir };
