@@ -8,7 +8,7 @@ import { benchCommand } from './commands/bench.js';
 import { validateCommand } from './commands/validate.js';
 import { emitError } from './output.js';
 
-const COMMANDS: Command[] = [...SESSION_COMMANDS, reportCommand, benchCommand, validateCommand];
+const COMMANDS: Command[] = [...SESSION_COMMANDS, benchCommand, validateCommand, reportCommand];
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };

@@ -4,7 +4,7 @@ import { WORKLOADS } from '../../workloads/registry.js';
 import type { Workload } from '../../workloads/types.js';
 import { runBench } from '../../harness/bench.js';
 import { loadPlan } from '../../harness/plan.js';
-import { createProgress, silentProgress } from '../../harness/progress.js';
+import { createProgress } from '../../harness/progress.js';
 import type { Command } from '../command.js';
 import { emit } from '../output.js';
 
@@ -57,7 +57,8 @@ Examples:
       summary: args.values.summary === true,
       storeParent: args.store,
       workloads,
-      progress: args.json ? silentProgress : createProgress(),
+      // Progress goes to stderr, so it shows with --json too (stdout stays one JSON document).
+      progress: createProgress(),
     });
     const show = (p: string) => relative(process.cwd(), p) || p;
     const s = receipt.summary;

@@ -126,7 +126,15 @@ test('every pdb-env command and option the workflow uses is in the CLI', () => {
     if (proof >= 0) {
       const script = pkg.scripts.proof!.split('&&').pop()!.trim().split(/\s+/);
       const extra = words.indexOf('--') >= 0 ? words.slice(words.indexOf('--') + 1) : [];
-      calls.push([...script.slice(script.indexOf('dist/cli/main.js') + 1), ...extra]);
+      const direct = script.indexOf('dist/cli/main.js');
+      if (direct >= 0) calls.push([...script.slice(direct + 1), ...extra]);
+      else {
+        // A script entry (scripts/proof.mjs): it exists and declares every flag passed after `--`.
+        const file = script.find((w) => w.endsWith('.mjs'));
+        assert.ok(file && existsSync(join(REPO_ROOT, file)), `npm run proof runs ${script.join(' ')}, which is neither the CLI nor a script file`);
+        const text = readFileSync(join(REPO_ROOT, file!), 'utf8');
+        for (const flag of extra.filter((w) => w.startsWith('--'))) assert.ok(text.includes(`${flag.slice(2)}: { type:`), `${file} takes no ${flag}`);
+      }
     }
   }
   assert.ok(calls.length >= 3, `found ${calls.length} CLI calls`);
