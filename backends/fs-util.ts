@@ -1,23 +1,10 @@
 // Small filesystem helpers the backends share: forced removal, mount table look-ups, statfs type.
 import { readFileSync, realpathSync } from 'node:fs';
-import { chmod, readdir, rm, statfs } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
-import { osErrorCode } from '../model/errors.js';
+import { statfs } from 'node:fs/promises';
+import { resolve } from 'node:path';
 
-/** Remove a tree we own, making read-only directories writable when unlink is refused. */
-export async function removeTreeForce(dir: string): Promise<void> {
-  try {
-    await rm(dir, { recursive: true, force: true });
-  } catch (err) {
-    if (osErrorCode(err) !== 'EACCES' && osErrorCode(err) !== 'EPERM') throw err;
-    const fix = async (d: string): Promise<void> => {
-      await chmod(d, 0o755).catch(() => {});
-      for (const e of await readdir(d, { withFileTypes: true }).catch(() => [])) if (e.isDirectory()) await fix(join(d, e.name));
-    };
-    await fix(dir);
-    await rm(dir, { recursive: true, force: true });
-  }
-}
+/** Remove a tree we own (read-only directories included); the model's one implementation. */
+export { removeTree as removeTreeForce } from '../model/remove-tree.js';
 
 /** Decode the octal escapes (`\040` for a space) that /proc/self/mountinfo uses in paths. */
 function unescapeMountPath(s: string): string {

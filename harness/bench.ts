@@ -21,7 +21,7 @@ import { checkPlan, planDigest, workloadParams, type Plan } from './plan.js';
 import { scrubText, type PathFreeOptions } from './path-free.js';
 import { silentProgress, type ProgressSink } from './progress.js';
 import { summarize, writeReceipt } from './receipt.js';
-import type { BackendAvailability, CaseRecord, Receipt } from './receipt-types.js';
+import type { BackendAvailability, Receipt } from './receipt-types.js';
 import { RunJournal, newRunId } from './run-journal.js';
 import { buildSchedule, type ScheduledBlock } from './scheduler.js';
 import { receiptMarkdown } from './summary-markdown.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
-import { chmod, lstat, mkdir, open, readdir, readFile, rm, unlink } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, readFile, rm, unlink } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import { execa } from 'execa';
 import { getBackend, probeBackend, type BackendReport } from '../backends/registry.js';
@@ -9,6 +9,7 @@ import type { AnyBackendName, Backend, BackendContext, BackendState } from '../b
 import { isDigest, type Digest } from '../model/canonical-json.js';
 import { PdbError, osErrorCode } from '../model/errors.js';
 import { ObjectStore, writeFileAtomic } from '../model/object-store.js';
+import { removeTree } from '../model/remove-tree.js';
 import { parseStatCache, readSourceConfig, scanTree, serializeStatCache, type ScanResult } from '../model/scan.js';
 import { createChangeset, createSnapshot, diffEntries, type Change, type Entry, type Snapshot } from '../model/snapshot.js';
 import { Journal, type Intent } from './journal.js';
@@ -90,21 +91,6 @@ export function assertEnvName(name: string): void {
 
 function sourceKey(dir: string): string {
   return createHash('sha256').update(realpathOr(dir)).digest('hex').slice(0, 16);
-}
-
-/** Remove a directory tree we own, making read-only directories writable when unlink is refused. */
-export async function removeTree(dir: string): Promise<void> {
-  try {
-    await rm(dir, { recursive: true, force: true });
-  } catch (err) {
-    if (osErrorCode(err) !== 'EACCES' && osErrorCode(err) !== 'EPERM') throw err;
-    const fix = async (d: string): Promise<void> => {
-      await chmod(d, 0o755).catch(() => {});
-      for (const e of await readdir(d, { withFileTypes: true }).catch(() => [])) if (e.isDirectory()) await fix(join(d, e.name));
-    };
-    await fix(dir);
-    await rm(dir, { recursive: true, force: true });
-  }
 }
 
 /** The session lifecycle over one store: create, run, checkpoint, diff, publish, discard, doctor, gc. */

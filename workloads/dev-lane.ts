@@ -11,7 +11,7 @@ import { sha256Digest } from '../model/canonical-json.js';
 import { PdbError } from '../model/errors.js';
 import type { Entry } from '../model/snapshot.js';
 import { lastSemanticDiag, startTsserver } from './tsserver-client.js';
-import type { Fixture, ProcessResult, ProcessRunner, Step, StepContext, StepOutcome, Workload, WorkloadCheck } from './types.js';
+import type { Fixture, ProcessResult, ProcessRunner, Step, StepContext, Workload, WorkloadCheck } from './types.js';
 import { connectHmr, freePort, httpGet, type HmrSocket } from './vite-hmr.js';
 import { readEvents, waitForEvents } from './watch-events.js';
 
