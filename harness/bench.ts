@@ -221,7 +221,9 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
       storeDir,
       cliPath: CLI_PATH,
       proc,
-      sharedDir: join(workDir, 'shared'),
+      // On the store's filesystem, so a shared package store (pnpm) can hard-link or clone into
+      // sessions as it would for a user, instead of copying across devices.
+      sharedDir: join(storeDir, 'run-shared'),
       scratchRoot: join(workDir, 'scratch'),
       allowTestOnly,
       caseTimeoutMs: plan.caseTimeoutMs,

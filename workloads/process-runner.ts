@@ -28,6 +28,24 @@ function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
   }
 }
 
+/** Direct children of a process (Linux /proc), empty where that is not readable. */
+function childPids(pid: number | undefined): number[] {
+  if (!pid) return [];
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+function signalPid(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    /* already gone */
+  }
+}
+
 /**
  * Runs processes for workloads: each in its own process group (detached), killed as a group on
  * timeout or stop, with child CPU and peak RSS measured by GNU time when it is installed.
@@ -128,8 +146,15 @@ export function createProcessRunner(options: { baseEnv?: Record<string, string |
         },
         stop() {
           stopped ??= (async () => {
-            killGroup(child.pid, 'SIGTERM');
+            // Signal the command, not GNU time: time must outlive it to write CPU and RSS. The
+            // rest of the group (the command's own children) is ended after time has exited.
+            const leaderExit = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((res) => child.once('exit', () => res()));
+            const children = useTime ? childPids(child.pid) : [];
+            if (children.length) for (const pid of children) signalPid(pid, 'SIGTERM');
+            else killGroup(child.pid, 'SIGTERM');
             const hard = setTimeout(() => killGroup(child.pid, 'SIGKILL'), 3000);
+            await leaderExit;
+            killGroup(child.pid, 'SIGTERM'); // grandchildren that may still hold the output pipes
             const r = await done;
             clearTimeout(hard);
             killGroup(child.pid, 'SIGKILL');
