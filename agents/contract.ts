@@ -28,6 +28,9 @@ export const BASE_FILES: Record<string, { content: string; exec: boolean }> = {
   'rename-me.txt': { content: 'both agents rename this file\n', exec: false },
   'run.sh': { content: '#!/bin/sh\necho run\n', exec: false },
   'src/index.ts': { content: 'export const answer = 42;\n', exec: false },
+  // Untouched by the contract; at 64 KiB it is large enough for clone backends to observe shared
+  // extents (FIEMAP), which small files inline in btrfs metadata never show.
+  'assets/reference.txt': { content: Array.from({ length: 4096 }, (_, i) => `reference line ${i}\n`).join(''), exec: false },
 };
 
 /** Paths of one role's contract, relative to the session root. */

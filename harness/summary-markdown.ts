@@ -16,7 +16,7 @@ export function receiptMarkdown(receipt: Receipt): string {
   lines.push(`# pdb-env bench: ${receipt.planName} (${receipt.runId})`, '');
   lines.push(`Seed ${receipt.seed}; plan ${receipt.planDigest.slice(0, 19)}; tool ${receipt.tool.version}${receipt.tool.commit ? ` at ${receipt.tool.commit}` : ''}.`);
   lines.push(`Host: ${receipt.host.os} ${receipt.host.kernel} ${receipt.host.arch}, ${receipt.host.cores} cores, ${fmtBytes(receipt.host.memoryBytes)}, store on ${receipt.host.storeFs.type}; host id ${receipt.host.hostId.slice(0, 12)}.`, '');
-  lines.push(`Cases: ${s.planned} planned, ${s.ok} ok, ${s.failed} failed, ${s.timeout} timeout, ${s.unavailable} skipped as unavailable; oracle mismatches: ${s.oracleMismatches}.`);
+  lines.push(`Cases: ${s.planned} planned, ${s.ok} ok, ${s.failed} failed, ${s.timeout} timeout, ${s.unavailable} unavailable (a backend or a lane this host cannot run); oracle mismatches: ${s.oracleMismatches}.`);
   if (s.overheadShareMedian !== null) lines.push(`Harness overhead: median ${(s.overheadShareMedian * 100).toFixed(1)} % of case wall time (max ${((s.overheadShareMax ?? 0) * 100).toFixed(1)} %).`);
   lines.push('');
 

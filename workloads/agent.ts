@@ -217,7 +217,7 @@ export const agentWorkload: Workload = {
   defaultParams: { ...AGENT_DEFAULTS },
   async prepareFixture(workDir, params, proc) {
     agentParams(params);
-    const name = 'agent-contract@1';
+    const name = 'agent-contract@2';
     const dir = join(workDir, 'agent-contract');
     const done = join(workDir, 'agent-contract.ready');
     if (existsSync(done)) return { name, sourceDir: dir };

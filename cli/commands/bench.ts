@@ -65,7 +65,7 @@ Examples:
     emit(args.json, { receipt: show(receiptPath), markdown: summaryPath ? show(summaryPath) : null, runId: receipt.runId, seed: receipt.seed, summary: s }, () =>
       [
         `receipt ${show(receiptPath)}${summaryPath ? `\nsummary ${show(summaryPath)}` : ''}`,
-        `run ${receipt.runId}, seed ${receipt.seed}: ${s.planned} case slots, ${s.ok} ok, ${s.failed} failed, ${s.timeout} timeout, ${s.unavailable} skipped (backend unavailable)`,
+        `run ${receipt.runId}, seed ${receipt.seed}: ${s.planned} case slots, ${s.ok} ok, ${s.failed} failed, ${s.timeout} timeout, ${s.unavailable} unavailable (a backend or a lane this host cannot run)`,
         `oracle mismatches: ${s.oracleMismatches}; harness overhead median ${s.overheadShareMedian === null ? '-' : `${(s.overheadShareMedian * 100).toFixed(1)} %`}`,
         `unavailable: ${receipt.backends.filter((b) => !b.available).map((b) => `${b.name} (${b.reason})`).join(', ') || 'none'}`,
       ].join('\n'),
