@@ -10,7 +10,7 @@ import { isDigest, type Digest } from '../model/canonical-json.js';
 import { PdbError, osErrorCode } from '../model/errors.js';
 import { ObjectStore, writeFileAtomic } from '../model/object-store.js';
 import { removeTree } from '../model/remove-tree.js';
-import { parseStatCache, readSourceConfig, scanTree, serializeStatCache, type ScanResult } from '../model/scan.js';
+import { SOURCE_CONFIG, parseStatCache, readSourceConfig, scanTree, serializeStatCache, type ScanResult } from '../model/scan.js';
 import { createChangeset, createSnapshot, diffEntries, type Change, type Entry, type Snapshot } from '../model/snapshot.js';
 import { Journal, type Intent } from './journal.js';
 import { acquireLease, liveLeases } from './lease.js';
@@ -140,6 +140,21 @@ export class SessionService {
     return { digest, snapshot, scan };
   }
 
+  /**
+   * The race check of prepare: scan the source again (trusting only the stat signatures the
+   * import just recorded) and list what differs from the imported Snapshot. Installs nothing and
+   * writes nothing, so a clean check costs two walks, not two imports.
+   */
+  async sourceChangesSince(sourceDir: string, imported: ImportResult): Promise<Change[]> {
+    const src = resolve(sourceDir);
+    const { excludes } = await readSourceConfig(src);
+    if (excludes.join('\0') !== imported.snapshot.excludes.join('\0')) {
+      return [{ path: SOURCE_CONFIG, kind: 'modify', before: null, after: null }];
+    }
+    const again = await scanTree(src, { excludes, excludeAbsolute: [this.store.paths.root], statCache: imported.scan.statCache });
+    return diffEntries(imported.snapshot.entries, again.entries);
+  }
+
   readSnapshot(digest: Digest): Snapshot {
     return this.store.getDocument<Snapshot>(digest);
   }
@@ -231,9 +246,9 @@ export class SessionService {
       await options.afterMaterialize?.();
       if (imported) {
         // Prepare is race-checked: the source must still be what was imported.
-        const again = await this.importSource(sourceDir!);
-        if (again.digest !== base) {
-          const changed = diffEntries(snapshot.entries, again.snapshot.entries).slice(0, 5).map((c) => `${c.kind} ${c.path}`);
+        const changes = await this.sourceChangesSince(sourceDir!, imported);
+        if (changes.length > 0) {
+          const changed = changes.slice(0, 5).map((c) => `${c.kind} ${c.path}`);
           throw new PdbError('E_SOURCE_CHANGED', `the source changed while the session was prepared (${changed.join(', ')})`, {
             hint: 'Stop whatever writes into the source and create the session again.',
           });
