@@ -115,6 +115,19 @@ test('a source changed during prepare fails with E_SOURCE_CHANGED and leaves not
   assert.equal(await svc.doctor(), []);
 });
 
+test('the race check also sees a file added, a file removed and an exclude changed during prepare', async () => {
+  const { src, svc } = await setup();
+  for (const [name, change] of [
+    ['added', () => writeFileSync(join(src, 'late.txt'), 'late')],
+    ['removed', () => unlinkSync(join(src, 'late.txt'))],
+    ['config', () => writeFileSync(join(src, 'pdb-env.json'), '{"excludes":["lib"]}')],
+  ] as const) {
+    const err = await expectCode(svc.create(`race-${name}`, { from: src, afterMaterialize: async () => change() }), 'E_SOURCE_CHANGED');
+    assert.match(String((err as Error).message), name === 'config' ? /pdb-env\.json/ : /late\.txt/);
+    assert.not.ok(existsSync(svc.sessionDir(`race-${name}`)));
+  }
+});
+
 test('discard never follows a symlink out of the store', async () => {
   const { dir, src, svc } = await setup();
   const outside = join(dir, 'outside');
