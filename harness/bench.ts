@@ -243,7 +243,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
       const deferred = expected === null;
       // A full-copy sibling made before the block's first case must be untouched at every check.
       const sibling = `s-b${block.index}`;
-      await svc.create(sibling, { from: fixture.sourceDir, backend: 'full-copy' });
+      await svc.create(sibling, { from: fixture.sourceDir, base: base.digest, backend: 'full-copy' });
       const results: CaseResult[] = [];
       try {
         for (const sc of deferred ? block.cases.filter((c) => available.has(c.backend)) : todo) {

@@ -242,7 +242,7 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
     await syncFs(env.storeDir);
     const free0 = freeBytes(env.storeDir);
     const made = await phase('create', null, async () => {
-      const r = await env.svc.create(names[0]!, { from: fixture.sourceDir, backend: sc.backend, allowTestOnly: env.allowTestOnly });
+      const r = await env.svc.create(names[0]!, { from: fixture.sourceDir, base: base.digest, backend: sc.backend, allowTestOnly: env.allowTestOnly });
       created.push(names[0]!);
       return { value: r };
     });
@@ -257,7 +257,7 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
     if (names.length > 1) {
       await phase('create:peers', null, async () => {
         for (const n of names.slice(1)) {
-          await env.svc.create(n, { from: fixture.sourceDir, backend: sc.backend, allowTestOnly: env.allowTestOnly });
+          await env.svc.create(n, { from: fixture.sourceDir, base: base.digest, backend: sc.backend, allowTestOnly: env.allowTestOnly });
           created.push(n);
         }
         return { value: undefined };

@@ -51,6 +51,11 @@ export interface CreateOptions {
   from?: string;
   /** Create from an environment's head instead of importing the source. */
   env?: string;
+  /**
+   * Create from a Snapshot already in the store (e.g. the harness's one import per run) instead
+   * of importing the source; `from` is still handed to the backend (git-worktree needs it).
+   */
+  base?: Digest;
   backend?: string;
   allowTestOnly?: boolean;
   /** Test seam: runs after the base is materialized and before the source is re-scanned. */
@@ -196,6 +201,8 @@ export class SessionService {
   async create(name: string, options: CreateOptions = {}): Promise<CreateResult> {
     assertSessionName(name);
     const backend = getBackend(options.backend ?? 'full-copy', { allowTestOnly: options.allowTestOnly });
+    if (options.env && options.base) throw new PdbError('E_USAGE', 'create takes --env or --base, not both');
+    if (options.base !== undefined && !isDigest(options.base)) throw new PdbError('E_USAGE', `--base must be a digest like sha256:<64 hex>, got "${options.base}"`);
     const sourceDir = options.env ? null : resolve(options.from ?? process.cwd());
     const ctx = this.backendContext(sourceDir ?? undefined);
     const probe = await probeBackend(backend, ctx);
@@ -218,8 +225,8 @@ export class SessionService {
       let base: Digest;
       let snapshot: Snapshot;
       let imported: ImportResult | null = null;
-      if (options.env) {
-        base = await this.envHead(options.env);
+      if (options.env || options.base) {
+        base = options.base ?? (await this.envHead(options.env!));
         snapshot = this.readSnapshot(base);
       } else {
         imported = await this.importSource(sourceDir!);

@@ -1,5 +1,6 @@
 import { listBackends, probeBackend } from '../../backends/registry.js';
 import { BACKEND_NAMES } from '../../backends/types.js';
+import type { Digest } from '../../model/canonical-json.js';
 import { ObjectStore } from '../../model/object-store.js';
 import { PdbError } from '../../model/errors.js';
 import { SessionService } from '../../sessions/service.js';
@@ -18,7 +19,7 @@ const STORE_HELP = `  --store DIR   the store (default: PDB_ENV_STORE, the store
 export const createCommand: Command = {
   name: 'create',
   summary: 'make a private session from the source (or an environment head)',
-  help: `pdb-env create NAME [--from DIR] [--backend NAME] [--env ENV] [--store DIR] [--json]
+  help: `pdb-env create NAME [--from DIR] [--backend NAME] [--env ENV | --base DIGEST] [--store DIR] [--json]
 
 Imports DIR (default: the current directory) as a content-addressed Snapshot and
 materializes it as an ordinary writable directory for one agent.
@@ -26,17 +27,19 @@ materializes it as an ordinary writable directory for one agent.
   --from DIR      source directory (default: .)
   --backend NAME  ${BACKEND_NAMES.join(' | ')} (default: full-copy)
   --env ENV       start from environment ENV's head instead of importing DIR
+  --base DIGEST   start from a Snapshot already in the store (a checkpoint's result,
+                  an earlier import) instead of importing DIR
 ${STORE_HELP}
 
 Example:
   pdb-env create agent-a --from ~/src/app
   cd "$(pdb-env path agent-a)"`,
-  options: { from: { type: 'string' }, backend: { type: 'string' }, env: { type: 'string' } },
+  options: { from: { type: 'string' }, backend: { type: 'string' }, env: { type: 'string' }, base: { type: 'string' } },
   positionals: 1,
   async run(args) {
     const from = (args.values.from as string | undefined) ?? process.cwd();
     const svc = await SessionService.open(resolveStoreDir({ store: args.store, sourceDir: from, forCreate: true }), { create: true });
-    const r = await svc.create(args.positionals[0]!, { from, backend: args.values.backend as string | undefined, env: args.values.env as string | undefined });
+    const r = await svc.create(args.positionals[0]!, { from, backend: args.values.backend as string | undefined, env: args.values.env as string | undefined, base: args.values.base as Digest | undefined });
     emit(args.json, r, () => `created ${r.session} (${r.backend}) from ${short(r.base)}: ${r.files} files\n${r.root}`);
     return 0;
   },

@@ -161,6 +161,21 @@ test('publish is an expected-head compare-and-set', async () => {
   assert.is(readFileSync(join(next.root, 'shared.txt'), 'utf8'), 'published\n');
 });
 
+test('create --base starts from a Snapshot already in the store, without importing the source', async () => {
+  const { src, svc } = await setup();
+  const s = await svc.create('orig', { from: src });
+  writeFileSync(join(s.root, 'shared.txt'), 'checkpointed\n');
+  const cp = await svc.checkpoint('orig');
+  writeFileSync(join(src, 'shared.txt'), 'source moved on\n'); // not imported: --base ignores the source
+  const next = await svc.create('from-base', { from: src, base: cp.snapshot });
+  assert.is(next.base, cp.snapshot);
+  assert.is(next.import, null);
+  assert.is(readFileSync(join(next.root, 'shared.txt'), 'utf8'), 'checkpointed\n');
+  await expectCode(svc.create('bad-base', { from: src, base: 'sha256:nope' as never }), 'E_USAGE');
+  await expectCode(svc.create('gone-base', { from: src, base: `sha256:${'0'.repeat(64)}` }), 'E_OBJECT_MISSING');
+  assert.not.ok(existsSync(svc.sessionDir('gone-base')));
+});
+
 test('an abandoned create is listed by doctor and removed by gc', async () => {
   const { src, svc } = await setup();
   await svc.create('crashed', { from: src });
