@@ -1,6 +1,4 @@
-import { lstatSync } from 'node:fs';
 import { materializeTree } from '../model/materialize.js';
-import { walkTree } from '../model/scan.js';
 import type { Backend } from './types.js';
 
 /**
@@ -26,15 +24,5 @@ export const fullCopyBackend: Backend = {
   },
   async resume() {},
   async release() {},
-  async physicalUsage(_ctx, root) {
-    return { bytes: await allocatedBytes(root), method: 'st_blocks' };
-  },
 };
 
-/** Allocated bytes (st_blocks * 512) of every entry under `dir`, without following symlinks. */
-export async function allocatedBytes(dir: string): Promise<number> {
-  const { dirs, files, links } = await walkTree(dir, { excludes: [] });
-  let total = 0;
-  for (const rel of [...dirs, ...files.map((f) => f.path), ...links.map((l) => l.path)]) total += lstatSync(`${dir}/${rel}`).blocks * 512;
-  return total;
-}

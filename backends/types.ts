@@ -70,16 +70,4 @@ export interface Backend {
   resume(ctx: BackendContext, root: string, sessionDir: string, state: BackendState): Promise<void>;
   /** Undo what createSession did outside plain files (unmount, delete subvolume, prune worktree). */
   release(ctx: BackendContext, root: string, sessionDir: string, state: BackendState): Promise<void>;
-  /**
-   * Bytes this session occupies on disk beyond its base, as the backend can tell (allocated blocks
-   * of a copy, an overlay's upper dir). Shared extents are invisible to st_blocks, so clone backends
-   * return null and the harness's free-space delta is the measure.
-   */
-  physicalUsage?(ctx: BackendContext, root: string, sessionDir: string, state: BackendState): Promise<PhysicalUsage>;
-}
-
-export interface PhysicalUsage {
-  bytes: number | null;
-  /** How it was measured ("st_blocks", "upper-dir st_blocks", "unknown"). */
-  method: string;
 }
