@@ -24,7 +24,16 @@ export interface AcpClientStats {
 }
 
 export function emptyStats(): AcpClientStats {
-  return { sessionUpdates: 0, messageChunks: 0, toolCalls: 0, fsReads: 0, fsWrites: 0, terminals: 0, permissionRequests: 0, refusedOutsideRoot: 0 };
+  return {
+    sessionUpdates: 0,
+    messageChunks: 0,
+    toolCalls: 0,
+    fsReads: 0,
+    fsWrites: 0,
+    terminals: 0,
+    permissionRequests: 0,
+    refusedOutsideRoot: 0,
+  };
 }
 
 function countUpdate(stats: AcpClientStats, kind: string): void {
@@ -47,11 +56,18 @@ export async function resolveInsideRoot(root: string, requested: string): Promis
   const realRoot = await realpath(root);
   const lexical = resolve(realRoot, requested);
   const refuse = () =>
-    new PdbError('E_PATH_OUTSIDE_ROOT', `the agent asked for a path outside its session root (${isAbsolute(requested) ? 'absolute path' : 'relative path'} ${JSON.stringify(requested)})`, {
-      hint: 'Agents get only their session root; ask for paths under the session/new cwd.',
-    });
+    new PdbError(
+      'E_PATH_OUTSIDE_ROOT',
+      `the agent asked for a path outside its session root (${isAbsolute(requested) ? 'absolute path' : 'relative path'} ${JSON.stringify(requested)})`,
+      {
+        hint: 'Agents get only their session root; ask for paths under the session/new cwd.',
+      },
+    );
   // `requested` may name the root through a different spelling of it (e.g. /tmp vs /private/tmp).
-  const viaRoot = isAbsolute(requested) && isInside(resolve(root), resolve(requested)) ? join(realRoot, relative(resolve(root), resolve(requested))) : lexical;
+  const viaRoot =
+    isAbsolute(requested) && isInside(resolve(root), resolve(requested))
+      ? join(realRoot, relative(resolve(root), resolve(requested)))
+      : lexical;
   if (!isInside(realRoot, viaRoot)) throw refuse();
   let probe = viaRoot;
   const tail: string[] = [];
@@ -175,7 +191,8 @@ export function createRootClient(root: string, options: { env?: Record<string, s
         const env: Record<string, string | undefined> = { ...process.env, ...options.env };
         for (const v of p.env ?? []) env[v.name] = v.value;
         // Agents send either a program and its arguments or one shell command line.
-        const [cmd, args] = (p.args?.length ?? 0) === 0 && /\s/.test(p.command) ? ['/bin/sh', ['-c', p.command]] : [p.command, p.args ?? []];
+        const [cmd, args] =
+          (p.args?.length ?? 0) === 0 && /\s/.test(p.command) ? ['/bin/sh', ['-c', p.command]] : [p.command, p.args ?? []];
         const child = spawn(cmd, args, { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
         const id = `term-${++nextTerminal}`;
         const limit = p.outputByteLimit ?? null;
@@ -201,7 +218,20 @@ export function createRootClient(root: string, options: { env?: Record<string, s
             res(state.exited);
           });
         });
-        terminals.set(id, { child, limit, exit, get output() { return state.output; }, get truncated() { return state.truncated; }, get exited() { return state.exited; } });
+        terminals.set(id, {
+          child,
+          limit,
+          exit,
+          get output() {
+            return state.output;
+          },
+          get truncated() {
+            return state.truncated;
+          },
+          get exited() {
+            return state.exited;
+          },
+        });
         stats.terminals++;
         return { terminalId: id };
       }),
@@ -316,15 +346,24 @@ export async function runAcpAgent(o: AcpRunOptions): Promise<AcpRunResult> {
     child.once('error', (err) => res(err));
   });
   if (spawned) {
-    throw new PdbError('E_AGENT_NOT_INSTALLED', `could not start the ACP agent ${JSON.stringify(o.command)}: ${spawned.code ?? spawned.message}`, {
-      hint: 'Install the agent or point its PDB_ENV_*_BIN variable at it.',
-      cause: spawned,
-    });
+    throw new PdbError(
+      'E_AGENT_NOT_INSTALLED',
+      `could not start the ACP agent ${JSON.stringify(o.command)}: ${spawned.code ?? spawned.message}`,
+      {
+        hint: 'Install the agent or point its PDB_ENV_*_BIN variable at it.',
+        cause: spawned,
+      },
+    );
   }
-  const exited = new Promise<{ exitCode: number | null; signal: string | null }>((res) => child.once('close', (code, signal) => res({ exitCode: code, signal })));
+  const exited = new Promise<{ exitCode: number | null; signal: string | null }>((res) =>
+    child.once('close', (code, signal) => res({ exitCode: code, signal })),
+  );
   // Write errors after the agent exits are reported through the closed connection, not thrown.
   child.stdin!.on('error', () => {});
-  const stream = ndJsonStream(Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout!) as unknown as ReadableStream<Uint8Array>);
+  const stream = ndJsonStream(
+    Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>,
+    Readable.toWeb(child.stdout!) as unknown as ReadableStream<Uint8Array>,
+  );
 
   const result: AcpRunResult = {
     agentName: null,
@@ -353,7 +392,10 @@ export async function runAcpAgent(o: AcpRunOptions): Promise<AcpRunResult> {
     });
   });
   const agentGone = exited.then((s) => {
-    throw new PdbError('E_STEP_FAILED', `the ACP agent exited (code ${s.exitCode ?? 'none'}, signal ${s.signal ?? 'none'}) during ${result.phase}`);
+    throw new PdbError(
+      'E_STEP_FAILED',
+      `the ACP agent exited (code ${s.exitCode ?? 'none'}, signal ${s.signal ?? 'none'}) during ${result.phase}`,
+    );
   });
   try {
     await Promise.race([
@@ -376,7 +418,8 @@ export async function runAcpAgent(o: AcpRunOptions): Promise<AcpRunResult> {
           const response = await session.prompt(o.prompt);
           // The active session queued every update of the turn before its stop message: count them here,
           // in arrival order (the app-level handler below may run after the response has resolved).
-          for (let m = await session.nextUpdate(); m.kind !== 'stop'; m = await session.nextUpdate()) countUpdate(rc.stats, m.update.sessionUpdate);
+          for (let m = await session.nextUpdate(); m.kind !== 'stop'; m = await session.nextUpdate())
+            countUpdate(rc.stats, m.update.sessionUpdate);
           result.stopReason = response.stopReason;
           result.phase = 'done';
         } finally {
@@ -385,7 +428,8 @@ export async function runAcpAgent(o: AcpRunOptions): Promise<AcpRunResult> {
       }),
     ]);
   } catch (err) {
-    if (err instanceof RequestError) result.error = { rpcCode: err.code, message: `${err.message}${err.data ? ` ${JSON.stringify(err.data)}` : ''}` };
+    if (err instanceof RequestError)
+      result.error = { rpcCode: err.code, message: `${err.message}${err.data ? ` ${JSON.stringify(err.data)}` : ''}` };
     else result.error = { rpcCode: null, message: err instanceof Error ? err.message : String(err) };
   } finally {
     clearTimeout(timer);

@@ -29,7 +29,12 @@ export function isAgentBoundary(v: unknown): v is AgentBoundary {
 }
 
 /** Failures that mean "this agent cannot run on this host", as opposed to "it ran and failed". */
-export const AGENT_UNAVAILABLE_CODES: readonly PdbErrorCode[] = ['E_AGENT_NOT_INSTALLED', 'E_AGENT_AUTH', 'E_AGENT_MODEL', 'E_AGENT_NETWORK'];
+export const AGENT_UNAVAILABLE_CODES: readonly PdbErrorCode[] = [
+  'E_AGENT_NOT_INSTALLED',
+  'E_AGENT_AUTH',
+  'E_AGENT_MODEL',
+  'E_AGENT_NETWORK',
+];
 
 /** The compiled scripted agent (dist/agents/scripted-agent.js). */
 export const SCRIPTED_AGENT_PATH = fileURLToPath(new URL('./scripted-agent.js', import.meta.url));
@@ -82,7 +87,7 @@ export interface ProbeExec {
 export const defaultProbeExec: ProbeExec = (file, args, env) =>
   new Promise((res) => {
     execFile(file, args, { env, timeout: 15_000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : null) : 0;
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : null) : 0;
       res({ code, output: `${stdout}${stderr}` });
     });
   });
@@ -140,7 +145,13 @@ export function packageVersionOf(program: string): string | null {
 const CODEX_KEYS = ['OPENAI_API_KEY', 'CODEX_API_KEY'];
 const CLAUDE_KEYS = ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN', 'ANTHROPIC_AUTH_TOKEN'];
 
-async function detectAuth(agent: Exclude<AgentName, 'scripted'>, program: string, boundary: AgentBoundary, env: NodeJS.ProcessEnv, exec: ProbeExec): Promise<{ auth: AuthState; authEvidence: string }> {
+async function detectAuth(
+  agent: Exclude<AgentName, 'scripted'>,
+  program: string,
+  boundary: AgentBoundary,
+  env: NodeJS.ProcessEnv,
+  exec: ProbeExec,
+): Promise<{ auth: AuthState; authEvidence: string }> {
   const keys = agent === 'codex' ? CODEX_KEYS : CLAUDE_KEYS;
   const key = keys.find((k) => (env[k] ?? '') !== '');
   if (key) return { auth: 'ok', authEvidence: `env:${key}` };
@@ -169,20 +180,51 @@ async function detectAuth(agent: Exclude<AgentName, 'scripted'>, program: string
 }
 
 /** Find the agent's program for a boundary, its version and whether credentials are present. */
-export async function detectAgent(agent: AgentName, boundary: AgentBoundary, options: { env?: NodeJS.ProcessEnv; exec?: ProbeExec } = {}): Promise<AgentDetection> {
+export async function detectAgent(
+  agent: AgentName,
+  boundary: AgentBoundary,
+  options: { env?: NodeJS.ProcessEnv; exec?: ProbeExec } = {},
+): Promise<AgentDetection> {
   const env = options.env ?? process.env;
   const exec = options.exec ?? defaultProbeExec;
   if (agent === 'scripted') {
     const installed = existsSync(SCRIPTED_AGENT_PATH);
-    return { agent, boundary, product: SCRIPTED_AGENT_NAME, installed, program: installed ? process.execPath : null, version: scriptedAgentVersion(), auth: 'ok', authEvidence: 'none needed' };
+    return {
+      agent,
+      boundary,
+      product: SCRIPTED_AGENT_NAME,
+      installed,
+      program: installed ? process.execPath : null,
+      version: scriptedAgentVersion(),
+      auth: 'ok',
+      authEvidence: 'none needed',
+    };
   }
   const spec = BINARIES[agent][boundary];
   const program = findProgram(spec, env);
-  if (!program) return { agent, boundary, product: spec.product, installed: false, program: null, version: null, auth: 'unknown', authEvidence: 'not installed' };
+  if (!program)
+    return {
+      agent,
+      boundary,
+      product: spec.product,
+      installed: false,
+      program: null,
+      version: null,
+      auth: 'unknown',
+      authEvidence: 'not installed',
+    };
   let version: string | null = null;
   if (boundary === 'command') version = parseVersion((await exec(program, ['--version'], env)).output);
   version ??= packageVersionOf(program);
-  return { agent, boundary, product: spec.product, installed: true, program, version, ...(await detectAuth(agent, program, boundary, env, exec)) };
+  return {
+    agent,
+    boundary,
+    product: spec.product,
+    installed: true,
+    program,
+    version,
+    ...(await detectAuth(agent, program, boundary, env, exec)),
+  };
 }
 
 /** How to run the agent as a plain command in its session root, given the contract prompt. */
@@ -193,10 +235,18 @@ export function commandLaunch(d: AgentDetection, prompt: string): AgentLaunch {
       return { command: d.program, args: [SCRIPTED_AGENT_PATH, '--prompt', prompt], env: {} };
     case 'codex':
       // workspace-write: the agent may write its cwd (the session root) and nothing else.
-      return { command: d.program, args: ['exec', '--skip-git-repo-check', '--ephemeral', '--sandbox', 'workspace-write', '--color', 'never', prompt], env: { NO_COLOR: '1' } };
+      return {
+        command: d.program,
+        args: ['exec', '--skip-git-repo-check', '--ephemeral', '--sandbox', 'workspace-write', '--color', 'never', prompt],
+        env: { NO_COLOR: '1' },
+      };
     case 'claude':
       // The prompt goes before the variadic --allowedTools. Root may not skip permissions, so allow the tools the contract needs.
-      return { command: d.program, args: ['-p', prompt, '--output-format', 'text', '--allowedTools', 'Bash,Edit,Write,Read'], env: { NO_COLOR: '1' } };
+      return {
+        command: d.program,
+        args: ['-p', prompt, '--output-format', 'text', '--allowedTools', 'Bash,Edit,Write,Read'],
+        env: { NO_COLOR: '1' },
+      };
     default: {
       const never: never = d.agent;
       throw new Error(`unknown agent ${String(never)}`);
@@ -242,8 +292,16 @@ export interface Classification {
 
 const PATTERNS: { code: PdbErrorCode; label: string; re: RegExp }[] = [
   { code: 'E_AGENT_AUTH', label: 'auth: not logged in', re: /not logged in|please run \/login|login required|logged out/i },
-  { code: 'E_AGENT_AUTH', label: 'auth: credentials rejected or expired', re: /invalid (x-)?api[ _-]?key|incorrect api key|authentication[ _](required|failed|error)|auth(entication)?_required|unauthori[sz]ed|\b401\b|token (has )?expired|expired (token|login|credentials|session)|missing (an )?api key|OPENAI_API_KEY|ANTHROPIC_API_KEY/i },
-  { code: 'E_AGENT_MODEL', label: 'model: not supported', re: /model_not_found|unsupported model|invalid model|unknown model|model\b[^\n]{0,80}\b(is not supported|not supported|does not exist|not found|is not available|not available)/i },
+  {
+    code: 'E_AGENT_AUTH',
+    label: 'auth: credentials rejected or expired',
+    re: /invalid (x-)?api[ _-]?key|incorrect api key|authentication[ _](required|failed|error)|auth(entication)?_required|unauthori[sz]ed|\b401\b|token (has )?expired|expired (token|login|credentials|session)|missing (an )?api key|OPENAI_API_KEY|ANTHROPIC_API_KEY/i,
+  },
+  {
+    code: 'E_AGENT_MODEL',
+    label: 'model: not supported',
+    re: /model_not_found|unsupported model|invalid model|unknown model|model\b[^\n]{0,80}\b(is not supported|not supported|does not exist|not found|is not available|not available)/i,
+  },
   {
     code: 'E_AGENT_NETWORK',
     label: 'network: host unreachable',

@@ -21,7 +21,10 @@ export function isAgentRole(value: unknown): value is AgentRole {
 
 /** The base both sessions start from. run.sh is deliberately not executable. */
 export const BASE_FILES: Record<string, { content: string; exec: boolean }> = {
-  'README.md': { content: '# agent contract fixture\n\nTwo agents work on this tree at the same time, each in its own session.\n', exec: false },
+  'README.md': {
+    content: '# agent contract fixture\n\nTwo agents work on this tree at the same time, each in its own session.\n',
+    exec: false,
+  },
   'docs/guide.md': { content: '# guide\n\nThe relative symlink of each agent points here.\n', exec: false },
   'shared.txt': { content: 'line shared by every agent\n', exec: false },
   'remove-me.txt': { content: 'both agents delete this file\n', exec: false },
@@ -174,7 +177,11 @@ export interface ContractFinding {
  * what is inspected is what was checkpointed. Works for any agent: exact content is not required
  * of the shared file, only its base content followed by this role's line and no peer line.
  */
-export async function verifyContract(entries: Entry[], role: AgentRole, readBytes: (path: string) => Promise<Buffer>): Promise<ContractFinding[]> {
+export async function verifyContract(
+  entries: Entry[],
+  role: AgentRole,
+  readBytes: (path: string) => Promise<Buffer>,
+): Promise<ContractFinding[]> {
   const p = contractPaths(role);
   const q = contractPaths(peerOf(role));
   const byPath = new Map(entries.map((e) => [e.path, e]));
@@ -192,24 +199,40 @@ export async function verifyContract(entries: Entry[], role: AgentRole, readByte
   const shared = await checkpointed(p.shared);
   const base = BASE_FILES[p.shared]!.content;
   const lines = shared?.split('\n') ?? [];
-  add('shared-edited', shared !== null && shared.startsWith(base) && lines.includes(sharedLine(role)), `${p.shared} keeps the base and has this role's line`);
+  add(
+    'shared-edited',
+    shared !== null && shared.startsWith(base) && lines.includes(sharedLine(role)),
+    `${p.shared} keeps the base and has this role's line`,
+  );
   add('peer-edit-absent', shared !== null && !lines.includes(sharedLine(peerOf(role))), `${p.shared} has no line of the peer`);
   add('deleted', !byPath.has(p.deleted), `${p.deleted} is gone`);
   const renamed = byPath.get(p.renameTo);
   const original = fileEntry(p.renameTo, BASE_FILES[p.renameFrom]!.content, false);
-  add('renamed', !byPath.has(p.renameFrom) && renamed?.kind === 'file' && original.kind === 'file' && renamed.digest === original.digest, `${p.renameFrom} became ${p.renameTo} unchanged`);
+  add(
+    'renamed',
+    !byPath.has(p.renameFrom) && renamed?.kind === 'file' && original.kind === 'file' && renamed.digest === original.digest,
+    `${p.renameFrom} became ${p.renameTo} unchanged`,
+  );
   const exec = byPath.get(p.exec);
   add('exec-bit', exec?.kind === 'file' && exec.exec, `${p.exec} is executable`);
   const link = byPath.get(p.symlink);
   add('relative-symlink', link?.kind === 'symlink' && link.target === p.symlinkTarget, `${p.symlink} -> ${p.symlinkTarget}`);
   const nested = await checkpointed(p.nestedFile);
   add('nested-output', nested !== null && nested.trim() === nestedContent(role).trim(), `${p.nestedFile} holds agent-${role}`);
-  add('peer-output-absent', ![...byPath.keys()].some((k) => k === q.outDir || k.startsWith(`${q.outDir}/`) || k === q.renameTo), `nothing of out/${peerOf(role)} or ${q.renameTo}`);
+  add(
+    'peer-output-absent',
+    ![...byPath.keys()].some((k) => k === q.outDir || k.startsWith(`${q.outDir}/`) || k === q.renameTo),
+    `nothing of out/${peerOf(role)} or ${q.renameTo}`,
+  );
   const untouched = Object.keys(BASE_FILES).filter((k) => ![p.shared, p.deleted, p.renameFrom, p.exec].includes(k));
   const baseByPath = new Map(baseEntries().map((e) => [e.path, e]));
   const keyOf = (e: Entry | undefined) => (e ? entryKey(e) : 'absent');
   const changed = untouched.filter((k) => keyOf(byPath.get(k)) !== keyOf(baseByPath.get(k)));
-  add('rest-of-base-unchanged', changed.length === 0, changed.length === 0 ? 'files outside the contract equal the base' : `${changed.length} file(s) outside the contract changed`);
+  add(
+    'rest-of-base-unchanged',
+    changed.length === 0,
+    changed.length === 0 ? 'files outside the contract equal the base' : `${changed.length} file(s) outside the contract changed`,
+  );
   return out;
 }
 

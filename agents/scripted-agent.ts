@@ -13,7 +13,17 @@ import { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { agent, ndJsonStream, PROTOCOL_VERSION, type AgentContext } from '@agentclientprotocol/sdk';
-import { CONTRACT_VERSION, contractPaths, isAgentRole, nestedContent, peerOf, roleFromPrompt, sharedLine, type AgentReport, type AgentRole } from './contract.js';
+import {
+  CONTRACT_VERSION,
+  contractPaths,
+  isAgentRole,
+  nestedContent,
+  peerOf,
+  roleFromPrompt,
+  sharedLine,
+  type AgentReport,
+  type AgentRole,
+} from './contract.js';
 
 export const SCRIPTED_AGENT_NAME = 'pdb-env-scripted-agent';
 
@@ -83,12 +93,17 @@ export function acpOps(client: AgentContext, sessionId: string, cwd: string, ter
 }
 
 /** Perform the contract for `role`; deterministic apart from the report's cwd and session name. */
-export async function performContract(ops: ContractOps, role: AgentRole, identity: { cwd: string; sessionCwd?: string | null; session: string | null; outsideReadRefused?: boolean | null }): Promise<AgentReport> {
+export async function performContract(
+  ops: ContractOps,
+  role: AgentRole,
+  identity: { cwd: string; sessionCwd?: string | null; session: string | null; outsideReadRefused?: boolean | null },
+): Promise<AgentReport> {
   const p = contractPaths(role);
   const q = contractPaths(peerOf(role));
   // Inspect the base first: what is there, and that nothing of the peer is.
   const top = await ops.list('.');
-  const peerOutputSeen = (await ops.exists(q.outDir)) || (await ops.exists(q.renameTo)) || (await ops.readText(p.shared)).includes(sharedLine(peerOf(role)));
+  const peerOutputSeen =
+    (await ops.exists(q.outDir)) || (await ops.exists(q.renameTo)) || (await ops.readText(p.shared)).includes(sharedLine(peerOf(role)));
   await ops.readText('README.md');
   const shared = await ops.readText(p.shared);
   await ops.writeText(p.shared, `${shared}${shared.endsWith('\n') || shared === '' ? '' : '\n'}${sharedLine(role)}\n`);
@@ -121,7 +136,12 @@ export async function serveAcp(input: ReadableStream<Uint8Array>, output: Writab
   const app = agent({ name: SCRIPTED_AGENT_NAME })
     .onRequest('initialize', ({ params }) => {
       terminalCapable = params.clientCapabilities?.terminal === true;
-      return { protocolVersion: PROTOCOL_VERSION, agentCapabilities: { loadSession: false }, authMethods: [], agentInfo: { name: SCRIPTED_AGENT_NAME, version: scriptedAgentVersion() } };
+      return {
+        protocolVersion: PROTOCOL_VERSION,
+        agentCapabilities: { loadSession: false },
+        authMethods: [],
+        agentInfo: { name: SCRIPTED_AGENT_NAME, version: scriptedAgentVersion() },
+      };
     })
     .onRequest('session/new', ({ params }) => {
       const sessionId = `scripted-${++nextSession}`;
@@ -133,7 +153,11 @@ export async function serveAcp(input: ReadableStream<Uint8Array>, output: Writab
       if (sessionCwd === undefined) throw new Error(`unknown session ${params.sessionId}`);
       const text = params.prompt.map((b) => (b.type === 'text' ? b.text : '')).join('\n');
       const role = roleFromPrompt(text);
-      const say = (t: string) => client.notify('session/update', { sessionId: params.sessionId, update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: t } } });
+      const say = (t: string) =>
+        client.notify('session/update', {
+          sessionId: params.sessionId,
+          update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: t } },
+        });
       if (!role) {
         await say('no pdb-env contract in this prompt; nothing done');
         return { stopReason: 'refusal' };
@@ -145,7 +169,12 @@ export async function serveAcp(input: ReadableStream<Uint8Array>, output: Writab
           () => false,
           () => true,
         );
-      await performContract(acpOps(client, params.sessionId, sessionCwd, terminalCapable), role, { cwd: process.cwd(), sessionCwd, session: process.env.PDB_ENV_SESSION ?? null, outsideReadRefused });
+      await performContract(acpOps(client, params.sessionId, sessionCwd, terminalCapable), role, {
+        cwd: process.cwd(),
+        sessionCwd,
+        session: process.env.PDB_ENV_SESSION ?? null,
+        outsideReadRefused,
+      });
       await say(`contract done for role ${role}`);
       return { stopReason: 'end_turn' };
     })
@@ -155,9 +184,16 @@ export async function serveAcp(input: ReadableStream<Uint8Array>, output: Writab
 }
 
 async function main(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { acp: { type: 'boolean' }, role: { type: 'string' }, prompt: { type: 'string' } }, strict: true });
+  const { values } = parseArgs({
+    args: argv,
+    options: { acp: { type: 'boolean' }, role: { type: 'string' }, prompt: { type: 'string' } },
+    strict: true,
+  });
   if (values.acp) {
-    await serveAcp(Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>, Writable.toWeb(process.stdout) as WritableStream<Uint8Array>);
+    await serveAcp(
+      Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>,
+      Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,
+    );
     return 0;
   }
   const role = values.role ?? (values.prompt !== undefined ? roleFromPrompt(values.prompt) : null);
@@ -165,12 +201,16 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write('usage: scripted-agent (--role a|b | --prompt TEXT-with-contract-marker | --acp)\n');
     return 2;
   }
-  const report = await performContract(directOps(process.cwd()), role, { cwd: process.cwd(), session: process.env.PDB_ENV_SESSION ?? null });
+  const report = await performContract(directOps(process.cwd()), role, {
+    cwd: process.cwd(),
+    session: process.env.PDB_ENV_SESSION ?? null,
+  });
   process.stdout.write(`contract done for role ${report.role}: ${report.baseEntriesSeen} base entries seen\n`);
   return 0;
 }
 
-const invokedDirectly = process.argv[1] !== undefined && existsSync(process.argv[1]) && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
+const invokedDirectly =
+  process.argv[1] !== undefined && existsSync(process.argv[1]) && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
 if (invokedDirectly) {
   main(process.argv.slice(2)).then(
     (code) => {

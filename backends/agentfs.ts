@@ -43,7 +43,10 @@ async function sha256File(p: string): Promise<string> {
 }
 
 /** Probe logic with the environment and pinned list injectable, so tests need no real binary. */
-export async function probeAgentfs(env: NodeJS.ProcessEnv = process.env, pinned: readonly string[] = PINNED_AGENTFS_SHA256): Promise<ProbeResult> {
+export async function probeAgentfs(
+  env: NodeJS.ProcessEnv = process.env,
+  pinned: readonly string[] = PINNED_AGENTFS_SHA256,
+): Promise<ProbeResult> {
   const bin = await locateAgentfs(env);
   if (!bin) {
     return {
@@ -58,7 +61,10 @@ export async function probeAgentfs(env: NodeJS.ProcessEnv = process.env, pinned:
     return {
       available: false,
       reason: 'E_AGENTFS_CHECKSUM',
-      detail: pinned.length === 0 ? 'an agentfs binary was found, but no release checksum is pinned in this build' : 'the agentfs binary does not match a pinned release checksum',
+      detail:
+        pinned.length === 0
+          ? 'an agentfs binary was found, but no release checksum is pinned in this build'
+          : 'the agentfs binary does not match a pinned release checksum',
       evidence: { found: true, sha256, pinnedCount: pinned.length },
     };
   }

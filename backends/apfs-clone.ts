@@ -26,13 +26,30 @@ export const apfsCloneBackend: Backend = {
   experimental: true,
   testOnly: false,
   summary: 'clonefile of the base tree on macOS APFS (experimental)',
-  capabilities: { constantTimeCreate: false, sharesExtents: true, needsRemount: false, carriesFullSnapshot: true, securityIsolation: false },
+  capabilities: {
+    constantTimeCreate: false,
+    sharesExtents: true,
+    needsRemount: false,
+    carriesFullSnapshot: true,
+    securityIsolation: false,
+  },
   async probe(ctx): Promise<ProbeResult> {
     if (process.platform !== 'darwin') {
-      return { available: false, reason: 'E_UNSUPPORTED_OS', detail: `APFS clones need macOS (this is ${process.platform})`, evidence: { platform: process.platform } };
+      return {
+        available: false,
+        reason: 'E_UNSUPPORTED_OS',
+        detail: `APFS clones need macOS (this is ${process.platform})`,
+        evidence: { platform: process.platform },
+      };
     }
     const type = await fsTypeOf(ctx.probeDir);
-    if (type !== FS_MAGIC.apfs) return { available: false, reason: 'E_CLONE_UNSUPPORTED', detail: `the store is not on APFS (statfs type ${type})`, evidence: { platform: 'darwin', fsType: type } };
+    if (type !== FS_MAGIC.apfs)
+      return {
+        available: false,
+        reason: 'E_CLONE_UNSUPPORTED',
+        detail: `the store is not on APFS (statfs type ${type})`,
+        evidence: { platform: 'darwin', fsType: type },
+      };
     const dir = await mkdtemp(join(ctx.probeDir, `probe-apfs-${process.pid}-`));
     try {
       await writeFile(join(dir, 'a'), randomBytes(PROBE_BYTES));
@@ -46,8 +63,19 @@ export const apfsCloneBackend: Backend = {
       const grewBytes = before - (await freeBytes(dir));
       // A real clone allocates metadata only; a copy would take the whole 8 MiB.
       const observed = grewBytes < PROBE_BYTES / 2;
-      if (!observed) return { available: false, reason: 'E_CLONE_NOT_OBSERVED', detail: `a forced clone used ${grewBytes} bytes of free space, like a copy`, evidence: { platform: 'darwin', cloned: true, observed: false, grewBytes } };
-      return { available: true, reason: null, detail: 'forced clone made; free-space delta shows sharing', evidence: { platform: 'darwin', cloned: true, observed: true, grewBytes } };
+      if (!observed)
+        return {
+          available: false,
+          reason: 'E_CLONE_NOT_OBSERVED',
+          detail: `a forced clone used ${grewBytes} bytes of free space, like a copy`,
+          evidence: { platform: 'darwin', cloned: true, observed: false, grewBytes },
+        };
+      return {
+        available: true,
+        reason: null,
+        detail: 'forced clone made; free-space delta shows sharing',
+        evidence: { platform: 'darwin', cloned: true, observed: true, grewBytes },
+      };
     } finally {
       await removeTreeForce(dir);
     }

@@ -58,7 +58,12 @@ export async function materializeBaseOnce(
 }
 
 /** A plain directory base filled with explicit byte copies from the object store. */
-export async function materializeTreeBase(ctx: BackendContext, snapshot: Snapshot, digest: Digest, family: BaseFamily = 'tree'): Promise<string> {
+export async function materializeTreeBase(
+  ctx: BackendContext,
+  snapshot: Snapshot,
+  digest: Digest,
+  family: BaseFamily = 'tree',
+): Promise<string> {
   return materializeBaseOnce(
     ctx,
     digest,
@@ -71,14 +76,26 @@ export async function materializeTreeBase(ctx: BackendContext, snapshot: Snapsho
 }
 
 /** Run a tool; a missing binary is E_TOOL_MISSING, a failure the given code with its stderr. */
-export async function runTool(cmd: string, args: string[], failCode: 'E_MOUNT_FAILED' | 'E_IO' | 'E_NOT_GIT_REPO' | 'E_NOT_BTRFS' | 'E_TOOL_MISSING', what: string, options: { cwd?: string } = {}): Promise<string> {
+export async function runTool(
+  cmd: string,
+  args: string[],
+  failCode: 'E_MOUNT_FAILED' | 'E_IO' | 'E_NOT_GIT_REPO' | 'E_NOT_BTRFS' | 'E_TOOL_MISSING',
+  what: string,
+  options: { cwd?: string } = {},
+): Promise<string> {
   const r = await execa(cmd, args, { reject: false, cwd: options.cwd, stdin: 'ignore', env: { LC_ALL: 'C' } });
   if (r.failed) {
     const errno = (r.cause as NodeJS.ErrnoException | undefined)?.code;
     if (errno === 'ENOENT' && r.exitCode === undefined) {
-      throw new PdbError('E_TOOL_MISSING', `${cmd} is not installed, so ${what} cannot run`, { hint: `Install it (for example apt-get install ${TOOL_PACKAGES[cmd] ?? cmd}).` });
+      throw new PdbError('E_TOOL_MISSING', `${cmd} is not installed, so ${what} cannot run`, {
+        hint: `Install it (for example apt-get install ${TOOL_PACKAGES[cmd] ?? cmd}).`,
+      });
     }
-    const stderr = String(r.stderr ?? '').trim().split('\n').slice(-3).join(' ');
+    const stderr = String(r.stderr ?? '')
+      .trim()
+      .split('\n')
+      .slice(-3)
+      .join(' ');
     throw new PdbError(failCode, `${what} failed: ${cmd} exited ${r.exitCode ?? r.signal}: ${stderr}`, { cause: r.cause ?? undefined });
   }
   return String(r.stdout ?? '');

@@ -49,16 +49,32 @@ export const btrfsSnapshotBackend: Backend = {
   summary: 'writable btrfs snapshot of a base subvolume; O(1) create',
   capabilities: { constantTimeCreate: true, sharesExtents: true, needsRemount: false, carriesFullSnapshot: true, securityIsolation: false },
   async probe(ctx): Promise<ProbeResult> {
-    if (process.platform !== 'linux') return { available: false, reason: 'E_UNSUPPORTED_OS', detail: `btrfs needs Linux (this is ${process.platform})`, evidence: { platform: process.platform } };
+    if (process.platform !== 'linux')
+      return {
+        available: false,
+        reason: 'E_UNSUPPORTED_OS',
+        detail: `btrfs needs Linux (this is ${process.platform})`,
+        evidence: { platform: process.platform },
+      };
     const type = await fsTypeOf(ctx.probeDir);
     if (type !== FS_MAGIC.btrfs) {
-      return { available: false, reason: 'E_NOT_BTRFS', detail: `the store is on ${fsTypeName(type)}, not btrfs`, evidence: { fsType: fsTypeName(type) } };
+      return {
+        available: false,
+        reason: 'E_NOT_BTRFS',
+        detail: `the store is on ${fsTypeName(type)}, not btrfs`,
+        evidence: { fsType: fsTypeName(type) },
+      };
     }
     let version: string;
     try {
       version = (await runTool('btrfs', ['--version'], 'E_TOOL_MISSING', 'btrfs --version')).trim();
     } catch (err) {
-      return { available: false, reason: isPdbError(err) ? err.code : 'E_TOOL_MISSING', detail: (err as Error).message, evidence: { fsType: 'btrfs', tool: false } };
+      return {
+        available: false,
+        reason: isPdbError(err) ? err.code : 'E_TOOL_MISSING',
+        detail: (err as Error).message,
+        evidence: { fsType: 'btrfs', tool: false },
+      };
     }
     const dir = await mkdtemp(join(ctx.probeDir, `probe-btrfs-${process.pid}-`));
     const sub = join(dir, 'sub');
@@ -75,7 +91,12 @@ export const btrfsSnapshotBackend: Backend = {
       await deleteSubvolume(sub).catch(() => {});
       await removeTreeForce(dir).catch(() => {});
     }
-    return { available: true, reason: null, detail: 'store on btrfs; trial subvolume and snapshot made and deleted', evidence: { fsType: 'btrfs', tool: version, trialSubvolume: true, trialSnapshot: true } };
+    return {
+      available: true,
+      reason: null,
+      detail: 'store on btrfs; trial subvolume and snapshot made and deleted',
+      evidence: { fsType: 'btrfs', tool: version, trialSubvolume: true, trialSnapshot: true },
+    };
   },
   async materializeBase(ctx, snapshot, digest) {
     await materializeSubvolumeBase(ctx, snapshot, digest);
@@ -83,7 +104,11 @@ export const btrfsSnapshotBackend: Backend = {
   async createSession(ctx, snapshot, digest, root) {
     const base = await materializeSubvolumeBase(ctx, snapshot, digest);
     await runTool('btrfs', ['subvolume', 'snapshot', base, root], 'E_IO', 'snapshotting the base subvolume');
-    return { state: { subvolume: true }, files: snapshot.entries.filter((e) => e.kind === 'file').length, cloneObserved: await isSubvolume(root) };
+    return {
+      state: { subvolume: true },
+      files: snapshot.entries.filter((e) => e.kind === 'file').length,
+      cloneObserved: await isSubvolume(root),
+    };
   },
   async resume() {},
   async release(_ctx, root) {

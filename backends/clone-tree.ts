@@ -18,17 +18,25 @@ export function cloneError(err: unknown, relPath: string): PdbError {
     case 'ENOTSUP':
     case 'EINVAL':
     case 'ENOSYS':
-      return new PdbError('E_CLONE_UNSUPPORTED', `the filesystem refused a forced clone of ${relPath} (${code}); nothing was copied instead`, {
-        cause: err,
-        path: relPath,
-        hint: 'Put the store on btrfs, XFS with reflink=1, bcachefs or APFS (--store / PDB_ENV_STORE), or use the full-copy backend.',
-      });
+      return new PdbError(
+        'E_CLONE_UNSUPPORTED',
+        `the filesystem refused a forced clone of ${relPath} (${code}); nothing was copied instead`,
+        {
+          cause: err,
+          path: relPath,
+          hint: 'Put the store on btrfs, XFS with reflink=1, bcachefs or APFS (--store / PDB_ENV_STORE), or use the full-copy backend.',
+        },
+      );
     case 'EXDEV':
-      return new PdbError('E_CROSS_DEVICE', `a clone of ${relPath} would cross filesystems (EXDEV); the base and the session must share one filesystem`, {
-        cause: err,
-        path: relPath,
-        hint: 'Keep the whole store (bases and sessions) on one filesystem.',
-      });
+      return new PdbError(
+        'E_CROSS_DEVICE',
+        `a clone of ${relPath} would cross filesystems (EXDEV); the base and the session must share one filesystem`,
+        {
+          cause: err,
+          path: relPath,
+          hint: 'Keep the whole store (bases and sessions) on one filesystem.',
+        },
+      );
     default:
       return new PdbError('E_IO', `cloning ${relPath} failed: ${(err as Error).message}`, { cause: err, path: relPath });
   }
@@ -96,7 +104,14 @@ export async function observeShared(paths: string[]): Promise<{ observed: boolea
   const r = await execa('filefrag', ['-v', ...paths], { reject: false, stdin: 'ignore', env: { LC_ALL: 'C' } });
   if (r.failed && r.exitCode === undefined) return { observed: null, checked: 0, shared: 0, tool: 'filefrag missing' };
   // filefrag prints one block per file starting with "File size of <path> is".
-  const blocks = String(r.stdout).split(/^File size of /m).slice(1);
+  const blocks = String(r.stdout)
+    .split(/^File size of /m)
+    .slice(1);
   const shared = blocks.filter((b) => /\bshared\b/.test(b)).length;
-  return { observed: blocks.length === paths.length ? shared === blocks.length : false, checked: blocks.length, shared, tool: 'filefrag -v (FIEMAP)' };
+  return {
+    observed: blocks.length === paths.length ? shared === blocks.length : false,
+    checked: blocks.length,
+    shared,
+    tool: 'filefrag -v (FIEMAP)',
+  };
 }

@@ -11,7 +11,13 @@ export const fullCopyBackend: Backend = {
   experimental: false,
   testOnly: false,
   summary: 'explicit byte copy of every file; the correctness oracle',
-  capabilities: { constantTimeCreate: false, sharesExtents: false, needsRemount: false, carriesFullSnapshot: true, securityIsolation: false },
+  capabilities: {
+    constantTimeCreate: false,
+    sharesExtents: false,
+    needsRemount: false,
+    carriesFullSnapshot: true,
+    securityIsolation: false,
+  },
   async probe() {
     return { available: true, reason: null, detail: 'always available', evidence: { method: 'userspace read/write' } };
   },
@@ -25,4 +31,3 @@ export const fullCopyBackend: Backend = {
   async resume() {},
   async release() {},
 };
-

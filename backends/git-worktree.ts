@@ -4,13 +4,27 @@ import { runTool } from './base-tree.js';
 import type { Backend, BackendContext, BackendState, ProbeResult } from './types.js';
 
 async function gitHead(sourceDir: string): Promise<string> {
-  const top = (await runTool('git', ['-C', sourceDir, 'rev-parse', '--show-toplevel'], 'E_NOT_GIT_REPO', 'finding the git repository')).trim();
+  const top = (
+    await runTool('git', ['-C', sourceDir, 'rev-parse', '--show-toplevel'], 'E_NOT_GIT_REPO', 'finding the git repository')
+  ).trim();
   if (!top) throw new PdbError('E_NOT_GIT_REPO', 'the source is not inside a git work tree');
-  return (await runTool('git', ['-C', sourceDir, 'rev-parse', '--verify', 'HEAD^{commit}'], 'E_NOT_GIT_REPO', 'reading HEAD (the repository needs a commit)')).trim();
+  return (
+    await runTool(
+      'git',
+      ['-C', sourceDir, 'rev-parse', '--verify', 'HEAD^{commit}'],
+      'E_NOT_GIT_REPO',
+      'reading HEAD (the repository needs a commit)',
+    )
+  ).trim();
 }
 
 function requireSource(ctx: BackendContext): string {
-  if (!ctx.sourceDir) throw new PdbError('E_NOT_GIT_REPO', 'git-worktree needs the source repository, and this session has none (made from an environment?)', { hint: 'Create the session with --from a git repository.' });
+  if (!ctx.sourceDir)
+    throw new PdbError(
+      'E_NOT_GIT_REPO',
+      'git-worktree needs the source repository, and this session has none (made from an environment?)',
+      { hint: 'Create the session with --from a git repository.' },
+    );
   return ctx.sourceDir;
 }
 
@@ -24,16 +38,38 @@ export const gitWorktreeBackend: Backend = {
   experimental: false,
   testOnly: false,
   summary: 'git worktree add --detach HEAD; committed files only (compatibility reference)',
-  capabilities: { constantTimeCreate: false, sharesExtents: false, needsRemount: false, carriesFullSnapshot: false, securityIsolation: false },
+  capabilities: {
+    constantTimeCreate: false,
+    sharesExtents: false,
+    needsRemount: false,
+    carriesFullSnapshot: false,
+    securityIsolation: false,
+  },
   async probe(ctx): Promise<ProbeResult> {
-    if (!ctx.sourceDir) return { available: false, reason: 'E_NOT_GIT_REPO', detail: 'no source directory to take a worktree from', evidence: { source: false } };
+    if (!ctx.sourceDir)
+      return {
+        available: false,
+        reason: 'E_NOT_GIT_REPO',
+        detail: 'no source directory to take a worktree from',
+        evidence: { source: false },
+      };
     try {
       const version = (await runTool('git', ['--version'], 'E_TOOL_MISSING', 'git --version')).trim();
       const head = await gitHead(ctx.sourceDir);
-      return { available: true, reason: null, detail: 'the source is a git repository with a commit', evidence: { git: version, headIsCommit: head.length === 40 || head.length === 64 } };
+      return {
+        available: true,
+        reason: null,
+        detail: 'the source is a git repository with a commit',
+        evidence: { git: version, headIsCommit: head.length === 40 || head.length === 64 },
+      };
     } catch (err) {
       const code = isPdbError(err) ? err.code : 'E_NOT_GIT_REPO';
-      return { available: false, reason: code, detail: code === 'E_NOT_GIT_REPO' ? 'the source is not a git repository with a commit' : (err as Error).message, evidence: { source: true, git: code !== 'E_TOOL_MISSING' } };
+      return {
+        available: false,
+        reason: code,
+        detail: code === 'E_NOT_GIT_REPO' ? 'the source is not a git repository with a commit' : (err as Error).message,
+        evidence: { source: true, git: code !== 'E_TOOL_MISSING' },
+      };
     }
   },
   async materializeBase() {
@@ -48,7 +84,8 @@ export const gitWorktreeBackend: Backend = {
   async resume() {},
   async release(ctx: BackendContext, root: string, _sessionDir: string, _state: BackendState) {
     if (!ctx.sourceDir || !existsSync(ctx.sourceDir)) return;
-    if (existsSync(root)) await runTool('git', ['-C', ctx.sourceDir, 'worktree', 'remove', '--force', '--force', root], 'E_IO', 'git worktree remove');
+    if (existsSync(root))
+      await runTool('git', ['-C', ctx.sourceDir, 'worktree', 'remove', '--force', '--force', root], 'E_IO', 'git worktree remove');
     await runTool('git', ['-C', ctx.sourceDir, 'worktree', 'prune'], 'E_IO', 'git worktree prune');
   },
 };

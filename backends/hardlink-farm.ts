@@ -13,7 +13,13 @@ export const hardlinkFarmBackend: Backend = {
   experimental: false,
   testOnly: true,
   summary: 'TEST ONLY: hard links to the base (shares inodes; must fail the oracle checks)',
-  capabilities: { constantTimeCreate: false, sharesExtents: true, needsRemount: false, carriesFullSnapshot: true, securityIsolation: false },
+  capabilities: {
+    constantTimeCreate: false,
+    sharesExtents: true,
+    needsRemount: false,
+    carriesFullSnapshot: true,
+    securityIsolation: false,
+  },
   async probe() {
     return { available: true, reason: null, detail: 'test-only negative control', evidence: { testOnly: true } };
   },

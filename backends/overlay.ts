@@ -16,13 +16,20 @@ const OVERLAY_OPTIONS = 'redirect_dir=on';
 /** overlayfs splits its options on ',' and lowerdir on ':'; such paths cannot be passed safely. */
 function assertMountablePath(path: string): void {
   if (/[,:\\]/.test(path)) {
-    throw new PdbError('E_MOUNT_FAILED', `overlay cannot mount a path containing ",", ":" or "\\": ${path}`, { hint: 'Move the store to a path without those characters (--store / PDB_ENV_STORE).' });
+    throw new PdbError('E_MOUNT_FAILED', `overlay cannot mount a path containing ",", ":" or "\\": ${path}`, {
+      hint: 'Move the store to a path without those characters (--store / PDB_ENV_STORE).',
+    });
   }
 }
 
 async function mountOverlay(lower: string, upper: string, work: string, target: string): Promise<void> {
   for (const p of [lower, upper, work, target]) assertMountablePath(p);
-  await runTool('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${upper},workdir=${work},${OVERLAY_OPTIONS}`, target], 'E_MOUNT_FAILED', 'mounting the overlay');
+  await runTool(
+    'mount',
+    ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${upper},workdir=${work},${OVERLAY_OPTIONS}`, target],
+    'E_MOUNT_FAILED',
+    'mounting the overlay',
+  );
 }
 
 async function unmountIfMounted(target: string): Promise<void> {
@@ -30,7 +37,10 @@ async function unmountIfMounted(target: string): Promise<void> {
 }
 
 function sessionPaths(ctx: BackendContext, sessionDir: string, state: BackendState): { lower: string; upper: string; work: string } {
-  if (typeof state.lower !== 'string') throw new PdbError('E_SESSION_BROKEN', 'the overlay session has no recorded lower directory', { hint: 'Discard the session and create it again.' });
+  if (typeof state.lower !== 'string')
+    throw new PdbError('E_SESSION_BROKEN', 'the overlay session has no recorded lower directory', {
+      hint: 'Discard the session and create it again.',
+    });
   return { lower: join(ctx.store.paths.root, state.lower), upper: join(sessionDir, 'upper'), work: join(sessionDir, 'work') };
 }
 
@@ -42,7 +52,13 @@ export const overlayBackend: Backend = {
   summary: 'overlayfs mount: shared lower base, private upper per session; O(1) create',
   capabilities: { constantTimeCreate: true, sharesExtents: true, needsRemount: true, carriesFullSnapshot: true, securityIsolation: false },
   async probe(ctx): Promise<ProbeResult> {
-    if (process.platform !== 'linux') return { available: false, reason: 'E_UNSUPPORTED_OS', detail: `overlayfs needs Linux (this is ${process.platform})`, evidence: { platform: process.platform } };
+    if (process.platform !== 'linux')
+      return {
+        available: false,
+        reason: 'E_UNSUPPORTED_OS',
+        detail: `overlayfs needs Linux (this is ${process.platform})`,
+        evidence: { platform: process.platform },
+      };
     const upperFs = fsTypeName(await fsTypeOf(ctx.probeDir));
     if (typeof process.getuid === 'function' && process.getuid() !== 0) {
       return { available: false, reason: 'E_NOT_ROOT', detail: 'mounting an overlay needs root', evidence: { upperFs, root: false } };
@@ -58,15 +74,30 @@ export const overlayBackend: Backend = {
         await writeFile(join(merged, 'd', 'f'), 'upper');
         const lowerAfter = await readFile(join(lower, 'd', 'f'), 'utf8');
         if (seen !== 'lower' || lowerAfter !== 'lower') {
-          return { available: false, reason: 'E_MOUNT_FAILED', detail: 'the trial overlay did not keep writes out of the lower directory', evidence: { upperFs, trialMount: true, lowerIntact: false } };
+          return {
+            available: false,
+            reason: 'E_MOUNT_FAILED',
+            detail: 'the trial overlay did not keep writes out of the lower directory',
+            evidence: { upperFs, trialMount: true, lowerIntact: false },
+          };
         }
       } finally {
         await unmountIfMounted(merged);
       }
-      return { available: true, reason: null, detail: `trial overlay mounted (upper on ${upperFs}), write stayed out of the lower dir, unmounted`, evidence: { upperFs, trialMount: true, lowerIntact: true, options: OVERLAY_OPTIONS } };
+      return {
+        available: true,
+        reason: null,
+        detail: `trial overlay mounted (upper on ${upperFs}), write stayed out of the lower dir, unmounted`,
+        evidence: { upperFs, trialMount: true, lowerIntact: true, options: OVERLAY_OPTIONS },
+      };
     } catch (err) {
       const code = isPdbError(err) ? err.code : 'E_MOUNT_FAILED';
-      return { available: false, reason: code, detail: `trial overlay mount failed: ${(err as Error).message}`, evidence: { upperFs, trialMount: false } };
+      return {
+        available: false,
+        reason: code,
+        detail: `trial overlay mount failed: ${(err as Error).message}`,
+        evidence: { upperFs, trialMount: false },
+      };
     } finally {
       await unmountIfMounted(merged).catch(() => {});
       await removeTreeForce(dir).catch(() => {});
@@ -87,7 +118,10 @@ export const overlayBackend: Backend = {
     if (mountedFsType(root) === 'overlay') return;
     // After a reboot the mount is gone but upper and work survive: mount them again.
     const { lower, upper, work } = sessionPaths(ctx, sessionDir, state);
-    if (!existsSync(lower)) throw new PdbError('E_SESSION_BROKEN', 'the overlay base (lower directory) is missing from the store', { hint: 'Discard the session and create it again.' });
+    if (!existsSync(lower))
+      throw new PdbError('E_SESSION_BROKEN', 'the overlay base (lower directory) is missing from the store', {
+        hint: 'Discard the session and create it again.',
+      });
     await mkdir(root, { recursive: true });
     await mountOverlay(lower, upper, work, root);
   },

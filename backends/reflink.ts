@@ -17,7 +17,13 @@ export const reflinkBackend: Backend = {
   experimental: false,
   testOnly: false,
   summary: 'per-file forced clone (FICLONE) of the base; btrfs, XFS reflink=1, bcachefs',
-  capabilities: { constantTimeCreate: false, sharesExtents: true, needsRemount: false, carriesFullSnapshot: true, securityIsolation: false },
+  capabilities: {
+    constantTimeCreate: false,
+    sharesExtents: true,
+    needsRemount: false,
+    carriesFullSnapshot: true,
+    securityIsolation: false,
+  },
   async probe(ctx): Promise<ProbeResult> {
     const fsType = fsTypeName(await fsTypeOf(ctx.probeDir));
     const dir = await mkdtemp(join(ctx.probeDir, `probe-reflink-${process.pid}-`));
@@ -28,16 +34,28 @@ export const reflinkBackend: Backend = {
         await copyFile(join(dir, 'a'), join(dir, 'b'), constants.COPYFILE_FICLONE_FORCE);
       } catch (err) {
         const e = cloneError(err, 'probe file');
-        return { available: false, reason: e.code, detail: `a forced clone on the store's filesystem (${fsType}) failed: ${e.message}`, evidence: { fsType, cloned: false, errno: (err as NodeJS.ErrnoException).code ?? null } };
+        return {
+          available: false,
+          reason: e.code,
+          detail: `a forced clone on the store's filesystem (${fsType}) failed: ${e.message}`,
+          evidence: { fsType, cloned: false, errno: (err as NodeJS.ErrnoException).code ?? null },
+        };
       }
       const seen = await observeShared([join(dir, 'b')]);
       if (seen.observed === false) {
-        return { available: false, reason: 'E_CLONE_NOT_OBSERVED', detail: `a forced clone on ${fsType} succeeded but FIEMAP shows no shared extent`, evidence: { fsType, cloned: true, observed: false, observer: seen.tool } };
+        return {
+          available: false,
+          reason: 'E_CLONE_NOT_OBSERVED',
+          detail: `a forced clone on ${fsType} succeeded but FIEMAP shows no shared extent`,
+          evidence: { fsType, cloned: true, observed: false, observer: seen.tool },
+        };
       }
       return {
         available: true,
         reason: null,
-        detail: seen.observed ? `forced clone made and observed shared on ${fsType}` : `forced clone made on ${fsType} (sharing not observable: ${seen.tool})`,
+        detail: seen.observed
+          ? `forced clone made and observed shared on ${fsType}`
+          : `forced clone made on ${fsType} (sharing not observable: ${seen.tool})`,
         evidence: { fsType, cloned: true, observed: seen.observed, observer: seen.tool },
       };
     } finally {
@@ -52,11 +70,19 @@ export const reflinkBackend: Backend = {
     const { files, sample } = await cloneTree(base, snapshot, root);
     const seen = await observeShared(sample.map((p) => join(root, p)));
     if (seen.observed === false) {
-      throw new PdbError('E_CLONE_NOT_OBSERVED', `forced clones succeeded but only ${seen.shared} of ${seen.checked} sampled files show shared extents`, {
-        hint: 'The filesystem may not really share extents; use full-copy and report the host (pdb-env doctor).',
-      });
+      throw new PdbError(
+        'E_CLONE_NOT_OBSERVED',
+        `forced clones succeeded but only ${seen.shared} of ${seen.checked} sampled files show shared extents`,
+        {
+          hint: 'The filesystem may not really share extents; use full-copy and report the host (pdb-env doctor).',
+        },
+      );
     }
-    return { state: { method: 'ficlone', observer: seen.tool, sampled: seen.checked, sharedInSample: seen.shared }, files, cloneObserved: seen.observed };
+    return {
+      state: { method: 'ficlone', observer: seen.tool, sampled: seen.checked, sharedInSample: seen.shared },
+      files,
+      cloneObserved: seen.observed,
+    };
   },
   async resume() {},
   async release() {

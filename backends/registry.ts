@@ -7,7 +7,15 @@ import { apfsCloneBackend } from './apfs-clone.js';
 import { gitWorktreeBackend } from './git-worktree.js';
 import { agentfsBackend } from './agentfs.js';
 import { hardlinkFarmBackend } from './hardlink-farm.js';
-import { BACKEND_NAMES, type AnyBackendName, type Backend, type BackendContext, type BackendName, type ProbeResult, type TestBackendName } from './types.js';
+import {
+  BACKEND_NAMES,
+  type AnyBackendName,
+  type Backend,
+  type BackendContext,
+  type BackendName,
+  type ProbeResult,
+  type TestBackendName,
+} from './types.js';
 
 /**
  * The typed registry: CLI, schemas and reports take backend names from here. Backends not yet
@@ -54,7 +62,13 @@ function missingBackend(name: BackendName): Backend {
     experimental: name === 'apfs-clone' || name === 'agentfs',
     testOnly: false,
     summary: 'not built into this version',
-    capabilities: { constantTimeCreate: false, sharesExtents: false, needsRemount: false, carriesFullSnapshot: true, securityIsolation: false },
+    capabilities: {
+      constantTimeCreate: false,
+      sharesExtents: false,
+      needsRemount: false,
+      carriesFullSnapshot: true,
+      securityIsolation: false,
+    },
     async probe(): Promise<ProbeResult> {
       return { available: false, reason: 'E_BACKEND_UNAVAILABLE', detail: `${name} is not implemented in this build`, evidence: {} };
     },
@@ -82,7 +96,12 @@ export async function probeBackend(backend: Backend, ctx: BackendContext): Promi
   try {
     result = await backend.probe(ctx);
   } catch (err) {
-    result = { available: false, reason: err instanceof PdbError ? err.code : 'E_BACKEND_UNAVAILABLE', detail: `probe failed: ${(err as Error).message}`, evidence: {} };
+    result = {
+      available: false,
+      reason: err instanceof PdbError ? err.code : 'E_BACKEND_UNAVAILABLE',
+      detail: `probe failed: ${(err as Error).message}`,
+      evidence: {},
+    };
   }
   return {
     name: backend.name,

@@ -46,7 +46,9 @@ export function parseCommandArgs(cmd: Command, argv: string[]): ParsedArgs & { h
     const n = parsed.positionals.length;
     if (n < min || n > max) {
       const want = min === max ? `${min}` : `${min} to ${max}`;
-      throw new PdbError('E_USAGE', `${cmd.name} takes ${want} argument(s), got ${n}`, { hint: `pdb-env ${cmd.name} --help shows the usage.` });
+      throw new PdbError('E_USAGE', `${cmd.name} takes ${want} argument(s), got ${n}`, {
+        hint: `pdb-env ${cmd.name} --help shows the usage.`,
+      });
     }
   }
   return { values, positionals: parsed.positionals, rest, json: values.json === true, store: values.store as string | undefined, help };

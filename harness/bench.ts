@@ -84,14 +84,16 @@ async function toolCommit(): Promise<string | null> {
 /** Read-only btrfs subvolumes (materialized bases) that `rm -r` cannot remove: their inode is 256. */
 async function deleteSubvolumes(storeDir: string): Promise<void> {
   const candidates: string[] = [];
-  for (const digestDir of readdirSafe(join(storeDir, 'bases'))) for (const f of readdirSafe(join(storeDir, 'bases', digestDir))) candidates.push(join(storeDir, 'bases', digestDir, f));
+  for (const digestDir of readdirSafe(join(storeDir, 'bases')))
+    for (const f of readdirSafe(join(storeDir, 'bases', digestDir))) candidates.push(join(storeDir, 'bases', digestDir, f));
   for (const t of readdirSafe(join(storeDir, 'tmp'))) candidates.push(join(storeDir, 'tmp', t));
   for (const dir of candidates) {
     const st = statSafe(dir);
     if (!st?.isDirectory() || st.ino !== 256) continue;
     if (Number(statfsSync(dir).type) !== 0x9123683e) continue;
     const r = await execa('btrfs', ['subvolume', 'delete', dir], { reject: false });
-    if (r.exitCode !== 0) throw new PdbError('E_IO', `could not delete the btrfs subvolume of a materialized base: ${String(r.stderr).trim()}`);
+    if (r.exitCode !== 0)
+      throw new PdbError('E_IO', `could not delete the btrfs subvolume of a materialized base: ${String(r.stderr).trim()}`);
   }
 }
 
@@ -142,16 +144,26 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
     const h = journal.header();
     plan = checkPlan(h.plan, workloads);
     if (options.plan && planDigest(options.plan) !== h.planDigest) {
-      throw new PdbError('E_PLAN_INVALID', `the plan differs from the one run ${h.runId} started with`, { hint: 'Resume with the same plan (or without --plan: the journal holds it).' });
+      throw new PdbError('E_PLAN_INVALID', `the plan differs from the one run ${h.runId} started with`, {
+        hint: 'Resume with the same plan (or without --plan: the journal holds it).',
+      });
     }
-    if (options.seed !== undefined && options.seed !== h.seed) throw new PdbError('E_USAGE', `run ${h.runId} uses seed ${h.seed}, not ${options.seed}`, { hint: 'Resume without --seed.' });
+    if (options.seed !== undefined && options.seed !== h.seed)
+      throw new PdbError('E_USAGE', `run ${h.runId} uses seed ${h.seed}, not ${options.seed}`, { hint: 'Resume without --seed.' });
     seed = h.seed;
   } else {
     if (!options.plan) throw new PdbError('E_USAGE', 'bench needs a plan', { hint: 'pdb-env bench --plan plans/default.json' });
     plan = checkPlan(options.plan, workloads);
     seed = options.seed ?? plan.seed;
-    if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new PdbError('E_USAGE', `--seed must be an integer in [0, 4294967295], got ${seed}`);
-    journal = RunJournal.create(outDir, { runId: newRunId(), plan, planDigest: planDigest(plan), seed, startedAt: new Date().toISOString() });
+    if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
+      throw new PdbError('E_USAGE', `--seed must be an integer in [0, 4294967295], got ${seed}`);
+    journal = RunJournal.create(outDir, {
+      runId: newRunId(),
+      plan,
+      planDigest: planDigest(plan),
+      seed,
+      startedAt: new Date().toISOString(),
+    });
   }
   const header = journal.header();
   const runId = header.runId;
@@ -163,7 +175,10 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
   if (header.workDir) rmSync(header.workDir, { recursive: true, force: true });
   // --store, then PDB_ENV_BENCH_STORE (so `npm run proof` can target a btrfs/XFS mount), then the plan.
   const parent = resolve(options.storeParent ?? (process.env.PDB_ENV_BENCH_STORE || undefined) ?? plan.store?.dir ?? tmpdir());
-  if (!existsSync(parent)) throw new PdbError('E_USAGE', `the store location ${parent} does not exist`, { hint: 'Pass an existing directory to --store (e.g. a btrfs or XFS mount).' });
+  if (!existsSync(parent))
+    throw new PdbError('E_USAGE', `the store location ${parent} does not exist`, {
+      hint: 'Pass an existing directory to --store (e.g. a btrfs or XFS mount).',
+    });
   const storeDir = realpathSync(mkdtempSync(join(parent, `pdb-bench-${runId}-`)));
   const workDir = realpathSync(mkdtempSync(join(tmpdir(), `pdb-bench-work-${runId}-`)));
   journal.writeHeader({ ...header, storeDir, workDir, attempts: header.attempts + (options.resume ? 1 : 0) });
@@ -203,13 +218,30 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
       const r = await probeBackend(getBackend(name, { allowTestOnly }), svc.backendContext(firstSource));
       const evidence: BackendAvailability['evidence'] = {};
       for (const [k, v] of Object.entries(r.evidence)) evidence[k] = typeof v === 'string' ? scrubText(v) : v;
-      backends.push({ name, available: r.available, reason: r.reason, detail: scrubText(r.detail), experimental: r.experimental, evidence, capabilities: { ...r.capabilities } });
-      progress({ kind: 'note', message: `backend ${name}: ${r.available ? 'available' : `unavailable (${r.reason}): ${scrubText(r.detail)}`}` });
+      backends.push({
+        name,
+        available: r.available,
+        reason: r.reason,
+        detail: scrubText(r.detail),
+        experimental: r.experimental,
+        evidence,
+        capabilities: { ...r.capabilities },
+      });
+      progress({
+        kind: 'note',
+        message: `backend ${name}: ${r.available ? 'available' : `unavailable (${r.reason}): ${scrubText(r.detail)}`}`,
+      });
     }
     const available = new Set(backends.filter((b) => b.available).map((b) => b.name));
 
     // ---- schedule --------------------------------------------------------------------------------
-    const schedule = buildSchedule({ backends: plan.backends, workloads: plan.workloads.map((w) => w.name), blocks: plan.blocks, warmupBlocks: plan.warmupBlocks, seed });
+    const schedule = buildSchedule({
+      backends: plan.backends,
+      workloads: plan.workloads.map((w) => w.name),
+      blocks: plan.blocks,
+      warmupBlocks: plan.warmupBlocks,
+      seed,
+    });
     const slots = schedule.flatMap((b) => b.cases);
     const runnable = slots.filter((c) => available.has(c.backend));
     const total = runnable.length;
@@ -252,7 +284,17 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
           progress({ kind: 'case-start', index, total, caseId: sc.id, backend: sc.backend, workload: sc.workload });
           const r = await runCase(env, { scheduled: sc, workload: w, params, fixture, base, expected, sibling });
           ranHere++;
-          progress({ kind: 'case-end', index, total, caseId: sc.id, backend: sc.backend, workload: sc.workload, outcome: r.record.outcome, wallMs: r.record.wallMs, message: r.record.failure ? `${r.record.failure.code} in ${r.record.failure.phase}` : undefined });
+          progress({
+            kind: 'case-end',
+            index,
+            total,
+            caseId: sc.id,
+            backend: sc.backend,
+            workload: sc.workload,
+            outcome: r.record.outcome,
+            wallMs: r.record.wallMs,
+            message: r.record.failure ? `${r.record.failure.code} in ${r.record.failure.phase}` : undefined,
+          });
           if (deferred) results.push(r);
           else {
             journal.append(r.record);

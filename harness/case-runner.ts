@@ -64,7 +64,14 @@ export interface CaseResult {
 const ZERO: MismatchCounts = { content: 0, mode: 0, symlink: 0, missing: 0, extra: 0, kind: 0 };
 
 function addCounts(a: MismatchCounts, b: MismatchCounts): MismatchCounts {
-  return { content: a.content + b.content, mode: a.mode + b.mode, symlink: a.symlink + b.symlink, missing: a.missing + b.missing, extra: a.extra + b.extra, kind: a.kind + b.kind };
+  return {
+    content: a.content + b.content,
+    mode: a.mode + b.mode,
+    symlink: a.symlink + b.symlink,
+    missing: a.missing + b.missing,
+    extra: a.extra + b.extra,
+    kind: a.kind + b.kind,
+  };
 }
 
 /** Flush dirty data of the store's filesystem so the free-space delta sees real allocation. */
@@ -89,7 +96,14 @@ export function mountsUnder(dir: string): number {
   return mounts.filter((m) => m.mountPoint === dir || m.mountPoint.startsWith(`${dir}/`)).length;
 }
 
-function phaseRecord(name: string, outcome: CaseOutcome, durationMs: number, timeoutMs: number | null, p?: ProcessResult, milestones: Record<string, number> = {}): PhaseRecord {
+function phaseRecord(
+  name: string,
+  outcome: CaseOutcome,
+  durationMs: number,
+  timeoutMs: number | null,
+  p?: ProcessResult,
+  milestones: Record<string, number> = {},
+): PhaseRecord {
   return {
     name,
     outcome,
@@ -135,7 +149,10 @@ async function baseUnchangedCheck(env: CaseEnv, fixture: Fixture, base: BaseInfo
   const basesDir = join(env.svc.store.paths.bases, base.digest.slice('sha256:'.length));
   let families: string[] = [];
   try {
-    families = (await readdir(basesDir, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+    families = (await readdir(basesDir, { withFileTypes: true }))
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name)
+      .sort();
   } catch {
     /* no materialized base: full-copy copies straight from objects */
   }
@@ -146,7 +163,10 @@ async function baseUnchangedCheck(env: CaseEnv, fixture: Fixture, base: BaseInfo
     name: 'base-unchanged',
     passed: n === 0,
     mismatches: n === 0 ? null : total,
-    detail: n === 0 ? `source and ${families.length} materialized base(s) re-scanned${note}` : `changed during this case: ${bad.join(', ')}${note}`,
+    detail:
+      n === 0
+        ? `source and ${families.length} materialized base(s) re-scanned${note}`
+        : `changed during this case: ${bad.join(', ')}${note}`,
   };
 }
 
@@ -177,7 +197,10 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
   activeCaseTokens.add(token);
   const proc = createCaseRunner(env.proc, token);
   const abort = new AbortController();
-  const names = Array.from({ length: Math.max(1, workload.sessions) }, (_, i) => `${env.sessionPrefix}-${sc.id}${i === 0 ? '' : `-peer${i}`}`);
+  const names = Array.from(
+    { length: Math.max(1, workload.sessions) },
+    (_, i) => `${env.sessionPrefix}-${sc.id}${i === 0 ? '' : `-peer${i}`}`,
+  );
   const created: string[] = [];
   const scratchDir = join(env.scratchRoot, sc.id);
   await mkdir(scratchDir, { recursive: true });
@@ -186,7 +209,11 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
     failure ??= { code, phase, message: scrubText(message) };
   };
 
-  const phase = async <T>(name: string, timeoutMs: number | null, fn: () => Promise<{ value: T; process?: ProcessResult; milestones?: Record<string, number> }>): Promise<T | undefined> => {
+  const phase = async <T>(
+    name: string,
+    timeoutMs: number | null,
+    fn: () => Promise<{ value: T; process?: ProcessResult; milestones?: Record<string, number> }>,
+  ): Promise<T | undefined> => {
     if (abort.signal.aborted) throw new CaseTimeout();
     current = name;
     const t0 = performance.now();
@@ -197,7 +224,10 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
         timeoutMs === null
           ? null
           : new Promise<never>((_, reject) => {
-              stepTimer = setTimeout(() => reject(new PdbError('E_TIMEOUT', `${name} did not finish within its ${timeoutMs} ms timeout`)), timeoutMs);
+              stepTimer = setTimeout(
+                () => reject(new PdbError('E_TIMEOUT', `${name} did not finish within its ${timeoutMs} ms timeout`)),
+                timeoutMs,
+              );
             });
       const out = await (limit ? Promise.race([work, limit]) : work);
       if (abort.signal.aborted) throw new CaseTimeout();
@@ -227,7 +257,10 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
       params,
       proc,
       pdbEnvRun: (s: SessionHandle, command: string, args: string[], options: Omit<ProcessOptions, 'cwd'>) =>
-        proc.run(process.execPath, [env.cliPath, 'run', s.name, '--store', env.storeDir, '--', command, ...args], { ...options, cwd: scratchDir }),
+        proc.run(process.execPath, [env.cliPath, 'run', s.name, '--store', env.storeDir, '--', command, ...args], {
+          ...options,
+          cwd: scratchDir,
+        }),
       metric: (name, value) => {
         metrics[name] = typeof value === 'string' ? scrubText(value) : value;
       },
@@ -242,7 +275,12 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
     await syncFs(env.storeDir);
     const free0 = freeBytes(env.storeDir);
     const made = await phase('create', null, async () => {
-      const r = await env.svc.create(names[0]!, { from: fixture.sourceDir, base: base.digest, backend: sc.backend, allowTestOnly: env.allowTestOnly });
+      const r = await env.svc.create(names[0]!, {
+        from: fixture.sourceDir,
+        base: base.digest,
+        backend: sc.backend,
+        allowTestOnly: env.allowTestOnly,
+      });
       created.push(names[0]!);
       return { value: r };
     });
@@ -293,11 +331,17 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
       for (const n of created.slice(1)) results.push(await env.svc.scanEntries(n));
       if (workload.check) {
         for (const c of await workload.check(ctx(), results)) {
-          checks.push({ name: c.name, passed: c.passed, mismatches: c.mismatches && totalMismatches(c.mismatches) ? c.mismatches : null, detail: c.detail ? scrubText(c.detail) : null });
+          checks.push({
+            name: c.name,
+            passed: c.passed,
+            mismatches: c.mismatches && totalMismatches(c.mismatches) ? c.mismatches : null,
+            detail: c.detail ? scrubText(c.detail) : null,
+          });
         }
       }
       checks.push(await baseUnchangedCheck(env, fixture, base));
-      if (input.sibling) checks.push(treeCheck('sibling-unchanged', base.entries, await env.svc.scanEntries(input.sibling), 'the block sibling session'));
+      if (input.sibling)
+        checks.push(treeCheck('sibling-unchanged', base.entries, await env.svc.scanEntries(input.sibling), 'the block sibling session'));
       return { value: undefined };
     });
   };
@@ -315,7 +359,8 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
   const work = body().then(
     () => 'done' as const,
     (err: unknown) => {
-      if (!(err instanceof CaseTimeout) && !(err instanceof PdbError && failure)) fail(toPdbError(err).code, current, toPdbError(err).message);
+      if (!(err instanceof CaseTimeout) && !(err instanceof PdbError && failure))
+        fail(toPdbError(err).code, current, toPdbError(err).message);
       return 'done' as const;
     },
   );
@@ -356,10 +401,24 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
     name: 'cleanup',
     passed: cleanOk,
     mismatches: null,
-    detail: cleanOk ? null : [left.length ? `${left.length} session dir(s) left` : '', mounted ? `${mounted} mount(s) left` : '', strays ? `${strays} process(es) still running` : ''].filter(Boolean).join(', '),
+    detail: cleanOk
+      ? null
+      : [
+          left.length ? `${left.length} session dir(s) left` : '',
+          mounted ? `${mounted} mount(s) left` : '',
+          strays ? `${strays} process(es) still running` : '',
+        ]
+          .filter(Boolean)
+          .join(', '),
   });
 
-  for (const c of checks) if (!c.passed) fail(CHECK_CODES[c.name] ?? (c.name.endsWith('oracle') ? 'E_ORACLE_MISMATCH' : 'E_STEP_FAILED'), c.name === 'cleanup' ? 'discard' : 'verify', `check ${c.name} failed${c.detail ? `: ${c.detail}` : ''}`);
+  for (const c of checks)
+    if (!c.passed)
+      fail(
+        CHECK_CODES[c.name] ?? (c.name.endsWith('oracle') ? 'E_ORACLE_MISMATCH' : 'E_STEP_FAILED'),
+        c.name === 'cleanup' ? 'discard' : 'verify',
+        `check ${c.name} failed${c.detail ? `: ${c.detail}` : ''}`,
+      );
 
   const wallMs = performance.now() - started;
   const inPhases = phases.reduce((s, p) => s + p.durationMs, 0);
@@ -392,7 +451,12 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
 }
 
 /** The deferred oracle: compare a case with the full-copy case of its block (workloads without `expected`). */
-export function applyDeferredOracle(record: CaseRecord, projected: Entry[] | null, oracle: { projected: Entry[] | null; record: CaseRecord } | null, base: BaseInfo): void {
+export function applyDeferredOracle(
+  record: CaseRecord,
+  projected: Entry[] | null,
+  oracle: { projected: Entry[] | null; record: CaseRecord } | null,
+  base: BaseInfo,
+): void {
   let check: CheckRecord;
   if (!oracle || !oracle.projected) {
     check = { name: 'oracle', passed: false, mismatches: null, detail: 'no full-copy result in this block to compare with' };

@@ -22,7 +22,10 @@ const GENERIC_USERS = new Set(['root', 'user', 'runner', 'node', 'admin', 'ubunt
 const ABSOLUTE_PATTERNS: Array<[RegExp, string]> = [
   // A POSIX absolute path: "/" then a name then another "/" or the end, at a token start.
   [/(^|[\s"'`(=:,;[{<])\/(?:[A-Za-z0-9._@~+-]+)(?:\/|$|[\s"'`),;\]}>])/, 'an absolute POSIX path'],
-  [/(^|[^A-Za-z0-9])\/(?:tmp|home|root|work|mnt|Users|var|private|opt|srv|media|run|etc|usr|proc|dev|data|nix|Volumes|workspace)(?![A-Za-z0-9_-])/, 'an absolute path under a system root'],
+  [
+    /(^|[^A-Za-z0-9])\/(?:tmp|home|root|work|mnt|Users|var|private|opt|srv|media|run|etc|usr|proc|dev|data|nix|Volumes|workspace)(?![A-Za-z0-9_-])/,
+    'an absolute path under a system root',
+  ],
   [/(^|[^A-Za-z0-9])[A-Za-z]:[\\/]/, 'a Windows drive path'],
   [/\\\\[A-Za-z0-9._-]+\\/, 'a UNC path'],
   [/file:\/\//i, 'a file:// URL'],
@@ -69,7 +72,10 @@ export function pathFreeViolation(s: string, options: PathFreeOptions = {}): str
 
 /** Every string (and object key) in `doc` that breaks the path-free rule. */
 export function findPathIssues(doc: unknown, options: PathFreeOptions = {}): PathFreeIssue[] {
-  const resolved: PathFreeOptions = { userNames: options.userNames ?? defaultUserNames(), hostNames: options.hostNames ?? defaultHostNames() };
+  const resolved: PathFreeOptions = {
+    userNames: options.userNames ?? defaultUserNames(),
+    hostNames: options.hostNames ?? defaultHostNames(),
+  };
   const issues: PathFreeIssue[] = [];
   const visit = (v: unknown, pointer: string): void => {
     if (typeof v === 'string') {

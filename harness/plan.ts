@@ -35,23 +35,36 @@ export function planDigest(plan: Plan): Digest {
 /** Validate a parsed plan: schema, test-only backends, known workloads and their parameter names. */
 export function checkPlan(doc: unknown, workloads: Record<string, Workload>): Plan {
   const issues = validateAgainst('plan', doc);
-  if (issues.length) throw new PdbError('E_PLAN_INVALID', `the plan does not match schemas/plan.schema.json: ${formatIssues(issues)}`, { hint: 'pdb-env validate PLAN shows every problem with its JSON pointer.' });
+  if (issues.length)
+    throw new PdbError('E_PLAN_INVALID', `the plan does not match schemas/plan.schema.json: ${formatIssues(issues)}`, {
+      hint: 'pdb-env validate PLAN shows every problem with its JSON pointer.',
+    });
   const plan = doc as Plan;
   const userNames = new Set<string>(BACKEND_NAMES);
   for (const [i, b] of plan.backends.entries()) {
     if (!userNames.has(b) && !plan.allowTestOnlyBackends) {
-      throw new PdbError('E_PLAN_INVALID', `/backends/${i}: "${b}" is a test-only backend`, { hint: 'Test-only negative controls need "allowTestOnlyBackends": true and never belong in evidence plans.' });
+      throw new PdbError('E_PLAN_INVALID', `/backends/${i}: "${b}" is a test-only backend`, {
+        hint: 'Test-only negative controls need "allowTestOnlyBackends": true and never belong in evidence plans.',
+      });
     }
   }
   const seen = new Set<string>();
   for (const [i, w] of plan.workloads.entries()) {
     const workload = workloads[w.name];
-    if (!workload) throw new PdbError('E_WORKLOAD_UNKNOWN', `/workloads/${i}/name: unknown workload "${w.name}"`, { hint: `Known workloads: ${Object.keys(workloads).join(', ')}.` });
-    if (seen.has(w.name)) throw new PdbError('E_PLAN_INVALID', `/workloads/${i}/name: workload "${w.name}" is listed twice`, { hint: 'List each workload once; blocks repeat it.' });
+    if (!workload)
+      throw new PdbError('E_WORKLOAD_UNKNOWN', `/workloads/${i}/name: unknown workload "${w.name}"`, {
+        hint: `Known workloads: ${Object.keys(workloads).join(', ')}.`,
+      });
+    if (seen.has(w.name))
+      throw new PdbError('E_PLAN_INVALID', `/workloads/${i}/name: workload "${w.name}" is listed twice`, {
+        hint: 'List each workload once; blocks repeat it.',
+      });
     seen.add(w.name);
     for (const key of Object.keys(w.params ?? {})) {
       if (!(key in workload.defaultParams)) {
-        throw new PdbError('E_PLAN_INVALID', `/workloads/${i}/params/${key}: ${w.name} has no parameter "${key}"`, { hint: `Its parameters: ${Object.keys(workload.defaultParams).join(', ') || '(none)'}.` });
+        throw new PdbError('E_PLAN_INVALID', `/workloads/${i}/params/${key}: ${w.name} has no parameter "${key}"`, {
+          hint: `Its parameters: ${Object.keys(workload.defaultParams).join(', ') || '(none)'}.`,
+        });
       }
       const want = typeof workload.defaultParams[key];
       const got = typeof w.params![key];
@@ -66,7 +79,8 @@ export function loadPlan(file: string, workloads: Record<string, Workload>): { p
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    if (osErrorCode(err) === 'ENOENT') throw new PdbError('E_PLAN_INVALID', `plan file ${file} does not exist`, { hint: 'plans/default.json is the quick default plan.' });
+    if (osErrorCode(err) === 'ENOENT')
+      throw new PdbError('E_PLAN_INVALID', `plan file ${file} does not exist`, { hint: 'plans/default.json is the quick default plan.' });
     throw err;
   }
   let doc: unknown;

@@ -28,15 +28,26 @@ export function summarize(cases: CaseRecord[], planned: number, skippedUnavailab
 export function assertValidReceipt(receipt: unknown, pathFree: PathFreeOptions = {}): asserts receipt is Receipt {
   const issues = validateAgainst('receipt', receipt);
   if (issues.length) {
-    throw new PdbError('E_SCHEMA_INVALID', `the receipt does not match schemas/receipt.schema.json, so it was not written: ${formatIssues(issues)}`, {
-      hint: 'This is a pdb-env bug: harness/receipt-types.ts and the schema disagree.',
-    });
+    throw new PdbError(
+      'E_SCHEMA_INVALID',
+      `the receipt does not match schemas/receipt.schema.json, so it was not written: ${formatIssues(issues)}`,
+      {
+        hint: 'This is a pdb-env bug: harness/receipt-types.ts and the schema disagree.',
+      },
+    );
   }
   const leaks = findPathIssues(receipt, pathFree);
   if (leaks.length) {
-    throw new PdbError('E_RECEIPT_NOT_PATH_FREE', `the receipt is not path-free, so it was not written: ${leaks.slice(0, 8).map((l) => `${l.pointer} ${l.message}`).join('; ')}`, {
-      hint: 'Receipts must hold no absolute path, user name or host name; scrub the field that leaked.',
-    });
+    throw new PdbError(
+      'E_RECEIPT_NOT_PATH_FREE',
+      `the receipt is not path-free, so it was not written: ${leaks
+        .slice(0, 8)
+        .map((l) => `${l.pointer} ${l.message}`)
+        .join('; ')}`,
+      {
+        hint: 'Receipts must hold no absolute path, user name or host name; scrub the field that leaked.',
+      },
+    );
   }
 }
 

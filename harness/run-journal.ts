@@ -26,7 +26,10 @@ export interface RunHeader {
 }
 
 export function newRunId(now = new Date()): string {
-  const t = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const t = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
   return `${t}-${randomBytes(3).toString('hex')}`;
 }
 
@@ -35,7 +38,10 @@ export const RUN_ID_PATTERN = /^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$/;
 export class RunJournal {
   readonly dir: string;
 
-  private constructor(outDir: string, readonly runId: string) {
+  private constructor(
+    outDir: string,
+    readonly runId: string,
+  ) {
     this.dir = join(outDir, RUNS_DIR, runId);
   }
 
@@ -48,10 +54,15 @@ export class RunJournal {
   }
 
   static open(outDir: string, runId: string): RunJournal {
-    if (!RUN_ID_PATTERN.test(runId)) throw new PdbError('E_RUN_NOT_FOUND', `"${runId}" is not a run id (like 20260101T120000Z-a1b2c3)`, { hint: `Interrupted runs are listed under ${join(outDir, RUNS_DIR)}.` });
+    if (!RUN_ID_PATTERN.test(runId))
+      throw new PdbError('E_RUN_NOT_FOUND', `"${runId}" is not a run id (like 20260101T120000Z-a1b2c3)`, {
+        hint: `Interrupted runs are listed under ${join(outDir, RUNS_DIR)}.`,
+      });
     const j = new RunJournal(outDir, runId);
     if (!existsSync(j.headerFile)) {
-      throw new PdbError('E_RUN_NOT_FOUND', `no interrupted run ${runId} under ${join(outDir, RUNS_DIR)}`, { hint: 'Pass the same --out as the interrupted run; a finished run has no journal left.' });
+      throw new PdbError('E_RUN_NOT_FOUND', `no interrupted run ${runId} under ${join(outDir, RUNS_DIR)}`, {
+        hint: 'Pass the same --out as the interrupted run; a finished run has no journal left.',
+      });
     }
     return j;
   }

@@ -68,7 +68,10 @@ function validator(name: SchemaName): ValidateFunction {
     const broken = schemaErrors.get(name);
     if (broken) throw new PdbError('E_SCHEMA_INVALID', `schemas/${name}.schema.json is not a valid strict JSON Schema: ${broken}`);
     const found = typeof id === 'string' ? a.getSchema(id) : undefined;
-    if (!found) throw new PdbError('E_SCHEMA_INVALID', `schemas/${name}.schema.json is not installed or has no $id`, { hint: 'Reinstall pdb-env; the schemas ship in its package.' });
+    if (!found)
+      throw new PdbError('E_SCHEMA_INVALID', `schemas/${name}.schema.json is not installed or has no $id`, {
+        hint: 'Reinstall pdb-env; the schemas ship in its package.',
+      });
     v = found;
     compiled.set(name, v);
   }
@@ -79,7 +82,10 @@ function describe(e: ErrorObject): SchemaIssue {
   const pointer = e.instancePath;
   switch (e.keyword) {
     case 'additionalProperties':
-      return { pointer: `${pointer}/${String((e.params as { additionalProperty: string }).additionalProperty)}`, message: 'is not allowed here (no additional properties)' };
+      return {
+        pointer: `${pointer}/${String((e.params as { additionalProperty: string }).additionalProperty)}`,
+        message: 'is not allowed here (no additional properties)',
+      };
     case 'required':
       return { pointer, message: `is missing required property "${String((e.params as { missingProperty: string }).missingProperty)}"` };
     case 'enum':

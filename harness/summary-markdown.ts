@@ -3,8 +3,10 @@
 import { median } from 'simple-statistics';
 import type { CaseRecord, Receipt } from './receipt-types.js';
 
-const fmtMs = (ms: number): string => (ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : ms >= 100 ? `${Math.round(ms)} ms` : `${ms.toFixed(1)} ms`);
-const fmtBytes = (b: number): string => (Math.abs(b) >= 1024 * 1024 ? `${(b / 1024 / 1024).toFixed(1)} MiB` : Math.abs(b) >= 1024 ? `${(b / 1024).toFixed(0)} KiB` : `${b} B`);
+const fmtMs = (ms: number): string =>
+  ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : ms >= 100 ? `${Math.round(ms)} ms` : `${ms.toFixed(1)} ms`;
+const fmtBytes = (b: number): string =>
+  Math.abs(b) >= 1024 * 1024 ? `${(b / 1024 / 1024).toFixed(1)} MiB` : Math.abs(b) >= 1024 ? `${(b / 1024).toFixed(0)} KiB` : `${b} B`;
 
 function cell(values: number[], fmt: (n: number) => string): string {
   return values.length ? fmt(median(values)) : '-';
@@ -14,10 +16,20 @@ export function receiptMarkdown(receipt: Receipt): string {
   const lines: string[] = [];
   const s = receipt.summary;
   lines.push(`# pdb-env bench: ${receipt.planName} (${receipt.runId})`, '');
-  lines.push(`Seed ${receipt.seed}; plan ${receipt.planDigest.slice(0, 19)}; tool ${receipt.tool.version}${receipt.tool.commit ? ` at ${receipt.tool.commit}` : ''}.`);
-  lines.push(`Host: ${receipt.host.os} ${receipt.host.kernel} ${receipt.host.arch}, ${receipt.host.cores} cores, ${fmtBytes(receipt.host.memoryBytes)}, store on ${receipt.host.storeFs.type}; host id ${receipt.host.hostId.slice(0, 12)}.`, '');
-  lines.push(`Cases: ${s.planned} planned, ${s.ok} ok, ${s.failed} failed, ${s.timeout} timeout, ${s.unavailable} unavailable (a backend or a lane this host cannot run); oracle mismatches: ${s.oracleMismatches}.`);
-  if (s.overheadShareMedian !== null) lines.push(`Harness overhead: median ${(s.overheadShareMedian * 100).toFixed(1)} % of case wall time (max ${((s.overheadShareMax ?? 0) * 100).toFixed(1)} %).`);
+  lines.push(
+    `Seed ${receipt.seed}; plan ${receipt.planDigest.slice(0, 19)}; tool ${receipt.tool.version}${receipt.tool.commit ? ` at ${receipt.tool.commit}` : ''}.`,
+  );
+  lines.push(
+    `Host: ${receipt.host.os} ${receipt.host.kernel} ${receipt.host.arch}, ${receipt.host.cores} cores, ${fmtBytes(receipt.host.memoryBytes)}, store on ${receipt.host.storeFs.type}; host id ${receipt.host.hostId.slice(0, 12)}.`,
+    '',
+  );
+  lines.push(
+    `Cases: ${s.planned} planned, ${s.ok} ok, ${s.failed} failed, ${s.timeout} timeout, ${s.unavailable} unavailable (a backend or a lane this host cannot run); oracle mismatches: ${s.oracleMismatches}.`,
+  );
+  if (s.overheadShareMedian !== null)
+    lines.push(
+      `Harness overhead: median ${(s.overheadShareMedian * 100).toFixed(1)} % of case wall time (max ${((s.overheadShareMax ?? 0) * 100).toFixed(1)} %).`,
+    );
   lines.push('');
 
   const unavailable = receipt.backends.filter((b) => !b.available);
@@ -39,23 +51,56 @@ export function receiptMarkdown(receipt: Receipt): string {
     lines.push(`| --- | ${backends.map(() => '---:').join(' | ')} |`);
     const ok = (b: string): CaseRecord[] => cases.filter((c) => c.backend === b && c.outcome === 'ok');
     lines.push(`| n (ok / all) | ${backends.map((b) => `${ok(b).length} / ${cases.filter((c) => c.backend === b).length}`).join(' | ')} |`);
-    for (const p of phaseNames) lines.push(`| ${p} | ${backends.map((b) => cell(ok(b).flatMap((c) => c.phases.filter((x) => x.name === p).map((x) => x.durationMs)), fmtMs)).join(' | ')} |`);
-    lines.push(`| case wall | ${backends.map((b) => cell(ok(b).map((c) => c.wallMs), fmtMs)).join(' | ')} |`);
-    lines.push(`| disk growth on create | ${backends.map((b) => cell(ok(b).flatMap((c) => (c.diskBytes === null ? [] : [c.diskBytes])), fmtBytes)).join(' | ')} |`);
+    for (const p of phaseNames)
+      lines.push(
+        `| ${p} | ${backends
+          .map((b) =>
+            cell(
+              ok(b).flatMap((c) => c.phases.filter((x) => x.name === p).map((x) => x.durationMs)),
+              fmtMs,
+            ),
+          )
+          .join(' | ')} |`,
+      );
+    lines.push(
+      `| case wall | ${backends
+        .map((b) =>
+          cell(
+            ok(b).map((c) => c.wallMs),
+            fmtMs,
+          ),
+        )
+        .join(' | ')} |`,
+    );
+    lines.push(
+      `| disk growth on create | ${backends
+        .map((b) =>
+          cell(
+            ok(b).flatMap((c) => (c.diskBytes === null ? [] : [c.diskBytes])),
+            fmtBytes,
+          ),
+        )
+        .join(' | ')} |`,
+    );
     lines.push('');
     lines.push(`Checks (passed / run, all cases incl. warm-up):`, '');
     const checkNames: string[] = [];
-    for (const c of receipt.cases.filter((x) => x.workload === w)) for (const k of c.checks) if (!checkNames.includes(k.name)) checkNames.push(k.name);
+    for (const c of receipt.cases.filter((x) => x.workload === w))
+      for (const k of c.checks) if (!checkNames.includes(k.name)) checkNames.push(k.name);
     lines.push(`| check | ${backends.join(' | ')} |`);
     lines.push(`| --- | ${backends.map(() => '---:').join(' | ')} |`);
     for (const k of checkNames) {
-      lines.push(`| ${k} | ${backends
-        .map((b) => {
-          const rs = receipt.cases.filter((c) => c.workload === w && c.backend === b).flatMap((c) => c.checks.filter((x) => x.name === k));
-          const passed = rs.filter((x) => x.passed).length;
-          return rs.length ? `${passed} / ${rs.length}${passed < rs.length ? ' **FAIL**' : ''}` : '-';
-        })
-        .join(' | ')} |`);
+      lines.push(
+        `| ${k} | ${backends
+          .map((b) => {
+            const rs = receipt.cases
+              .filter((c) => c.workload === w && c.backend === b)
+              .flatMap((c) => c.checks.filter((x) => x.name === k));
+            const passed = rs.filter((x) => x.passed).length;
+            return rs.length ? `${passed} / ${rs.length}${passed < rs.length ? ' **FAIL**' : ''}` : '-';
+          })
+          .join(' | ')} |`,
+      );
     }
     lines.push('');
   }
@@ -63,7 +108,10 @@ export function receiptMarkdown(receipt: Receipt): string {
   const bad = receipt.cases.filter((c) => c.outcome !== 'ok');
   if (bad.length) {
     lines.push('## Failures and timeouts', '');
-    for (const c of bad) lines.push(`- ${c.id} ${c.backend} x ${c.workload}: ${c.outcome}, ${c.failure?.code ?? '?'} in ${c.failure?.phase ?? '?'}: ${c.failure?.message ?? ''}`);
+    for (const c of bad)
+      lines.push(
+        `- ${c.id} ${c.backend} x ${c.workload}: ${c.outcome}, ${c.failure?.code ?? '?'} in ${c.failure?.phase ?? '?'}: ${c.failure?.message ?? ''}`,
+      );
     lines.push('');
   }
   lines.push('Block orders (seeded shuffle):', '');

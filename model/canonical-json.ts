@@ -21,7 +21,9 @@ export function canonicalJson(value: unknown): string {
     case 'object': {
       if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
       const obj = value as Record<string, unknown>;
-      const keys = Object.keys(obj).filter((k) => obj[k] !== undefined).sort();
+      const keys = Object.keys(obj)
+        .filter((k) => obj[k] !== undefined)
+        .sort();
       return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
     }
     default:

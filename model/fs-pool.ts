@@ -78,7 +78,8 @@ export class FsPool {
         const e = new Error(r.error.message) as NodeJS.ErrnoException;
         e.code = r.error.code;
         // ECHANGED: the worker read a file twice (hash, then install) and got different bytes.
-        if (r.error.code === 'ECHANGED') throw new PdbError('E_SOURCE_CHANGED', `${r.error.message}; stop writers in the tree and try again`, { cause: e });
+        if (r.error.code === 'ECHANGED')
+          throw new PdbError('E_SOURCE_CHANGED', `${r.error.message}; stop writers in the tree and try again`, { cause: e });
         throw new PdbError('E_IO', `${r.error.message}`, { cause: e });
       }
       out.push(...r.results);

@@ -9,7 +9,12 @@ import type { Snapshot } from './snapshot.js';
  * (the full-copy oracle's way: no copy_file_range, no reflink). Entries are sorted by path, so a
  * directory always comes before what it holds.
  */
-export async function materializeTree(store: ObjectStore, snapshot: Snapshot, destRoot: string, pool: FsPool = sharedFsPool()): Promise<{ files: number; bytes: number }> {
+export async function materializeTree(
+  store: ObjectStore,
+  snapshot: Snapshot,
+  destRoot: string,
+  pool: FsPool = sharedFsPool(),
+): Promise<{ files: number; bytes: number }> {
   mkdirSync(destRoot, { recursive: true });
   const copies: Array<[string, string, number]> = [];
   let bytes = 0;

@@ -108,11 +108,17 @@ export class ObjectStore {
     try {
       bytes = readFileSync(this.objectPath(digest));
     } catch (err) {
-      if (osErrorCode(err) === 'ENOENT') throw new PdbError('E_OBJECT_MISSING', `object ${digest} is not in the store`, { cause: err, hint: 'Run pdb-env verify; re-import the source with pdb-env create.' });
+      if (osErrorCode(err) === 'ENOENT')
+        throw new PdbError('E_OBJECT_MISSING', `object ${digest} is not in the store`, {
+          cause: err,
+          hint: 'Run pdb-env verify; re-import the source with pdb-env create.',
+        });
       throw err;
     }
     if (sha256Digest(bytes) !== digest) {
-      throw new PdbError('E_OBJECT_CORRUPT', `object ${digest} does not match its digest`, { hint: 'Run pdb-env verify to list every corrupt object.' });
+      throw new PdbError('E_OBJECT_CORRUPT', `object ${digest} does not match its digest`, {
+        hint: 'Run pdb-env verify to list every corrupt object.',
+      });
     }
     return bytes;
   }

@@ -28,13 +28,22 @@ export async function readSourceConfig(root: string): Promise<{ excludes: string
   try {
     doc = JSON.parse(text);
   } catch (err) {
-    throw new PdbError('E_CONFIG_INVALID', `${SOURCE_CONFIG} is not valid JSON: ${(err as Error).message}`, { cause: err, path: SOURCE_CONFIG });
+    throw new PdbError('E_CONFIG_INVALID', `${SOURCE_CONFIG} is not valid JSON: ${(err as Error).message}`, {
+      cause: err,
+      path: SOURCE_CONFIG,
+    });
   }
   if (!doc || typeof doc !== 'object' || Array.isArray(doc)) {
-    throw new PdbError('E_CONFIG_INVALID', `${SOURCE_CONFIG} must be an object like {"excludes": ["node_modules"]}`, { path: SOURCE_CONFIG });
+    throw new PdbError('E_CONFIG_INVALID', `${SOURCE_CONFIG} must be an object like {"excludes": ["node_modules"]}`, {
+      path: SOURCE_CONFIG,
+    });
   }
   const unknownKeys = Object.keys(doc).filter((k) => k !== 'excludes' && k !== '$schema');
-  if (unknownKeys.length) throw new PdbError('E_CONFIG_INVALID', `${SOURCE_CONFIG} has unknown keys: ${unknownKeys.join(', ')}`, { path: SOURCE_CONFIG, hint: 'Only "excludes" is read.' });
+  if (unknownKeys.length)
+    throw new PdbError('E_CONFIG_INVALID', `${SOURCE_CONFIG} has unknown keys: ${unknownKeys.join(', ')}`, {
+      path: SOURCE_CONFIG,
+      hint: 'Only "excludes" is read.',
+    });
   const excludes = (doc as { excludes?: unknown }).excludes ?? [];
   if (!Array.isArray(excludes) || excludes.some((x) => typeof x !== 'string')) {
     throw new PdbError('E_CONFIG_INVALID', `${SOURCE_CONFIG}: "excludes" must be an array of strings`, { path: SOURCE_CONFIG });
@@ -134,7 +143,10 @@ export async function walkTree(root: string, options: Pick<ScanOptions, 'exclude
         name = utf8.decode(raw);
       } catch {
         const shown = relDir ? `${relDir}/${raw.toString('latin1')}` : raw.toString('latin1');
-        throw new PdbError('E_NON_UTF8_NAME', `the name "${shown}" is not valid UTF-8`, { path: shown, hint: 'Rename it or add its directory to "excludes" in pdb-env.json.' });
+        throw new PdbError('E_NON_UTF8_NAME', `the name "${shown}" is not valid UTF-8`, {
+          path: shown,
+          hint: 'Rename it or add its directory to "excludes" in pdb-env.json.',
+        });
       }
       const rel = relDir ? `${relDir}/${name}` : name;
       if (excluded(rel, name)) continue;
@@ -194,15 +206,19 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
   const store = options.store;
   // Large files first so one 256 MiB file does not finish last on a single worker.
   toHash.sort((a, b) => b.size - a.size);
-  const results = await pool.map(toHash.map((f) => f.abs), (paths) =>
-    store ? { op: 'install', paths, objectsDir: store.paths.objects, tmpDir: store.paths.tmp } : { op: 'hash', paths },
+  const results = await pool.map(
+    toHash.map((f) => f.abs),
+    (paths) => (store ? { op: 'install', paths, objectsDir: store.paths.objects, tmpDir: store.paths.tmp } : { op: 'hash', paths }),
   );
   // Two workers may race to install the same bytes (both renames are atomic and equal): count digests.
   const installedDigests = new Set<string>();
   toHash.forEach((f, i) => {
     const r = results[i]!;
     if (r.size !== f.size) {
-      throw new PdbError('E_SOURCE_CHANGED', `"${f.path}" changed size while it was read (${f.size} -> ${r.size} bytes)`, { path: f.path, hint: 'Stop writers in the tree and try again.' });
+      throw new PdbError('E_SOURCE_CHANGED', `"${f.path}" changed size while it was read (${f.size} -> ${r.size} bytes)`, {
+        path: f.path,
+        hint: 'Stop writers in the tree and try again.',
+      });
     }
     if (r.installed) installedDigests.add(r.digest);
     const digest = `sha256:${r.digest}` as Digest;
@@ -210,7 +226,14 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
     // Racy-clean rule (as git's index): a file changed within 2 s of the scan is re-read next time.
     if (f.ctimeNs < startNs - 2_000_000_000n) nextCache.set(f.path, { sig: f.sig, digest, size: r.size });
   });
-  return { entries: sortEntries(entries), statCache: nextCache, filesHashed: toHash.length, filesTrusted: trusted, objectsInstalled: installedDigests.size, bytes };
+  return {
+    entries: sortEntries(entries),
+    statCache: nextCache,
+    filesHashed: toHash.length,
+    filesTrusted: trusted,
+    objectsInstalled: installedDigests.size,
+    bytes,
+  };
 }
 
 /** Stat cache persisted per source: `[path, sig, digest, size]` rows. */

@@ -137,7 +137,15 @@ export interface ReportData {
   alpha: number;
   bootstrapResamples: number;
   permutationDraws: number;
-  receipts: { runId: string; planName: string; testbed: string; startedAt: string; finishedAt: string; cases: number; synthetic: boolean }[];
+  receipts: {
+    runId: string;
+    planName: string;
+    testbed: string;
+    startedAt: string;
+    finishedAt: string;
+    cases: number;
+    synthetic: boolean;
+  }[];
   testbeds: Testbed[];
   backends: string[];
   workloads: string[];
@@ -179,12 +187,16 @@ function seedFor(seed: number, key: string): number {
 }
 
 function phaseOrder(a: string, b: string, firstSeen: Map<string, number>): number {
-  const rank = (p: string): number => (p === 'create' ? 0 : p.startsWith('step:') ? 1 : p === 'checkpoint' ? 2 : p === 'discard' ? 3 : p === TOTAL_PHASE ? 5 : 4);
+  const rank = (p: string): number =>
+    p === 'create' ? 0 : p.startsWith('step:') ? 1 : p === 'checkpoint' ? 2 : p === 'discard' ? 3 : p === TOTAL_PHASE ? 5 : 4;
   return rank(a) - rank(b) || (firstSeen.get(a) ?? 0) - (firstSeen.get(b) ?? 0) || a.localeCompare(b);
 }
 
 /** The duration of `phase` in a case, when that phase finished ok; the total is the case wall time. */
-function phaseDuration(c: CaseRecord, phase: string): { state: 'ok' | 'failed' | 'timeout' | 'unavailable' | 'not-reached'; ms: number | null } {
+function phaseDuration(
+  c: CaseRecord,
+  phase: string,
+): { state: 'ok' | 'failed' | 'timeout' | 'unavailable' | 'not-reached'; ms: number | null } {
   if (c.outcome === 'unavailable') return { state: 'unavailable', ms: null };
   if (phase === TOTAL_PHASE) {
     if (c.outcome === 'ok') return { state: 'ok', ms: c.wallMs };
@@ -218,7 +230,8 @@ export function analyzeReceipts(receipts: Receipt[], options: AnalyzeOptions = {
   const ordered = sortReceipts(receipts);
   const testbedIds = new Map<string, string>();
   const labels = options.labels ?? labelTestbeds(receipts);
-  for (const r of ordered) if (!testbedIds.has(testbedKey(r))) testbedIds.set(testbedKey(r), labels.get(testbedKey(r)) ?? `T?${testbedIds.size + 1}`);
+  for (const r of ordered)
+    if (!testbedIds.has(testbedKey(r))) testbedIds.set(testbedKey(r), labels.get(testbedKey(r)) ?? `T?${testbedIds.size + 1}`);
   const testbeds: Testbed[] = [];
   for (const [key, id] of testbedIds) {
     const rs = ordered.filter((r) => testbedKey(r) === key);
@@ -261,7 +274,9 @@ export function analyzeReceipts(receipts: Receipt[], options: AnalyzeOptions = {
   const phases = [...firstSeen.keys(), TOTAL_PHASE].sort((a, b) => phaseOrder(a, b, firstSeen));
   const slots = plannedSlots(ordered, testbedIds);
   const slotKeys = [...slots.keys()].map((k) => JSON.parse(k) as [string, string, string]);
-  const backends = uniqSorted([...cases.map((x) => x.c.backend), ...slotKeys.map((k) => k[1])]).sort((a, b) => (a === baseline ? -1 : b === baseline ? 1 : a.localeCompare(b)));
+  const backends = uniqSorted([...cases.map((x) => x.c.backend), ...slotKeys.map((k) => k[1])]).sort((a, b) =>
+    a === baseline ? -1 : b === baseline ? 1 : a.localeCompare(b),
+  );
   const workloads = uniqSorted([...cases.map((x) => x.c.workload), ...slotKeys.map((k) => k[2])]);
 
   const groups = new Map<string, IndexedCase[]>();
@@ -280,7 +295,15 @@ export function analyzeReceipts(receipts: Receipt[], options: AnalyzeOptions = {
   for (const tb of testbeds) {
     for (const backend of backends) {
       const all = cases.filter((x) => x.testbed === tb.id && x.c.backend === backend);
-      if (all.length > 0) rates.push(...rateRows(tb.id, backend, '*', all.map((x) => x.c)));
+      if (all.length > 0)
+        rates.push(
+          ...rateRows(
+            tb.id,
+            backend,
+            '*',
+            all.map((x) => x.c),
+          ),
+        );
       for (const workload of workloads) {
         const key = JSON.stringify([tb.id, backend, workload]);
         const group = groups.get(key);
@@ -290,7 +313,14 @@ export function analyzeReceipts(receipts: Receipt[], options: AnalyzeOptions = {
           if (slot) cells.push(phaseCell(tb.id, backend, workload, TOTAL_PHASE, [], slot));
           continue;
         }
-        rates.push(...rateRows(tb.id, backend, workload, group.map((x) => x.c)));
+        rates.push(
+          ...rateRows(
+            tb.id,
+            backend,
+            workload,
+            group.map((x) => x.c),
+          ),
+        );
         for (const phase of phases) {
           const cell = phaseCell(tb.id, backend, workload, phase, group, slot);
           if (cell.completed + cell.failed + cell.timeout + cell.unavailable === 0 && cell.warmupValuesMs.length === 0) continue;
@@ -385,7 +415,14 @@ function plannedSlots(receipts: Receipt[], testbedIds: Map<string, string>): Map
   return out;
 }
 
-function phaseCell(testbed: string, backend: string, workload: string, phase: string, group: IndexedCase[], slot: Slots | undefined): PhaseCell {
+function phaseCell(
+  testbed: string,
+  backend: string,
+  workload: string,
+  phase: string,
+  group: IndexedCase[],
+  slot: Slots | undefined,
+): PhaseCell {
   const cell: PhaseCell = {
     testbed,
     backend,
@@ -446,21 +483,36 @@ function cellDiagnostics(cell: PhaseCell, group: IndexedCase[], phase: string): 
   // With fewer than 6 values the MAD is too coarse for the 3.5 cut-off to mean anything.
   for (const o of n >= 6 ? modifiedZOutliers(cell.valuesMs) : []) {
     const x = measured[o.index]!;
-    out.push({ ...base, kind: 'outlier', message: `case ${x.c.id} of run ${x.receipt.runId} took ${o.value.toFixed(1)} ms, modified z = ${o.score.toFixed(1)}; kept in every statistic` });
+    out.push({
+      ...base,
+      kind: 'outlier',
+      message: `case ${x.c.id} of run ${x.receipt.runId} took ${o.value.toFixed(1)} ms, modified z = ${o.score.toFixed(1)}; kept in every statistic`,
+    });
   }
   if (n >= 4) {
     const first = cell.valuesMs[0]!;
     const rest = [...cell.valuesMs.slice(1)].sort((a, b) => a - b);
     const restMedian = rest.length % 2 ? rest[(rest.length - 1) / 2]! : (rest[rest.length / 2 - 1]! + rest[rest.length / 2]!) / 2;
     if (first > 1.5 * restMedian && first >= rest[rest.length - 1]!) {
-      out.push({ ...base, kind: 'slow-first-block', message: `first measured block took ${first.toFixed(1)} ms, ${(first / restMedian).toFixed(1)}x the median of the rest; consider a warm-up block` });
+      out.push({
+        ...base,
+        kind: 'slow-first-block',
+        message: `first measured block took ${first.toFixed(1)} ms, ${(first / restMedian).toFixed(1)}x the median of the rest; consider a warm-up block`,
+      });
     }
   }
   if (n >= 8) {
-    const rho = spearman(measured.map((x) => x.runIndex), cell.valuesMs);
+    const rho = spearman(
+      measured.map((x) => x.runIndex),
+      cell.valuesMs,
+    );
     // |rho| above ~2/sqrt(n-1) is the usual large-sample 5% line for a rank correlation.
     if (rho !== null && Math.abs(rho) > 1.96 / Math.sqrt(n - 1)) {
-      out.push({ ...base, kind: 'drift', message: `durations ${rho > 0 ? 'rise' : 'fall'} over the run (Spearman rho = ${rho.toFixed(2)}, n = ${n})` });
+      out.push({
+        ...base,
+        kind: 'drift',
+        message: `durations ${rho > 0 ? 'rise' : 'fall'} over the run (Spearman rho = ${rho.toFixed(2)}, n = ${n})`,
+      });
     }
   }
   // Sample-size notes once per backend and workload (on the whole-case row), not once per phase.
@@ -468,8 +520,20 @@ function cellDiagnostics(cell: PhaseCell, group: IndexedCase[], phase: string): 
     const sizes = measuredPerPhase(group);
     const small = sizes.filter((s) => s.n > 0 && s.n < 6).map((s) => s.phase);
     const noP95 = sizes.filter((s) => s.n >= 6 && s.n < 20).map((s) => s.phase);
-    if (small.length > 0) out.push({ ...base, phase: '*', kind: 'too-few-samples', message: `fewer than 6 measured cases in ${small.length} phase(s) (${summarizePhases(small)}): no 95% interval for their median` });
-    if (noP95.length > 0) out.push({ ...base, phase: '*', kind: 'too-few-samples', message: `6-19 measured cases in ${noP95.length} phase(s) (${summarizePhases(noP95)}): median CI shown, p95 needs 20` });
+    if (small.length > 0)
+      out.push({
+        ...base,
+        phase: '*',
+        kind: 'too-few-samples',
+        message: `fewer than 6 measured cases in ${small.length} phase(s) (${summarizePhases(small)}): no 95% interval for their median`,
+      });
+    if (noP95.length > 0)
+      out.push({
+        ...base,
+        phase: '*',
+        kind: 'too-few-samples',
+        message: `6-19 measured cases in ${noP95.length} phase(s) (${summarizePhases(noP95)}): median CI shown, p95 needs 20`,
+      });
   }
   return out;
 }
@@ -523,7 +587,20 @@ function compare(
   const ciExcludesOne = ci !== null && (ci.upper < 1 || ci.lower > 1);
   const significant = permutation !== null && permutation.p < o.alpha && ciExcludesOne;
   const verdict = !significant || summary.median === null ? '~' : summary.median < 1 ? 'faster' : 'slower';
-  return { testbed, backend, baseline, workload, phase, blocks: ratios.length, ratios, medianRatio: summary.median, ci, permutation, significant, verdict };
+  return {
+    testbed,
+    backend,
+    baseline,
+    workload,
+    phase,
+    blocks: ratios.length,
+    ratios,
+    medianRatio: summary.median,
+    ci,
+    permutation,
+    significant,
+    verdict,
+  };
 }
 
 function rateRows(testbed: string, backend: string, workload: string, cs: CaseRecord[]): RateRow[] {
@@ -536,7 +613,13 @@ function rateRows(testbed: string, backend: string, workload: string, cs: CaseRe
     { testbed, backend, workload, kind: 'mismatch', bound: rateBound(mismatches, oracle.length) },
   ];
   if (CLONE_BACKENDS.includes(backend) || attempted.some((c) => c.cloneObserved !== null)) {
-    rows.push({ testbed, backend, workload, kind: 'fallback', bound: rateBound(attempted.filter(isCloneFallback).length, attempted.length) });
+    rows.push({
+      testbed,
+      backend,
+      workload,
+      kind: 'fallback',
+      bound: rateBound(attempted.filter(isCloneFallback).length, attempted.length),
+    });
   }
   return rows;
 }

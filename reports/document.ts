@@ -44,7 +44,10 @@ function fmtGiB(bytes: number): string {
 }
 
 function slug(s: string): string {
-  return s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+  return s
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '');
 }
 
 export function buildDocument(input: ReportInput): Block[] {
@@ -71,7 +74,10 @@ export function buildDocument(input: ReportInput): Block[] {
     });
     b.push({ kind: 'paragraph', text: policy.description });
     if (gate.ignoredReceipts.length > 0) {
-      b.push({ kind: 'paragraph', text: `Left out of the decision: ${gate.ignoredReceipts.map((r) => `${r.runId} (${r.reason})`).join('; ')}.` });
+      b.push({
+        kind: 'paragraph',
+        text: `Left out of the decision: ${gate.ignoredReceipts.map((r) => `${r.runId} (${r.reason})`).join('; ')}.`,
+      });
     }
     const order = { reject: 0, hold: 1, met: 2 } as const;
     const findings = [...gate.findings].sort((x, y) => order[x.status] - order[y.status]);
@@ -121,7 +127,12 @@ export function buildDocument(input: ReportInput): Block[] {
     const cs = data.comparisons.filter((c) => c.testbed === t.id && c.blocks > 0);
     if (cs.length === 0) continue;
     b.push({ kind: 'heading', level: 3, text: `${t.id}: ${t.os} ${t.arch}, ${t.cpuModel}, store ${t.storeFs}` });
-    b.push({ kind: 'chart', name: `ratio-${slug(t.id)}`, title: `${t.id} ratio to ${data.baseline} (95% CI)`, svg: ratioChart(`${t.id} (${t.storeFs}): ratio to ${data.baseline}, median and 95% bootstrap CI`, cs, data.backends, threshold) });
+    b.push({
+      kind: 'chart',
+      name: `ratio-${slug(t.id)}`,
+      title: `${t.id} ratio to ${data.baseline} (95% CI)`,
+      svg: ratioChart(`${t.id} (${t.storeFs}): ratio to ${data.baseline}, median and 95% bootstrap CI`, cs, data.backends, threshold),
+    });
     b.push(comparisonTable(cs));
   }
 
@@ -138,7 +149,12 @@ export function buildDocument(input: ReportInput): Block[] {
       const cells = data.cells.filter((c) => c.testbed === t.id && c.workload === w);
       if (cells.length === 0) continue;
       b.push({ kind: 'heading', level: 3, text: `${t.id} · ${w}` });
-      b.push({ kind: 'chart', name: `dist-${slug(t.id)}-${slug(w)}`, title: `${t.id} ${w} per-phase distributions`, svg: distributionChart(`${t.id} (${t.storeFs}) · ${w}: per-phase durations by backend`, cells, data.phases, data.backends) });
+      b.push({
+        kind: 'chart',
+        name: `dist-${slug(t.id)}-${slug(w)}`,
+        title: `${t.id} ${w} per-phase distributions`,
+        svg: distributionChart(`${t.id} (${t.storeFs}) · ${w}: per-phase durations by backend`, cells, data.phases, data.backends),
+      });
       b.push(cellTable(cells, data.phases, data.backends));
     }
   }
@@ -195,10 +211,29 @@ function comparisonTable(cs: Comparison[]): Block {
 }
 
 function cellTable(cells: PhaseCell[], phases: string[], backends: string[]): Block {
-  const sorted = [...cells].sort((a, b) => phases.indexOf(a.phase) - phases.indexOf(b.phase) || backends.indexOf(a.backend) - backends.indexOf(b.backend));
+  const sorted = [...cells].sort(
+    (a, b) => phases.indexOf(a.phase) - phases.indexOf(b.phase) || backends.indexOf(a.backend) - backends.indexOf(b.backend),
+  );
   return {
     kind: 'table',
-    header: ['phase', 'backend', 'planned', 'warm-up', 'done', 'failed', 'timeout', 'unavail.', 'not run', 'median', '95% CI', 'p95', 'min', 'max', 'IQR', 'CV'],
+    header: [
+      'phase',
+      'backend',
+      'planned',
+      'warm-up',
+      'done',
+      'failed',
+      'timeout',
+      'unavail.',
+      'not run',
+      'median',
+      '95% CI',
+      'p95',
+      'min',
+      'max',
+      'IQR',
+      'CV',
+    ],
     rows: sorted.map((c) => [
       c.phase,
       c.backend,

@@ -6,7 +6,10 @@ import { PdbError } from '../model/errors.js';
 import type { Policy } from './gate.js';
 
 /** schemas/ from dist/reports/ (compiled) or reports/ (source). */
-const SCHEMA_URL = new URL(import.meta.url.includes('/dist/') ? '../../schemas/policy.schema.json' : '../schemas/policy.schema.json', import.meta.url);
+const SCHEMA_URL = new URL(
+  import.meta.url.includes('/dist/') ? '../../schemas/policy.schema.json' : '../schemas/policy.schema.json',
+  import.meta.url,
+);
 
 let validator: ValidateFunction | null = null;
 
@@ -26,7 +29,10 @@ function compiled(): ValidateFunction {
 export function validatePolicy(doc: unknown, source = 'policy'): Policy {
   const validate = compiled();
   if (validate(doc)) return doc as unknown as Policy;
-  const problems = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`);
+  const problems = (validate.errors ?? []).map(
+    (e) =>
+      `${e.instancePath || '/'} ${e.message ?? 'is invalid'}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`,
+  );
   throw new PdbError('E_POLICY_INVALID', `${source} does not match schemas/policy.schema.json: ${problems.join('; ')}`, {
     hint: 'Fix the listed fields; policies/*.json are valid examples.',
   });

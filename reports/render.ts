@@ -85,7 +85,9 @@ export function renderHtml(input: ReportInput): string {
         body.push(`<p>${escapeXml(b.text)}</p>`);
         break;
       case 'verdict':
-        body.push(`<div class="verdict ${b.verdict}"><strong>${b.verdict}</strong> ${escapeXml(b.text.slice(b.verdict.length + 1).trim())}</div>`);
+        body.push(
+          `<div class="verdict ${b.verdict}"><strong>${b.verdict}</strong> ${escapeXml(b.text.slice(b.verdict.length + 1).trim())}</div>`,
+        );
         break;
       case 'list':
         body.push(`<ul>${b.items.map((i) => `<li>${escapeXml(i)}</li>`).join('')}</ul>`);
@@ -95,7 +97,10 @@ export function renderHtml(input: ReportInput): string {
         body.push(
           `<table><thead><tr>${b.header.map((h) => `<th>${escapeXml(h)}</th>`).join('')}</tr></thead><tbody>` +
             b.rows
-              .map((r) => `<tr${statusCol ? ` class="${escapeXml(r[0]!.toLowerCase())}"` : ''}>${r.map((c, i) => `<td${b.align?.[i] === 'r' ? ' class="r"' : ''}>${escapeXml(c)}</td>`).join('')}</tr>`)
+              .map(
+                (r) =>
+                  `<tr${statusCol ? ` class="${escapeXml(r[0]!.toLowerCase())}"` : ''}>${r.map((c, i) => `<td${b.align?.[i] === 'r' ? ' class="r"' : ''}>${escapeXml(c)}</td>`).join('')}</tr>`,
+              )
               .join('') +
             '</tbody></table>',
         );

@@ -167,7 +167,13 @@ export function summarize(values: number[]): Summary {
     n,
     median: ss.medianSorted(sorted),
     medianCi: ranks
-      ? { lower: sorted[ranks.lower - 1]!, upper: sorted[ranks.upper - 1]!, lowerRank: ranks.lower, upperRank: ranks.upper, coverage: ranks.coverage }
+      ? {
+          lower: sorted[ranks.lower - 1]!,
+          upper: sorted[ranks.upper - 1]!,
+          lowerRank: ranks.lower,
+          upperRank: ranks.upper,
+          coverage: ranks.coverage,
+        }
       : null,
     p95: n >= 20 ? ss.quantileSorted(sorted, 0.95) : null,
     min: sorted[0]!,

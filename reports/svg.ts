@@ -85,7 +85,9 @@ export function distributionChart(title: string, cells: PhaseCell[], phases: str
   // Each panel: 10 px title gap, the rows, then the tick labels inside panelGap.
   const height = 40 + panels.length * (10 + used.length * rowH + panelGap);
   const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" class="pdb-chart" ${FONT} font-size="12">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" class="pdb-chart" ${FONT} font-size="12">`,
+  );
   out.push(`<title>${escapeXml(title)}</title>`);
   out.push(`<rect x="0" y="0" width="${width}" height="${height}" fill="#ffffff"/>`);
   out.push(`<text x="8" y="20" font-size="14" font-weight="600" fill="#111827">${escapeXml(title)}</text>`);
@@ -110,10 +112,15 @@ export function distributionChart(title: string, cells: PhaseCell[], phases: str
       if (!cell) return;
       if (cell.valuesMs.length >= 2) {
         const { q1, q3 } = quartiles(cell.valuesMs);
-        out.push(`<rect x="${scale(q1).toFixed(1)}" y="${cy - 8}" width="${Math.max(1, scale(q3) - scale(q1)).toFixed(1)}" height="16" fill="${color}" fill-opacity="0.12" stroke="${color}" stroke-opacity="0.6"/>`);
+        out.push(
+          `<rect x="${scale(q1).toFixed(1)}" y="${cy - 8}" width="${Math.max(1, scale(q3) - scale(q1)).toFixed(1)}" height="16" fill="${color}" fill-opacity="0.12" stroke="${color}" stroke-opacity="0.6"/>`,
+        );
       }
       const ci = cell.summary.medianCi;
-      if (ci) out.push(`<rect x="${scale(ci.lower).toFixed(1)}" y="${cy - 10}" width="${Math.max(1.5, scale(ci.upper) - scale(ci.lower)).toFixed(1)}" height="20" fill="${color}" fill-opacity="0.25"/>`);
+      if (ci)
+        out.push(
+          `<rect x="${scale(ci.lower).toFixed(1)}" y="${cy - 10}" width="${Math.max(1.5, scale(ci.upper) - scale(ci.lower)).toFixed(1)}" height="20" fill="${color}" fill-opacity="0.25"/>`,
+        );
       cell.warmupValuesMs.forEach((v, j) => {
         out.push(`<circle cx="${scale(v).toFixed(1)}" cy="${(cy + jitter(j)).toFixed(1)}" r="3" fill="none" stroke="#9ca3af"/>`);
       });
@@ -125,7 +132,8 @@ export function distributionChart(title: string, cells: PhaseCell[], phases: str
         out.push(`<line x1="${mx}" y1="${cy - 11}" x2="${mx}" y2="${cy + 11}" stroke="${color}" stroke-width="3"/>`);
       }
       const fails = cell.failed + cell.timeout;
-      if (fails > 0) out.push(`<text x="${width - right}" y="${cy + 4}" text-anchor="end" fill="#b91c1c" font-size="10">${fails} failed</text>`);
+      if (fails > 0)
+        out.push(`<text x="${width - right}" y="${cy + 4}" text-anchor="end" fill="#b91c1c" font-size="10">${fails} failed</text>`);
     });
     y = top + panelH + panelGap;
   }
@@ -155,7 +163,9 @@ export function ratioChart(title: string, comparisons: Comparison[], backends: s
   if (threshold !== undefined) values.push(threshold);
   const scale = makeScale(Math.min(...values) * 0.9, Math.max(...values) * 1.1, left, width - right, true);
   const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" class="pdb-chart" ${FONT} font-size="12">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" class="pdb-chart" ${FONT} font-size="12">`,
+  );
   out.push(`<title>${escapeXml(title)}</title>`);
   out.push(`<rect x="0" y="0" width="${width}" height="${height}" fill="#ffffff"/>`);
   out.push(`<text x="8" y="20" font-size="14" font-weight="600" fill="#111827">${escapeXml(title)}</text>`);
@@ -178,7 +188,9 @@ export function ratioChart(title: string, comparisons: Comparison[], backends: s
   rows.forEach((c, i) => {
     const cy = top + i * rowH + rowH / 2;
     const color = backendColor(c.backend, backends);
-    out.push(`<text x="${left - 10}" y="${cy + 4}" text-anchor="end" fill="#111827">${escapeXml(`${c.backend} · ${c.workload} · ${c.phase}`)}</text>`);
+    out.push(
+      `<text x="${left - 10}" y="${cy + 4}" text-anchor="end" fill="#111827">${escapeXml(`${c.backend} · ${c.workload} · ${c.phase}`)}</text>`,
+    );
     if (c.ci) {
       const x1 = scale(c.ci.lower).toFixed(1);
       const x2 = scale(c.ci.upper).toFixed(1);
@@ -187,8 +199,12 @@ export function ratioChart(title: string, comparisons: Comparison[], backends: s
       out.push(`<line x1="${x2}" y1="${cy - 5}" x2="${x2}" y2="${cy + 5}" stroke="${color}" stroke-width="2"/>`);
     }
     const mx = scale(c.medianRatio!).toFixed(1);
-    out.push(`<rect x="${(Number(mx) - 4).toFixed(1)}" y="${cy - 4}" width="8" height="8" fill="${c.significant ? color : '#ffffff'}" stroke="${color}" stroke-width="1.5"/>`);
-    out.push(`<text x="${width - right + 6}" y="${cy + 4}" fill="${c.significant ? '#111827' : '#6b7280'}" font-size="11">${c.significant ? c.medianRatio!.toFixed(2) : `~${c.medianRatio!.toFixed(2)}`}</text>`);
+    out.push(
+      `<rect x="${(Number(mx) - 4).toFixed(1)}" y="${cy - 4}" width="8" height="8" fill="${c.significant ? color : '#ffffff'}" stroke="${color}" stroke-width="1.5"/>`,
+    );
+    out.push(
+      `<text x="${width - right + 6}" y="${cy + 4}" fill="${c.significant ? '#111827' : '#6b7280'}" font-size="11">${c.significant ? c.medianRatio!.toFixed(2) : `~${c.medianRatio!.toFixed(2)}`}</text>`,
+    );
   });
   out.push('</svg>');
   return out.join('\n');

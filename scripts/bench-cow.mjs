@@ -43,9 +43,22 @@ const NPM_FIXTURE = arg('npm-fixture', null);
 
 /** A real node_modules of about 29,000 files and 600 MB (npm 11, --ignore-scripts), pinned. */
 const NPM_FIXTURE_DEPENDENCIES = {
-  next: '16.0.0', react: '19.2.0', 'react-dom': '19.2.0', typescript: '5.9.3', vite: '7.1.12', jest: '30.2.0',
-  '@babel/core': '7.28.5', eslint: '9.38.0', webpack: '5.102.1', '@types/node': '20.19.43', lodash: '4.17.21',
-  rxjs: '7.8.2', '@mui/material': '7.3.4', '@emotion/react': '11.14.0', '@emotion/styled': '11.14.1', 'aws-sdk': '2.1692.0',
+  next: '16.0.0',
+  react: '19.2.0',
+  'react-dom': '19.2.0',
+  typescript: '5.9.3',
+  vite: '7.1.12',
+  jest: '30.2.0',
+  '@babel/core': '7.28.5',
+  eslint: '9.38.0',
+  webpack: '5.102.1',
+  '@types/node': '20.19.43',
+  lodash: '4.17.21',
+  rxjs: '7.8.2',
+  '@mui/material': '7.3.4',
+  '@emotion/react': '11.14.0',
+  '@emotion/styled': '11.14.1',
+  'aws-sdk': '2.1692.0',
 };
 /** Extra mkfs.btrfs arguments and btrfs mount options (e.g. "-m single", "max_inline=0"), to test tuning. */
 const BTRFS_MKFS = String(arg('btrfs-mkfs', '')).split(' ').filter(Boolean);
@@ -99,7 +112,13 @@ function generateTree(root, files, mib, seed) {
   mkdirSync(join(root, 'node_modules', '.bin-native'), { recursive: true });
   for (let i = 0; i < large; i++) {
     const buf = Buffer.allocUnsafe(largeBytes);
-    for (let o = 0; o < largeBytes; o += 1024 * 1024) pool.copy(buf, o, Math.floor(rand() * (pool.length - 1024 * 1024)), Math.floor(rand() * (pool.length - 1024 * 1024)) + Math.min(1024 * 1024, largeBytes - o));
+    for (let o = 0; o < largeBytes; o += 1024 * 1024)
+      pool.copy(
+        buf,
+        o,
+        Math.floor(rand() * (pool.length - 1024 * 1024)),
+        Math.floor(rand() * (pool.length - 1024 * 1024)) + Math.min(1024 * 1024, largeBytes - o),
+      );
     writeFileSync(join(root, 'node_modules', '.bin-native', `native-${i}.node`), buf);
     written += largeBytes;
   }
@@ -137,7 +156,13 @@ function log(msg) {
  * rounds of every case. Returns rows for the table.
  */
 async function benchFs(fsType, work, rand) {
-  const made = await mountLoopFs({ fsType, image: join(work, `${fsType}.img`), mountPoint: join(work, `mnt-${fsType}`), sizeMiB: 8192, ...(fsType === 'btrfs' ? { mkfsArgs: BTRFS_MKFS, mountOptions: BTRFS_MOUNT } : {}) });
+  const made = await mountLoopFs({
+    fsType,
+    image: join(work, `${fsType}.img`),
+    mountPoint: join(work, `mnt-${fsType}`),
+    sizeMiB: 8192,
+    ...(fsType === 'btrfs' ? { mkfsArgs: BTRFS_MKFS, mountOptions: BTRFS_MOUNT } : {}),
+  });
   const mnt = made.mountPoint;
   const results = [];
   try {
@@ -231,7 +256,20 @@ async function benchFs(fsType, work, rand) {
       }
       log(`${fsType}: round ${round + 1}/${ROUNDS} done (${order.join(', ')})`);
     }
-    for (const [name, s] of Object.entries(samples)) results.push({ fs: fsType, tree: `${entries} entries, ${(baseBytes / 1e6).toFixed(0)} MB`, entries, baseBytes, backend: name, n: s.ms.length, medianMs: median(s.ms), minMs: Math.min(...s.ms), medianGrowthBytes: median(s.growth), samplesMs: s.ms.map((x) => Math.round(x * 10) / 10), growthBytes: s.growth });
+    for (const [name, s] of Object.entries(samples))
+      results.push({
+        fs: fsType,
+        tree: `${entries} entries, ${(baseBytes / 1e6).toFixed(0)} MB`,
+        entries,
+        baseBytes,
+        backend: name,
+        n: s.ms.length,
+        medianMs: median(s.ms),
+        minMs: Math.min(...s.ms),
+        medianGrowthBytes: median(s.growth),
+        samplesMs: s.ms.map((x) => Math.round(x * 10) / 10),
+        growthBytes: s.growth,
+      });
 
     if (fsType === 'btrfs' && WIDE_FILES !== 0) {
       // btrfs-snapshot on a tree with 10x the entries: create must stay near constant.
@@ -257,7 +295,19 @@ async function benchFs(fsType, work, rand) {
         rmSync(dir, { recursive: true, force: true });
       }
       const wideBytes = wideImport.snapshot.entries.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0);
-      results.push({ fs: fsType, tree: `${wideImport.snapshot.entries.length} entries, ${(wideBytes / 1e6).toFixed(0)} MB`, entries: wideImport.snapshot.entries.length, baseBytes: wideBytes, backend: 'btrfs-snapshot (10x entries)', n: ms.length, medianMs: median(ms), minMs: Math.min(...ms), medianGrowthBytes: median(growth), samplesMs: ms.map((x) => Math.round(x * 10) / 10), growthBytes: growth });
+      results.push({
+        fs: fsType,
+        tree: `${wideImport.snapshot.entries.length} entries, ${(wideBytes / 1e6).toFixed(0)} MB`,
+        entries: wideImport.snapshot.entries.length,
+        baseBytes: wideBytes,
+        backend: 'btrfs-snapshot (10x entries)',
+        n: ms.length,
+        medianMs: median(ms),
+        minMs: Math.min(...ms),
+        medianGrowthBytes: median(growth),
+        samplesMs: ms.map((x) => Math.round(x * 10) / 10),
+        growthBytes: growth,
+      });
     }
     return { results, tree };
   } finally {
@@ -267,12 +317,24 @@ async function benchFs(fsType, work, rand) {
 
 function fmtBytes(b) {
   const a = Math.abs(b);
-  const s = a >= 1e9 ? `${(a / 1e9).toFixed(2)} GB` : a >= 1e6 ? `${(a / 1e6).toFixed(1)} MB` : a >= 1e3 ? `${(a / 1e3).toFixed(0)} kB` : `${a} B`;
+  const s =
+    a >= 1e9 ? `${(a / 1e9).toFixed(2)} GB` : a >= 1e6 ? `${(a / 1e6).toFixed(1)} MB` : a >= 1e3 ? `${(a / 1e3).toFixed(0)} kB` : `${a} B`;
   return b < 0 ? `-${s}` : s;
 }
 
 function table(rows) {
-  const header = ['fs', 'backend', 'tree', 'n', 'create median', 'x cp reflink=always', 'x cp reflink=never', 'git wt / this', 'growth/session', '% of base'];
+  const header = [
+    'fs',
+    'backend',
+    'tree',
+    'n',
+    'create median',
+    'x cp reflink=always',
+    'x cp reflink=never',
+    'git wt / this',
+    'growth/session',
+    '% of base',
+  ];
   const lines = [header];
   for (const r of rows) {
     const base = (name) => rows.find((x) => x.fs === r.fs && x.backend === name)?.medianMs;
@@ -290,7 +352,9 @@ function table(rows) {
     ]);
   }
   const widths = header.map((_, i) => Math.max(...lines.map((l) => l[i].length)));
-  return lines.map((l, j) => (j === 1 ? `${widths.map((w) => '-'.repeat(w)).join('  ')}\n` : '') + l.map((c, i) => c.padEnd(widths[i])).join('  ')).join('\n');
+  return lines
+    .map((l, j) => (j === 1 ? `${widths.map((w) => '-'.repeat(w)).join('  ')}\n` : '') + l.map((c, i) => c.padEnd(widths[i])).join('  '))
+    .join('\n');
 }
 
 function targets(rows) {
@@ -300,17 +364,58 @@ function targets(rows) {
     const cpR = get(fs, 'cp --reflink=always');
     const git = get(fs, 'git worktree add');
     const rf = get(fs, 'reflink');
-    if (rf && cpR) out.push([`${fs}: reflink <= 1.2x cp --reflink=always`, rf.medianMs / cpR.medianMs <= 1.2, `${(rf.medianMs / cpR.medianMs).toFixed(2)}x`]);
-    if (rf) out.push([`${fs}: reflink growth <= 3%`, rf.medianGrowthBytes / rf.baseBytes <= 0.03, `${((100 * rf.medianGrowthBytes) / rf.baseBytes).toFixed(3)}%`]);
+    if (rf && cpR)
+      out.push([
+        `${fs}: reflink <= 1.2x cp --reflink=always`,
+        rf.medianMs / cpR.medianMs <= 1.2,
+        `${(rf.medianMs / cpR.medianMs).toFixed(2)}x`,
+      ]);
+    if (rf)
+      out.push([
+        `${fs}: reflink growth <= 3%`,
+        rf.medianGrowthBytes / rf.baseBytes <= 0.03,
+        `${((100 * rf.medianGrowthBytes) / rf.baseBytes).toFixed(3)}%`,
+      ]);
     const ov = get(fs, 'overlay');
-    if (ov) out.push([`${fs}: overlay <= 0.1 s`, ov.medianMs <= 100, `${(ov.medianMs / 1000).toFixed(3)} s`], [`${fs}: overlay growth <= 0.5%`, ov.medianGrowthBytes / ov.baseBytes <= 0.005, `${((100 * ov.medianGrowthBytes) / ov.baseBytes).toFixed(3)}%`]);
+    if (ov)
+      out.push(
+        [`${fs}: overlay <= 0.1 s`, ov.medianMs <= 100, `${(ov.medianMs / 1000).toFixed(3)} s`],
+        [
+          `${fs}: overlay growth <= 0.5%`,
+          ov.medianGrowthBytes / ov.baseBytes <= 0.005,
+          `${((100 * ov.medianGrowthBytes) / ov.baseBytes).toFixed(3)}%`,
+        ],
+      );
     const bs = get(fs, 'btrfs-snapshot');
     const bw = get(fs, 'btrfs-snapshot (10x entries)');
-    if (bs) out.push([`${fs}: btrfs-snapshot <= 0.5 s`, bs.medianMs <= 500, `${(bs.medianMs / 1000).toFixed(3)} s`], [`${fs}: btrfs-snapshot growth <= 0.5%`, bs.medianGrowthBytes / bs.baseBytes <= 0.005, `${((100 * bs.medianGrowthBytes) / bs.baseBytes).toFixed(3)}%`]);
-    if (bw) out.push([`${fs}: btrfs-snapshot on 10x entries <= 2x the 0.5 s limit (1 s)`, bw.medianMs <= 1000, `${(bw.medianMs / 1000).toFixed(3)} s`]);
-    if (bs && bw) out.push([`${fs}: btrfs-snapshot on 10x entries <= 2x the measured normal-tree time`, bw.medianMs <= 2 * bs.medianMs, `${(bw.medianMs / bs.medianMs).toFixed(2)}x`]);
+    if (bs)
+      out.push(
+        [`${fs}: btrfs-snapshot <= 0.5 s`, bs.medianMs <= 500, `${(bs.medianMs / 1000).toFixed(3)} s`],
+        [
+          `${fs}: btrfs-snapshot growth <= 0.5%`,
+          bs.medianGrowthBytes / bs.baseBytes <= 0.005,
+          `${((100 * bs.medianGrowthBytes) / bs.baseBytes).toFixed(3)}%`,
+        ],
+      );
+    if (bw)
+      out.push([
+        `${fs}: btrfs-snapshot on 10x entries <= 2x the 0.5 s limit (1 s)`,
+        bw.medianMs <= 1000,
+        `${(bw.medianMs / 1000).toFixed(3)} s`,
+      ]);
+    if (bs && bw)
+      out.push([
+        `${fs}: btrfs-snapshot on 10x entries <= 2x the measured normal-tree time`,
+        bw.medianMs <= 2 * bs.medianMs,
+        `${(bw.medianMs / bs.medianMs).toFixed(2)}x`,
+      ]);
     for (const cow of [rf, ov, bs].filter(Boolean)) {
-      if (git) out.push([`${fs}: ${cow.backend} >= 20x faster than git worktree add`, git.medianMs / cow.medianMs >= 20, `${(git.medianMs / cow.medianMs).toFixed(1)}x`]);
+      if (git)
+        out.push([
+          `${fs}: ${cow.backend} >= 20x faster than git worktree add`,
+          git.medianMs / cow.medianMs >= 20,
+          `${(git.medianMs / cow.medianMs).toFixed(1)}x`,
+        ]);
     }
   }
   return out;
@@ -322,7 +427,10 @@ async function main() {
     mkdirSync(NPM_FIXTURE, { recursive: true });
     if (!existsSync(join(NPM_FIXTURE, 'node_modules'))) {
       log(`installing the npm fixture (${Object.keys(NPM_FIXTURE_DEPENDENCIES).length} pinned dependencies)`);
-      writeFileSync(join(NPM_FIXTURE, 'package.json'), `${JSON.stringify({ name: 'nm-fixture', private: true, dependencies: NPM_FIXTURE_DEPENDENCIES })}\n`);
+      writeFileSync(
+        join(NPM_FIXTURE, 'package.json'),
+        `${JSON.stringify({ name: 'nm-fixture', private: true, dependencies: NPM_FIXTURE_DEPENDENCIES })}\n`,
+      );
       await $({ cwd: NPM_FIXTURE })`npm install --no-audit --no-fund --ignore-scripts --loglevel=error`;
     }
     TREE = join(NPM_FIXTURE, 'node_modules');
@@ -342,7 +450,9 @@ async function main() {
   }
   const cpu = (await $`sh -c ${"grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"}`.nothrow()).stdout.trim();
   const kernel = (await $`uname -r`).stdout.trim();
-  console.log(`bench-cow: seed ${SEED}, ${ROUNDS} interleaved rounds, kernel ${kernel}, ${cpu}, ${(performance.now() - started) / 1000 | 0} s total${BTRFS_MKFS.length || BTRFS_MOUNT ? `, btrfs mkfs [${BTRFS_MKFS.join(' ')}] mount [${BTRFS_MOUNT ?? ''}]` : ''}`);
+  console.log(
+    `bench-cow: seed ${SEED}, ${ROUNDS} interleaved rounds, kernel ${kernel}, ${cpu}, ${((performance.now() - started) / 1000) | 0} s total${BTRFS_MKFS.length || BTRFS_MOUNT ? `, btrfs mkfs [${BTRFS_MKFS.join(' ')}] mount [${BTRFS_MOUNT ?? ''}]` : ''}`,
+  );
   console.log(table(rows));
   console.log('\ntargets (issue 3):');
   for (const [what, ok, value] of targets(rows)) console.log(`  ${ok ? 'MET    ' : 'NOT MET'}  ${what}: ${value}`);

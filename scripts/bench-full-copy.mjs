@@ -11,7 +11,13 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { $ } from 'zx';
 
-const { values } = parseArgs({ options: { tree: { type: 'string' }, rounds: { type: 'string', default: '7' }, work: { type: 'string', default: '/var/tmp/pdb-env-bench' } } });
+const { values } = parseArgs({
+  options: {
+    tree: { type: 'string' },
+    rounds: { type: 'string', default: '7' },
+    work: { type: 'string', default: '/var/tmp/pdb-env-bench' },
+  },
+});
 const rounds = Number(values.rounds);
 const work = resolve(values.work);
 const cli = resolve(new URL('../dist/cli/main.js', import.meta.url).pathname);
@@ -23,7 +29,9 @@ if (!values.tree && !existsSync(join(tree, 'node_modules'))) {
   console.log(`building the fixture tree in ${tree} (npm install, once)`);
   mkdirSync(tree, { recursive: true });
   writeFileSync(join(tree, 'package.json'), JSON.stringify({ name: 'bench-tree', version: '1.0.0', private: true }));
-  await $({ cwd: tree })`npm install --no-audit --no-fund --ignore-scripts next@16 react@19 react-dom@19 typescript@5.9.3 jest@30 vite@8.3.8 vitest@4.1.12 eslint@9 webpack@5 @babel/core@7`;
+  await $({
+    cwd: tree,
+  })`npm install --no-audit --no-fund --ignore-scripts next@16 react@19 react-dom@19 typescript@5.9.3 jest@30 vite@8.3.8 vitest@4.1.12 eslint@9 webpack@5 @babel/core@7`;
 }
 const files = Number((await $`find ${tree} -type f | wc -l`).stdout.trim());
 const bytes = Number((await $`du -sb --apparent-size ${tree}`).stdout.split('\t')[0]);
@@ -81,7 +89,8 @@ for (let i = 0; i < rounds; i++) {
 await $`node ${cli} discard s0 --store ${store}`;
 
 const ratio = (a, b) => median(a.map((x, i) => x / b[i]));
-const row = (name, xs, base, baseName) => `${name.padEnd(34)} ${(median(xs) / 1000).toFixed(3).padStart(7)} s   ${base ? `${ratio(xs, base).toFixed(2)}x ${baseName}` : ''}`;
+const row = (name, xs, base, baseName) =>
+  `${name.padEnd(34)} ${(median(xs) / 1000).toFixed(3).padStart(7)} s   ${base ? `${ratio(xs, base).toFixed(2)}x ${baseName}` : ''}`;
 console.log('\nmedians (paired ratio = median of per-round ratios)');
 console.log(row('cp -a --reflink=never', cp));
 console.log(row('pdb-env create (unchanged source)', create, cp, 'cp -a --reflink=never   (target <= 1.3x)'));

@@ -26,7 +26,13 @@ try {
   const pool = new FsPool();
   const scanned = await scanTree(src, { excludes: [], store, pool });
   const snapshot = createSnapshot(scanned.entries, []);
-  const many = Array.from({ length: 20000 }, (_, i) => ({ path: `node_modules/p${i % 977}/lib/f${i}.js`, kind: 'file' as const, digest: `sha256:${'a'.repeat(64)}` as const, size: i, exec: false }));
+  const many = Array.from({ length: 20000 }, (_, i) => ({
+    path: `node_modules/p${i % 977}/lib/f${i}.js`,
+    kind: 'file' as const,
+    digest: `sha256:${'a'.repeat(64)}` as const,
+    size: i,
+    exec: false,
+  }));
   let n = 0;
 
   const bench = new Bench({ time: 1500, warmupTime: 200 });

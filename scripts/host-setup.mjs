@@ -33,13 +33,15 @@ export async function loopFsUnavailableReason(fsType) {
   if (process.platform !== 'linux') return `loopback ${fsType} needs Linux (this is ${process.platform})`;
   if (!isRoot()) return `loopback ${fsType} needs root (mount, losetup)`;
   for (const cmd of [FS_TOOLS[fsType].bin, 'losetup', 'mount', 'umount']) {
-    if (!(await hasCommand(cmd))) return `${cmd} is not installed (apt-get install ${fsType === 'btrfs' || fsType === 'xfs' ? FS_TOOLS[fsType].pkg : 'mount'})`;
+    if (!(await hasCommand(cmd)))
+      return `${cmd} is not installed (apt-get install ${fsType === 'btrfs' || fsType === 'xfs' ? FS_TOOLS[fsType].pkg : 'mount'})`;
   }
   const filesystems = readFileSync('/proc/filesystems', 'utf8');
   if (!filesystems.includes(`\t${fsType}\n`)) {
     // Not loaded yet is fine when modprobe can load it; mount will tell.
     const probe = await $`modprobe ${fsType}`.nothrow();
-    if (probe.exitCode !== 0 && !readFileSync('/proc/filesystems', 'utf8').includes(`\t${fsType}\n`)) return `the kernel has no ${fsType} support`;
+    if (probe.exitCode !== 0 && !readFileSync('/proc/filesystems', 'utf8').includes(`\t${fsType}\n`))
+      return `the kernel has no ${fsType} support`;
   }
   return null;
 }

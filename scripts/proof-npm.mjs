@@ -35,29 +35,47 @@ export function summarizeProof(receipt) {
   const lines = [];
   lines.push(`## ${receipt.planName} (${receipt.runId})`);
   lines.push('');
-  lines.push(`Passed ${ok.length} of ${cases.length} cases (${cases.filter((c) => c.outcome === 'failed').length} failed, ${cases.filter((c) => c.outcome === 'timeout').length} timed out).`);
-  for (const c of cases.filter((x) => x.outcome !== 'ok')) lines.push(`- ${c.id}: ${c.outcome}, ${c.failure ? `${c.failure.code} in ${c.failure.phase}: ${c.failure.message}` : 'no failure record'}`);
+  lines.push(
+    `Passed ${ok.length} of ${cases.length} cases (${cases.filter((c) => c.outcome === 'failed').length} failed, ${cases.filter((c) => c.outcome === 'timeout').length} timed out).`,
+  );
+  for (const c of cases.filter((x) => x.outcome !== 'ok'))
+    lines.push(
+      `- ${c.id}: ${c.outcome}, ${c.failure ? `${c.failure.code} in ${c.failure.phase}: ${c.failure.message}` : 'no failure record'}`,
+    );
   const shares = cases.filter((c) => c.wallMs > 0).map((c) => c.overheadMs / c.wallMs);
-  lines.push(`Harness overhead: median ${(100 * (median(shares) ?? 0)).toFixed(2)} %, max ${(100 * Math.max(0, ...shares)).toFixed(2)} % of case wall time.`);
+  lines.push(
+    `Harness overhead: median ${(100 * (median(shares) ?? 0)).toFixed(2)} %, max ${(100 * Math.max(0, ...shares)).toFixed(2)} % of case wall time.`,
+  );
   const methods = [...new Set(cases.map((c) => c.metrics?.pnpmImportMethod).filter(Boolean))];
-  if (methods.length) lines.push(`pnpm import method: ${methods.join(', ')} (${[...new Set(cases.map((c) => c.metrics?.pnpmImportCounts).filter(Boolean))].join('; ')}).`);
+  if (methods.length)
+    lines.push(
+      `pnpm import method: ${methods.join(', ')} (${[...new Set(cases.map((c) => c.metrics?.pnpmImportCounts).filter(Boolean))].join('; ')}).`,
+    );
   lines.push('');
   lines.push('| phase | median (ok cases) | min | max | n |');
   lines.push('| --- | ---: | ---: | ---: | ---: |');
   const phaseNames = [...new Set(cases.flatMap((c) => c.phases.map((p) => p.name)))];
   for (const name of phaseNames) {
     const xs = ok.flatMap((c) => c.phases.filter((p) => p.name === name && p.outcome === 'ok').map((p) => p.durationMs));
-    lines.push(`| ${name} | ${fmt(median(xs))} | ${fmt(xs.length ? Math.min(...xs) : null)} | ${fmt(xs.length ? Math.max(...xs) : null)} | ${xs.length} |`);
+    lines.push(
+      `| ${name} | ${fmt(median(xs))} | ${fmt(xs.length ? Math.min(...xs) : null)} | ${fmt(xs.length ? Math.max(...xs) : null)} | ${xs.length} |`,
+    );
   }
   const walls = ok.map((c) => c.wallMs);
-  lines.push(`| case wall | ${fmt(median(walls))} | ${fmt(walls.length ? Math.min(...walls) : null)} | ${fmt(walls.length ? Math.max(...walls) : null)} | ${walls.length} |`);
+  lines.push(
+    `| case wall | ${fmt(median(walls))} | ${fmt(walls.length ? Math.min(...walls) : null)} | ${fmt(walls.length ? Math.max(...walls) : null)} | ${walls.length} |`,
+  );
   lines.push('');
   lines.push('| milestone | median | n |');
   lines.push('| --- | ---: | ---: |');
   for (const name of phaseNames) {
-    const keys = [...new Set(ok.flatMap((c) => c.phases.filter((p) => p.name === name).flatMap((p) => Object.keys(p.milestones))))].filter((k) => k.endsWith('Ms'));
+    const keys = [...new Set(ok.flatMap((c) => c.phases.filter((p) => p.name === name).flatMap((p) => Object.keys(p.milestones))))].filter(
+      (k) => k.endsWith('Ms'),
+    );
     for (const k of keys) {
-      const xs = ok.flatMap((c) => c.phases.filter((p) => p.name === name && typeof p.milestones[k] === 'number').map((p) => p.milestones[k]));
+      const xs = ok.flatMap((c) =>
+        c.phases.filter((p) => p.name === name && typeof p.milestones[k] === 'number').map((p) => p.milestones[k]),
+      );
       lines.push(`| ${name.replace(/^step:/, '')} ${k} | ${fmt(median(xs))} | ${xs.length} |`);
     }
   }

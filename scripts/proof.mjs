@@ -27,7 +27,10 @@ $.quiet = true;
 
 const storeArgs = values.store ? ['--store', values.store] : [];
 // Progress goes to stderr (shown live); --json puts the receipt path and summary on stdout.
-const bench = await $({ stdio: ['ignore', 'pipe', 'inherit'], nothrow: true })`node ${cli} bench --plan ${values.plan} --out ${values.out} --summary --json ${storeArgs}`;
+const bench = await $({
+  stdio: ['ignore', 'pipe', 'inherit'],
+  nothrow: true,
+})`node ${cli} bench --plan ${values.plan} --out ${values.out} --summary --json ${storeArgs}`;
 let result;
 try {
   result = JSON.parse(bench.stdout);
@@ -42,7 +45,9 @@ if (result.error) {
 const s = result.summary;
 console.log(`receipt: ${result.receipt}`);
 if (result.markdown) console.log(`summary: ${result.markdown}`);
-console.log(`cases: ${s.planned} planned, ${s.ok} ok, ${s.failed} failed, ${s.timeout} timeout, ${s.unavailable} unavailable; oracle mismatches ${s.oracleMismatches}`);
+console.log(
+  `cases: ${s.planned} planned, ${s.ok} ok, ${s.failed} failed, ${s.timeout} timeout, ${s.unavailable} unavailable; oracle mismatches ${s.oracleMismatches}`,
+);
 
 const outDir = join(root, 'reports', 'out', result.runId ?? 'latest');
 const report = await $({ nothrow: true })`node ${cli} report ${result.receipt} --policy ${values.policy} --out ${outDir} --json`;

@@ -19,8 +19,15 @@ $.cwd = root;
 await $`rm -rf ${out}`;
 await $`node ${cli} report receipts --policy policies/reflink-linux.json --out ${out}`;
 
-const lines = ['# Current decisions', '', 'From every receipt under `receipts/` (`npm run report`); the full report is `report.md` beside this file.', ''];
-for (const file of readdirSync(join(root, 'policies')).filter((f) => f.endsWith('.json')).sort()) {
+const lines = [
+  '# Current decisions',
+  '',
+  'From every receipt under `receipts/` (`npm run report`); the full report is `report.md` beside this file.',
+  '',
+];
+for (const file of readdirSync(join(root, 'policies'))
+  .filter((f) => f.endsWith('.json'))
+  .sort()) {
   const { gate } = JSON.parse((await $`node ${cli} report receipts --policy ${join('policies', file)} --json`).stdout);
   lines.push(`## ${gate.candidate} (policy ${gate.policy}): ${gate.verdict}`, '');
   lines.push('| status | criterion | testbed | finding |', '| --- | --- | --- | --- |');

@@ -62,15 +62,26 @@ async function writeRecord(file: string, rec: LeaseRecord): Promise<boolean> {
 }
 
 function busy(session: string, holder: LeaseRecord, wanted: string): PdbError {
-  return new PdbError('E_LEASE_BUSY', `session "${session}" is busy: process ${holder.pid} holds a ${holder.kind} lease for ${holder.purpose}; ${wanted} was refused`, {
-    hint: holder.kind === 'writer' ? 'Wait for the running command to finish, then checkpoint.' : 'Wait for the checkpoint to finish.',
-  });
+  return new PdbError(
+    'E_LEASE_BUSY',
+    `session "${session}" is busy: process ${holder.pid} holds a ${holder.kind} lease for ${holder.purpose}; ${wanted} was refused`,
+    {
+      hint: holder.kind === 'writer' ? 'Wait for the running command to finish, then checkpoint.' : 'Wait for the checkpoint to finish.',
+    },
+  );
 }
 
 export async function acquireLease(leaseDir: string, session: string, kind: LeaseRecord['kind'], purpose: string): Promise<Lease> {
   await mkdir(leaseDir, { recursive: true });
-  const rec: LeaseRecord = { kind, pid: process.pid, pidStart: processStartTime(process.pid), purpose, acquiredAt: new Date().toISOString() };
-  const file = kind === 'exclusive' ? join(leaseDir, EXCLUSIVE) : join(leaseDir, `writer-${process.pid}-${randomBytes(4).toString('hex')}.json`);
+  const rec: LeaseRecord = {
+    kind,
+    pid: process.pid,
+    pidStart: processStartTime(process.pid),
+    purpose,
+    acquiredAt: new Date().toISOString(),
+  };
+  const file =
+    kind === 'exclusive' ? join(leaseDir, EXCLUSIVE) : join(leaseDir, `writer-${process.pid}-${randomBytes(4).toString('hex')}.json`);
   for (let attempt = 0; ; attempt++) {
     if (await writeRecord(file, rec)) break;
     // The exclusive file exists: if its holder is dead, clear it and try once more.

@@ -91,7 +91,8 @@ export function assertSessionName(name: string): void {
 }
 
 export function assertEnvName(name: string): void {
-  if (!SESSION_NAME_PATTERN.test(name)) throw new PdbError('E_BAD_NAME', `"${name}" is not a safe environment name`, { hint: 'Use letters, digits, ".", "_" or "-".' });
+  if (!SESSION_NAME_PATTERN.test(name))
+    throw new PdbError('E_BAD_NAME', `"${name}" is not a safe environment name`, { hint: 'Use letters, digits, ".", "_" or "-".' });
 }
 
 function sourceKey(dir: string): string {
@@ -134,7 +135,10 @@ export class SessionService {
   async importSource(sourceDir: string): Promise<ImportResult> {
     const src = resolve(sourceDir);
     const st = await lstat(src).catch(() => null);
-    if (!st || !st.isDirectory()) throw new PdbError('E_SOURCE_MISSING', `source directory ${src} does not exist or is not a directory`, { hint: 'Pass --from DIR or run in your project directory.' });
+    if (!st || !st.isDirectory())
+      throw new PdbError('E_SOURCE_MISSING', `source directory ${src} does not exist or is not a directory`, {
+        hint: 'Pass --from DIR or run in your project directory.',
+      });
     const { excludes } = await readSourceConfig(src);
     const cacheFile = join(this.store.paths.sources, `${sourceKey(src)}.stat-cache.json`);
     const statCache = parseStatCache(await readFile(cacheFile, 'utf8').catch(() => ''));
@@ -173,7 +177,9 @@ export class SessionService {
       text = await readFile(join(dir, 'session.json'), 'utf8');
     } catch (err) {
       if (osErrorCode(err) === 'ENOENT' || osErrorCode(err) === 'ENOTDIR') {
-        throw new PdbError('E_SESSION_NOT_FOUND', `no session named "${name}" in this store`, { hint: 'pdb-env list shows the sessions; pdb-env create NAME makes one.' });
+        throw new PdbError('E_SESSION_NOT_FOUND', `no session named "${name}" in this store`, {
+          hint: 'pdb-env list shows the sessions; pdb-env create NAME makes one.',
+        });
       }
       throw err;
     }
@@ -202,7 +208,8 @@ export class SessionService {
     assertSessionName(name);
     const backend = getBackend(options.backend ?? 'full-copy', { allowTestOnly: options.allowTestOnly });
     if (options.env && options.base) throw new PdbError('E_USAGE', 'create takes --env or --base, not both');
-    if (options.base !== undefined && !isDigest(options.base)) throw new PdbError('E_USAGE', `--base must be a digest like sha256:<64 hex>, got "${options.base}"`);
+    if (options.base !== undefined && !isDigest(options.base))
+      throw new PdbError('E_USAGE', `--base must be a digest like sha256:<64 hex>, got "${options.base}"`);
     const sourceDir = options.env ? null : resolve(options.from ?? process.cwd());
     const ctx = this.backendContext(sourceDir ?? undefined);
     const probe = await probeBackend(backend, ctx);
@@ -215,7 +222,10 @@ export class SessionService {
     try {
       await mkdir(dir);
     } catch (err) {
-      if (osErrorCode(err) === 'EEXIST') throw new PdbError('E_SESSION_EXISTS', `a session named "${name}" already exists`, { hint: `Pick another name, or pdb-env discard ${name} first.` });
+      if (osErrorCode(err) === 'EEXIST')
+        throw new PdbError('E_SESSION_EXISTS', `a session named "${name}" already exists`, {
+          hint: `Pick another name, or pdb-env discard ${name} first.`,
+        });
       throw err;
     }
     const intent = await this.journal.begin('create', { session: name, detail: { backend: backend.name } });
@@ -272,11 +282,19 @@ export class SessionService {
         root,
         files: made.files ?? snapshot.entries.filter((e) => e.kind === 'file').length,
         cloneObserved: made.cloneObserved ?? null,
-        import: imported ? { filesHashed: imported.scan.filesHashed, filesTrusted: imported.scan.filesTrusted, objectsInstalled: imported.scan.objectsInstalled, bytes: imported.scan.bytes } : null,
+        import: imported
+          ? {
+              filesHashed: imported.scan.filesHashed,
+              filesTrusted: imported.scan.filesTrusted,
+              objectsInstalled: imported.scan.objectsInstalled,
+              bytes: imported.scan.bytes,
+            }
+          : null,
       };
     } catch (err) {
       // Leave nothing half-made: undo the backend's work and remove the session directory.
-      if (created) await backend.release(ctx, root, dir, (await this.readSession(name).catch(() => null))?.backendState ?? {}).catch(() => {});
+      if (created)
+        await backend.release(ctx, root, dir, (await this.readSession(name).catch(() => null))?.backendState ?? {}).catch(() => {});
       await removeTree(dir).catch(() => {});
       await this.journal.end(intent);
       throw err;
@@ -286,7 +304,9 @@ export class SessionService {
   async session(name: string): Promise<{ rec: SessionRecord; backend: Backend; root: string; dir: string; ctx: BackendContext }> {
     const rec = await this.readSession(name);
     if (rec.state !== 'ready') {
-      throw new PdbError('E_SESSION_BROKEN', `session "${name}" is ${rec.state}, not ready`, { hint: 'pdb-env doctor explains; pdb-env gc cleans up; pdb-env discard removes it.' });
+      throw new PdbError('E_SESSION_BROKEN', `session "${name}" is ${rec.state}, not ready`, {
+        hint: 'pdb-env doctor explains; pdb-env gc cleans up; pdb-env discard removes it.',
+      });
     }
     const backend = getBackend(rec.backend, { allowTestOnly: true });
     return { rec, backend, root: this.sessionRoot(name), dir: this.sessionDir(name), ctx: this.backendContext(rec.sourceDir ?? undefined) };
@@ -303,7 +323,12 @@ export class SessionService {
    * Run a command in the session root under a shared writer lease, stdio passed through.
    * Returns the child's exit code (128 + signal number when it was killed by a signal).
    */
-  async run(name: string, command: string, args: string[], options: { stdio?: 'inherit' | 'pipe'; env?: Record<string, string>; purpose?: string } = {}): Promise<{ exitCode: number; stdout?: string; stderr?: string }> {
+  async run(
+    name: string,
+    command: string,
+    args: string[],
+    options: { stdio?: 'inherit' | 'pipe'; env?: Record<string, string>; purpose?: string } = {},
+  ): Promise<{ exitCode: number; stdout?: string; stderr?: string }> {
     const s = await this.session(name);
     await s.backend.resume(s.ctx, s.root, s.dir, s.rec.backendState);
     const lease = await acquireLease(join(s.dir, 'lease'), name, 'writer', options.purpose ?? `run ${command}`);
@@ -321,10 +346,16 @@ export class SessionService {
       process.off('SIGINT', forward).off('SIGTERM', forward).off('SIGHUP', forward);
       if (result.failed && result.exitCode === undefined && !result.signal) {
         const code = (result.cause as NodeJS.ErrnoException | undefined)?.code;
-        throw new PdbError('E_USAGE', `could not start "${command}": ${code ?? result.shortMessage}`, { hint: 'Check the command name and PATH.' });
+        throw new PdbError('E_USAGE', `could not start "${command}": ${code ?? result.shortMessage}`, {
+          hint: 'Check the command name and PATH.',
+        });
       }
       const exitCode = result.exitCode ?? 128 + signalNumber(result.signal);
-      return { exitCode, stdout: typeof result.stdout === 'string' ? result.stdout : undefined, stderr: typeof result.stderr === 'string' ? result.stderr : undefined };
+      return {
+        exitCode,
+        stdout: typeof result.stdout === 'string' ? result.stdout : undefined,
+        stderr: typeof result.stderr === 'string' ? result.stderr : undefined,
+      };
     } finally {
       await lease.release();
     }
@@ -351,7 +382,15 @@ export class SessionService {
       const rec = await this.readSession(name);
       rec.lastCheckpoint = { snapshot, changeset, at: new Date().toISOString() };
       await this.writeSession(rec);
-      return { session: name, base: s.rec.base, snapshot, changeset, changes: changes.length, files: scan.entries.filter((e) => e.kind === 'file').length, bytes: scan.bytes };
+      return {
+        session: name,
+        base: s.rec.base,
+        snapshot,
+        changeset,
+        changes: changes.length,
+        files: scan.entries.filter((e) => e.kind === 'file').length,
+        bytes: scan.bytes,
+      };
     } finally {
       await this.journal.end(intent);
       await lease.release();
@@ -416,7 +455,10 @@ export class SessionService {
       const doc = JSON.parse(await readFile(this.envFile(env), 'utf8')) as { head: Digest };
       return doc.head;
     } catch (err) {
-      if (osErrorCode(err) === 'ENOENT') throw new PdbError('E_ENV_NOT_FOUND', `no environment named "${env}"`, { hint: 'An environment "main" is made by the first pdb-env create from a source.' });
+      if (osErrorCode(err) === 'ENOENT')
+        throw new PdbError('E_ENV_NOT_FOUND', `no environment named "${env}"`, {
+          hint: 'An environment "main" is made by the first pdb-env create from a source.',
+        });
       throw err;
     }
   }
@@ -439,7 +481,11 @@ export class SessionService {
   }
 
   private async writeEnv(env: string, head: Digest, previous: Digest | null): Promise<void> {
-    await writeFileAtomic(this.store.paths, this.envFile(env), `${JSON.stringify({ name: env, head, previous, updatedAt: new Date().toISOString() }, null, 2)}\n`);
+    await writeFileAtomic(
+      this.store.paths,
+      this.envFile(env),
+      `${JSON.stringify({ name: env, head, previous, updatedAt: new Date().toISOString() }, null, 2)}\n`,
+    );
   }
 
   private async withEnvLock<T>(env: string, fn: () => Promise<T>): Promise<T> {
@@ -457,7 +503,9 @@ export class SessionService {
           await unlink(lock).catch(() => {});
           continue;
         }
-        throw new PdbError('E_LEASE_BUSY', `environment "${env}" is being updated by process ${holder.pid ?? '?'}`, { hint: 'Try again in a moment.' });
+        throw new PdbError('E_LEASE_BUSY', `environment "${env}" is being updated by process ${holder.pid ?? '?'}`, {
+          hint: 'Try again in a moment.',
+        });
       }
     }
     try {
@@ -469,14 +517,20 @@ export class SessionService {
 
   /** Expected-head compare-and-set: advance `env` from `expect` to the session's last checkpoint. */
   async publish(name: string, env: string, expect: string): Promise<{ env: string; previous: Digest; head: Digest }> {
-    if (!isDigest(expect)) throw new PdbError('E_USAGE', `--expect must be a digest like sha256:<64 hex>, got "${expect}"`, { hint: 'pdb-env envs shows each head.' });
+    if (!isDigest(expect))
+      throw new PdbError('E_USAGE', `--expect must be a digest like sha256:<64 hex>, got "${expect}"`, {
+        hint: 'pdb-env envs shows each head.',
+      });
     const rec = await this.readSession(name);
-    if (!rec.lastCheckpoint) throw new PdbError('E_USAGE', `session "${name}" has no checkpoint to publish`, { hint: `Run pdb-env checkpoint ${name} first.` });
+    if (!rec.lastCheckpoint)
+      throw new PdbError('E_USAGE', `session "${name}" has no checkpoint to publish`, { hint: `Run pdb-env checkpoint ${name} first.` });
     const head = rec.lastCheckpoint.snapshot;
     return this.withEnvLock(env, async () => {
       const current = await this.envHead(env);
       if (current !== expect) {
-        throw new PdbError('E_HEAD_MOVED', `environment "${env}" is at ${current}, not the expected ${expect}`, { hint: 'Re-base your work on the new head, then publish with the new --expect.' });
+        throw new PdbError('E_HEAD_MOVED', `environment "${env}" is at ${current}, not the expected ${expect}`, {
+          hint: 'Re-base your work on the new head, then publish with the new --expect.',
+        });
       }
       const intent = await this.journal.begin('publish', { session: name, env, detail: { from: current, to: head } });
       await this.writeEnv(env, head, current);
@@ -492,21 +546,43 @@ export class SessionService {
     const findings: Finding[] = [];
     const intents = await this.journal.list();
     for (const i of intents) {
-      if (!i.live) findings.push({ kind: 'abandoned-intent', id: i.id, session: i.session ?? null, detail: `${i.op} started ${i.startedAt} by process ${i.pid}, which is gone`, fix: 'gc' });
+      if (!i.live)
+        findings.push({
+          kind: 'abandoned-intent',
+          id: i.id,
+          session: i.session ?? null,
+          detail: `${i.op} started ${i.startedAt} by process ${i.pid}, which is gone`,
+          fix: 'gc',
+        });
     }
     const liveSessions = new Set(intents.filter((i) => i.live && i.session).map((i) => i.session));
     for (const name of (await readdir(this.store.paths.sessions).catch(() => [] as string[])).sort()) {
       const rec = SESSION_NAME_PATTERN.test(name) ? await this.readSession(name).catch(() => null) : null;
       if (!rec) {
-        findings.push({ kind: 'orphan-session-dir', id: name, session: name, detail: 'a directory without a readable session.json', fix: 'gc' });
+        findings.push({
+          kind: 'orphan-session-dir',
+          id: name,
+          session: name,
+          detail: 'a directory without a readable session.json',
+          fix: 'gc',
+        });
         continue;
       }
-      if (rec.state !== 'ready' && !liveSessions.has(name)) findings.push({ kind: 'unfinished-session', id: name, session: name, detail: `state is ${rec.state}`, fix: 'gc' });
-      for (const l of await liveLeases(join(this.sessionDir(name), 'lease'))) findings.push({ kind: 'active-lease', id: `${name}:${l.pid}`, session: name, detail: `${l.kind} lease held by live process ${l.pid} (${l.purpose})`, fix: null });
+      if (rec.state !== 'ready' && !liveSessions.has(name))
+        findings.push({ kind: 'unfinished-session', id: name, session: name, detail: `state is ${rec.state}`, fix: 'gc' });
+      for (const l of await liveLeases(join(this.sessionDir(name), 'lease')))
+        findings.push({
+          kind: 'active-lease',
+          id: `${name}:${l.pid}`,
+          session: name,
+          detail: `${l.kind} lease held by live process ${l.pid} (${l.purpose})`,
+          fix: null,
+        });
     }
     for (const t of await readdir(this.store.paths.tmp).catch(() => [] as string[])) {
       const pid = Number(t.split('-')[1]);
-      if (!Number.isInteger(pid) || !isProcessAlive(pid, null)) findings.push({ kind: 'temp-file', id: t, session: null, detail: 'temporary file of a process that is gone', fix: 'gc' });
+      if (!Number.isInteger(pid) || !isProcessAlive(pid, null))
+        findings.push({ kind: 'temp-file', id: t, session: null, detail: 'temporary file of a process that is gone', fix: 'gc' });
     }
     return findings;
   }

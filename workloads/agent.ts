@@ -9,8 +9,29 @@ import { existsSync } from 'node:fs';
 import { readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runAcpAgent } from '../agents/acp-client.js';
-import { AGENT_UNAVAILABLE_CODES, acpLaunch, classifyAgentFailure, commandLaunch, detectAgent, isAgentBoundary, isAgentName, type AgentBoundary, type AgentDetection, type AgentName } from '../agents/adapters.js';
-import { AGENT_ROLES, baseEntries, contractPrompt, expectedEntries, parseReport, contractPaths, verifyContract, writeContractBase, type AgentRole } from '../agents/contract.js';
+import {
+  AGENT_UNAVAILABLE_CODES,
+  acpLaunch,
+  classifyAgentFailure,
+  commandLaunch,
+  detectAgent,
+  isAgentBoundary,
+  isAgentName,
+  type AgentBoundary,
+  type AgentDetection,
+  type AgentName,
+} from '../agents/adapters.js';
+import {
+  AGENT_ROLES,
+  baseEntries,
+  contractPrompt,
+  expectedEntries,
+  parseReport,
+  contractPaths,
+  verifyContract,
+  writeContractBase,
+  type AgentRole,
+} from '../agents/contract.js';
 import { PdbError, toPdbError, type PdbErrorCode } from '../model/errors.js';
 import { scanTree } from '../model/scan.js';
 import { diffEntries, type Entry } from '../model/snapshot.js';
@@ -31,15 +52,27 @@ export interface AgentParams {
 }
 
 // By default the case exercises both boundaries at once: agent a through a command, agent b over ACP.
-export const AGENT_DEFAULTS: AgentParams = { agentA: 'scripted', agentB: 'scripted', boundaryA: 'command', boundaryB: 'acp', agentTimeoutMs: 120_000, preflight: true };
+export const AGENT_DEFAULTS: AgentParams = {
+  agentA: 'scripted',
+  agentB: 'scripted',
+  boundaryA: 'command',
+  boundaryB: 'acp',
+  agentTimeoutMs: 120_000,
+  preflight: true,
+};
 
 /** Validate plan parameters; unknown keys and bad values fail at once (E_PLAN_INVALID). */
 export function agentParams(params: Record<string, unknown>): AgentParams {
-  for (const k of Object.keys(params)) if (!(k in AGENT_DEFAULTS)) throw new PdbError('E_PLAN_INVALID', `agent: unknown parameter "${k}"; known: ${Object.keys(AGENT_DEFAULTS).join(', ')}`);
+  for (const k of Object.keys(params))
+    if (!(k in AGENT_DEFAULTS))
+      throw new PdbError('E_PLAN_INVALID', `agent: unknown parameter "${k}"; known: ${Object.keys(AGENT_DEFAULTS).join(', ')}`);
   const p = { ...AGENT_DEFAULTS, ...params } as Record<keyof AgentParams, unknown>;
-  if (!isAgentName(p.agentA) || !isAgentName(p.agentB)) throw new PdbError('E_PLAN_INVALID', `agent: agentA and agentB must be scripted, codex or claude`);
-  for (const k of ['boundaryA', 'boundaryB'] as const) if (!isAgentBoundary(p[k])) throw new PdbError('E_PLAN_INVALID', `agent: ${k} must be "command" or "acp", got ${String(p[k])}`);
-  if (typeof p.agentTimeoutMs !== 'number' || !Number.isInteger(p.agentTimeoutMs) || p.agentTimeoutMs < 1000) throw new PdbError('E_PLAN_INVALID', 'agent: agentTimeoutMs must be an integer >= 1000');
+  if (!isAgentName(p.agentA) || !isAgentName(p.agentB))
+    throw new PdbError('E_PLAN_INVALID', `agent: agentA and agentB must be scripted, codex or claude`);
+  for (const k of ['boundaryA', 'boundaryB'] as const)
+    if (!isAgentBoundary(p[k])) throw new PdbError('E_PLAN_INVALID', `agent: ${k} must be "command" or "acp", got ${String(p[k])}`);
+  if (typeof p.agentTimeoutMs !== 'number' || !Number.isInteger(p.agentTimeoutMs) || p.agentTimeoutMs < 1000)
+    throw new PdbError('E_PLAN_INVALID', 'agent: agentTimeoutMs must be an integer >= 1000');
   if (typeof p.preflight !== 'boolean') throw new PdbError('E_PLAN_INVALID', 'agent: preflight must be true or false');
   return p as AgentParams;
 }
@@ -67,9 +100,28 @@ async function scanRoot(root: string): Promise<Entry[]> {
 }
 
 /** Run one agent in one session through the chosen boundary. Never throws for agent failures. */
-export async function runAgentInSession(ctx: Pick<StepContext, 'pdbEnvRun' | 'signal' | 'baseEntries'>, session: SessionHandle, role: AgentRole, detection: AgentDetection, p: AgentParams, t0: number): Promise<AgentRun> {
+export async function runAgentInSession(
+  ctx: Pick<StepContext, 'pdbEnvRun' | 'signal' | 'baseEntries'>,
+  session: SessionHandle,
+  role: AgentRole,
+  detection: AgentDetection,
+  p: AgentParams,
+  t0: number,
+): Promise<AgentRun> {
   const boundary = detection.boundary;
-  const run: AgentRun = { role, detection, launched: false, failure: null, filesTouched: false, changedPaths: 0, startMs: performance.now() - t0, endMs: 0, exitCode: null, counts: {}, stopReason: null };
+  const run: AgentRun = {
+    role,
+    detection,
+    launched: false,
+    failure: null,
+    filesTouched: false,
+    changedPaths: 0,
+    startMs: performance.now() - t0,
+    endMs: 0,
+    exitCode: null,
+    counts: {},
+    stopReason: null,
+  };
   const before = ctx.baseEntries ?? (await scanRoot(session.root));
   const prompt = contractPrompt(role);
   try {
@@ -84,21 +136,40 @@ export async function runAgentInSession(ctx: Pick<StepContext, 'pdbEnvRun' | 'si
       run.exitCode = r.exitCode;
       run.process = r;
       run.counts = { stdoutBytes: Buffer.byteLength(r.stdout), stderrBytes: Buffer.byteLength(r.stderr) };
-      if (r.timedOut || r.exitCode !== 0) run.failure = classifyAgentFailure({ exitCode: r.exitCode, timedOut: r.timedOut, output: `${r.stdout}\n${r.stderr}` });
+      if (r.timedOut || r.exitCode !== 0)
+        run.failure = classifyAgentFailure({ exitCode: r.exitCode, timedOut: r.timedOut, output: `${r.stdout}\n${r.stderr}` });
     } else {
       const l = acpLaunch(detection);
       run.launched = true;
-      const r = await runAcpAgent({ command: l.command, args: l.args, root: session.root, sessionName: session.name, prompt, env: l.env, timeoutMs: p.agentTimeoutMs, signal: ctx.signal });
+      const r = await runAcpAgent({
+        command: l.command,
+        args: l.args,
+        root: session.root,
+        sessionName: session.name,
+        prompt,
+        env: l.env,
+        timeoutMs: p.agentTimeoutMs,
+        signal: ctx.signal,
+      });
       run.exitCode = r.exitCode;
       run.stopReason = r.stopReason;
       run.counts = { ...r.stats };
       if (r.agentVersion && !detection.version) detection.version = r.agentVersion;
-      if (r.phase !== 'done') run.failure = classifyAgentFailure({ exitCode: r.exitCode, timedOut: r.timedOut, output: `${r.error?.message ?? ''}\n${r.stderr}`, rpcCode: r.error?.rpcCode ?? null });
+      if (r.phase !== 'done')
+        run.failure = classifyAgentFailure({
+          exitCode: r.exitCode,
+          timedOut: r.timedOut,
+          output: `${r.error?.message ?? ''}\n${r.stderr}`,
+          rpcCode: r.error?.rpcCode ?? null,
+        });
       else if (r.stopReason !== 'end_turn') run.failure = { code: 'E_AGENT_CONTRACT', reason: `the turn ended with ${r.stopReason}` };
     }
   } catch (err) {
     const e = toPdbError(err);
-    run.failure = { code: e.code, reason: e.code === 'E_AGENT_NOT_INSTALLED' ? 'could not start the agent program' : 'the boundary failed' };
+    run.failure = {
+      code: e.code,
+      reason: e.code === 'E_AGENT_NOT_INSTALLED' ? 'could not start the agent program' : 'the boundary failed',
+    };
   }
   const after = await scanRoot(session.root);
   run.changedPaths = diffEntries(before, after).length;
@@ -149,7 +220,10 @@ function agentSteps(params: Record<string, unknown>): Step[] {
         const failed = runs.find((r) => r.failure);
         if (failed?.failure) {
           const touched = failed.filesTouched ? 'after files were touched' : 'before any file was touched';
-          throw new PdbError(failed.failure.code, `agent ${failed.role} (${failed.detection.product}, ${failed.detection.boundary}) failed ${touched}: ${failed.failure.reason}`);
+          throw new PdbError(
+            failed.failure.code,
+            `agent ${failed.role} (${failed.detection.product}, ${failed.detection.boundary}) failed ${touched}: ${failed.failure.reason}`,
+          );
         }
         return { process: a.process ?? b.process, milestones: { agentAMs: a.endMs - a.startMs, agentBMs: b.endMs - b.startMs } };
       },
@@ -170,7 +244,9 @@ export function projectAgentResult(entries: Entry[], params: Record<string, unkn
   const p = agentParams(params);
   const kept = entries.filter((e) => !isReport(e.path));
   if (p.agentA === 'scripted') return kept;
-  return kept.map((e) => (e.kind === 'file' ? { ...e, digest: 'sha256:0000000000000000000000000000000000000000000000000000000000000000', size: 0 } : e));
+  return kept.map((e) =>
+    e.kind === 'file' ? { ...e, digest: 'sha256:0000000000000000000000000000000000000000000000000000000000000000', size: 0 } : e,
+  );
 }
 
 export async function checkAgentResults(ctx: Pick<StepContext, 'sessions'>, results: Entry[][]): Promise<WorkloadCheck[]> {
@@ -185,7 +261,11 @@ export async function checkAgentResults(ctx: Pick<StepContext, 'sessions'>, resu
     }
     const findings = await verifyContract(entries, role, (rel) => readFile(join(s.root, rel)));
     const missed = findings.filter((f) => !f.passed).map((f) => f.item);
-    checks.push({ name: `contract-${role}`, passed: missed.length === 0, detail: missed.length ? `failed: ${missed.join(', ')}` : `${findings.length} contract items present, the peer's absent` });
+    checks.push({
+      name: `contract-${role}`,
+      passed: missed.length === 0,
+      detail: missed.length ? `failed: ${missed.join(', ')}` : `${findings.length} contract items present, the peer's absent`,
+    });
 
     const reportEntry = entries.find((e) => e.path === contractPaths(role).report);
     const text = reportEntry ? await readFile(join(s.root, contractPaths(role).report), 'utf8').catch(() => null) : null;
@@ -196,22 +276,32 @@ export async function checkAgentResults(ctx: Pick<StepContext, 'sessions'>, resu
     if (!report) problems.push('no readable report');
     else {
       if (report.role !== role) problems.push('report names the wrong role');
-      if (report.session !== s.name) problems.push(report.session === null ? 'PDB_ENV_SESSION was not set' : 'PDB_ENV_SESSION names another session');
+      if (report.session !== s.name)
+        problems.push(report.session === null ? 'PDB_ENV_SESSION was not set' : 'PDB_ENV_SESSION names another session');
       if (!(await same(report.cwd))) problems.push('working directory was not the session root');
       if (!(await same(report.sessionCwd))) problems.push('ACP session/new cwd was not the session root');
       if (report.peerOutputSeen === true) problems.push("the peer's output was visible");
       if (report.outsideReadRefused === false) problems.push('a read outside the root was served');
     }
     roots.add(realRoot);
-    checks.push({ name: `identity-${role}`, passed: problems.length === 0, detail: problems.length ? problems.join('; ') : 'its own session name and working directory' });
+    checks.push({
+      name: `identity-${role}`,
+      passed: problems.length === 0,
+      detail: problems.length ? problems.join('; ') : 'its own session name and working directory',
+    });
   }
-  checks.push({ name: 'distinct-sessions', passed: roots.size === AGENT_ROLES.length && new Set(ctx.sessions.slice(0, 2).map((s) => s.name)).size === 2, detail: 'two names, two roots' });
+  checks.push({
+    name: 'distinct-sessions',
+    passed: roots.size === AGENT_ROLES.length && new Set(ctx.sessions.slice(0, 2).map((s) => s.name)).size === 2,
+    detail: 'two names, two roots',
+  });
   return checks;
 }
 
 export const agentWorkload: Workload = {
   name: 'agent',
-  description: 'two agents (scripted, Codex or Claude Code) at the same time in two sessions from one base, through a command or ACP, each verified from its own result',
+  description:
+    'two agents (scripted, Codex or Claude Code) at the same time in two sessions from one base, through a command or ACP, each verified from its own result',
   deterministic: true,
   sessions: 2,
   defaultParams: { ...AGENT_DEFAULTS },
@@ -230,7 +320,8 @@ export const agentWorkload: Workload = {
   },
   steps: agentSteps,
   project: projectAgentResult,
-  projectionNote: "scripted agents: the case session's result without the agents' reports (they name each session's own root and name, checked by identity-a/b); real agents: the same reduced to its shape (paths, kinds, exec bits, symlink targets), since model text varies and the contract checks judge content",
+  projectionNote:
+    "scripted agents: the case session's result without the agents' reports (they name each session's own root and name, checked by identity-a/b); real agents: the same reduced to its shape (paths, kinds, exec bits, symlink targets), since model text varies and the contract checks judge content",
   async expected(_base, params) {
     // The contract's result for role a, known in advance from the fixture (it equals a scan of it).
     return projectAgentResult(expectedEntries('a'), params);

@@ -3,7 +3,18 @@
 // tools developers run. Every milestone comes from the tool's own signal: exit codes, tsserver
 // protocol events, HTTP status and HMR messages, and reporter event files.
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -76,7 +87,12 @@ export function scrubToolOutput(text: string, roots: string[] = []): string {
 }
 
 function tail(result: ProcessResult, ctx: StepContext, lines = 3): string {
-  const text = `${result.stdout}\n${result.stderr}`.split('\n').map((l) => l.trim()).filter(Boolean).slice(-lines).join(' | ');
+  const text = `${result.stdout}\n${result.stderr}`
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .slice(-lines)
+    .join(' | ');
   return scrubToolOutput(text, [ctx.session.root, ctx.scratchDir, ctx.sharedDir]).slice(0, 400);
 }
 
@@ -92,7 +108,8 @@ function requireSuccess(result: ProcessResult, ctx: StepContext, what: string, t
 
 function toolPath(root: string, rel: string, tool: string): string {
   const p = join(root, 'node_modules', rel);
-  if (!existsSync(p)) throw new PdbError('E_TOOL_MISSING', `${tool} is not installed in the session's node_modules; the install step must run first`);
+  if (!existsSync(p))
+    throw new PdbError('E_TOOL_MISSING', `${tool} is not installed in the session's node_modules; the install step must run first`);
   return p;
 }
 
@@ -139,7 +156,9 @@ function directDependencyMismatches(root: string): string[] {
 
 /** npm: every package the hidden lockfile records has the lockfile's version, and no non-optional lockfile package is missing. */
 function npmLockfileMismatches(root: string): string[] {
-  const lock = readJson(join(root, 'package-lock.json')) as { packages: Record<string, { version?: string; optional?: boolean; dev?: boolean }> };
+  const lock = readJson(join(root, 'package-lock.json')) as {
+    packages: Record<string, { version?: string; optional?: boolean; dev?: boolean }>;
+  };
   const hiddenPath = join(root, 'node_modules', '.package-lock.json');
   if (!existsSync(hiddenPath)) return ['node_modules/.package-lock.json is missing'];
   const hidden = readJson(hiddenPath) as { packages: Record<string, { version?: string }> };
@@ -177,11 +196,26 @@ async function ensurePnpm(ctx: StepContext, version: string, timeoutMs: number):
   const bin = join(prefix, 'node_modules', 'pnpm', 'bin', 'pnpm.cjs');
   if (existsSync(bin)) return { bin, installedMs: null };
   mkdirSync(prefix, { recursive: true });
-  const r = await ctx.proc.run('npm', ['install', '--prefix', prefix, '--no-save', '--no-audit', '--no-fund', '--cache', join(ctx.sharedDir, 'npm-cache'), '--prefer-offline', `pnpm@${version}`], {
-    cwd: prefix,
-    timeoutMs,
-    env: { npm_config_update_notifier: 'false' },
-  });
+  const r = await ctx.proc.run(
+    'npm',
+    [
+      'install',
+      '--prefix',
+      prefix,
+      '--no-save',
+      '--no-audit',
+      '--no-fund',
+      '--cache',
+      join(ctx.sharedDir, 'npm-cache'),
+      '--prefer-offline',
+      `pnpm@${version}`,
+    ],
+    {
+      cwd: prefix,
+      timeoutMs,
+      env: { npm_config_update_notifier: 'false' },
+    },
+  );
   requireSuccess(r, ctx, `installing pnpm ${version}`, timeoutMs);
   if (!existsSync(bin)) throw new PdbError('E_TOOL_MISSING', `pnpm ${version} installed without its bin/pnpm.cjs`);
   return { bin, installedMs: Math.round(r.durationMs) };
@@ -194,7 +228,9 @@ function pnpmVersionOf(root: string): string {
 }
 
 function isRegistryFailure(result: ProcessResult): boolean {
-  return /ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ERR_PNPM_META_FETCH_FAIL|network/i.test(`${result.stdout}\n${result.stderr}`);
+  return /ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ERR_PNPM_META_FETCH_FAIL|network/i.test(
+    `${result.stdout}\n${result.stderr}`,
+  );
 }
 
 function installStep(kind: LaneKind, timeoutMs: number): Step {
@@ -206,11 +242,15 @@ function installStep(kind: LaneKind, timeoutMs: number): Step {
       const milestones: Record<string, number> = {};
       let result: ProcessResult;
       if (kind === 'npm') {
-        result = await ctx.proc.run('npm', ['ci', '--cache', join(ctx.sharedDir, 'npm-cache'), '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=warn'], {
-          cwd: root,
-          timeoutMs,
-          env: { npm_config_update_notifier: 'false' },
-        });
+        result = await ctx.proc.run(
+          'npm',
+          ['ci', '--cache', join(ctx.sharedDir, 'npm-cache'), '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=warn'],
+          {
+            cwd: root,
+            timeoutMs,
+            env: { npm_config_update_notifier: 'false' },
+          },
+        );
       } else {
         const version = pnpmVersionOf(root);
         const t0 = performance.now();
@@ -295,8 +335,13 @@ function tsserverStep(timeoutMs: number): Step {
         const firstMsgs = await server.waitForCompleted(first, left(), 'first tsserver semantic diagnostics');
         const firstDiagnosticsMs = performance.now() - t0;
         const firstDiags = lastSemanticDiag(firstMsgs, file);
-        if (firstDiags === null) throw new PdbError('E_STEP_FAILED', 'tsserver completed geterr without a semanticDiag event for the opened file');
-        if (firstDiags.length !== 0) throw new PdbError('E_STEP_FAILED', `tsserver reported ${firstDiags.length} diagnostics on the clean fixture file (first code ${firstDiags[0]!.code})`);
+        if (firstDiags === null)
+          throw new PdbError('E_STEP_FAILED', 'tsserver completed geterr without a semanticDiag event for the opened file');
+        if (firstDiags.length !== 0)
+          throw new PdbError(
+            'E_STEP_FAILED',
+            `tsserver reported ${firstDiags.length} diagnostics on the clean fixture file (first code ${firstDiags[0]!.code})`,
+          );
 
         const t1 = performance.now();
         server.request('change', { file, line: 1, offset: 1, endLine: 1, endOffset: 1, insertString: LANE_EDITS.tsserverTypeError.insert });
@@ -306,7 +351,10 @@ function tsserverStep(timeoutMs: number): Step {
         const afterFirst = secondMsgs.slice(firstMsgs.length);
         const editDiags = lastSemanticDiag(afterFirst, file);
         if (!editDiags || !editDiags.some((d) => d.code === 2322)) {
-          throw new PdbError('E_STEP_FAILED', `tsserver did not report the introduced type error (TS2322) after the edit; saw codes [${(editDiags ?? []).map((d) => d.code).join(', ')}]`);
+          throw new PdbError(
+            'E_STEP_FAILED',
+            `tsserver did not report the introduced type error (TS2322) after the edit; saw codes [${(editDiags ?? []).map((d) => d.code).join(', ')}]`,
+          );
         }
         milestones = { firstDiagnosticsMs: Math.round(firstDiagnosticsMs), editDiagnosticsMs: Math.round(editDiagnosticsMs) };
       } finally {
@@ -326,7 +374,8 @@ function viteBuildStep(timeoutMs: number): Step {
       const vite = toolPath(ctx.session.root, 'vite/bin/vite.js', 'vite');
       const r = await ctx.proc.run('node', [vite, 'build'], { cwd: ctx.session.root, timeoutMs });
       requireSuccess(r, ctx, 'vite build', timeoutMs);
-      if (!existsSync(join(ctx.session.root, 'dist', 'index.html'))) throw new PdbError('E_STEP_FAILED', 'vite build exited 0 but wrote no dist/index.html');
+      if (!existsSync(join(ctx.session.root, 'dist', 'index.html')))
+        throw new PdbError('E_STEP_FAILED', 'vite build exited 0 but wrote no dist/index.html');
       return { process: r };
     },
   };
@@ -343,7 +392,11 @@ function viteDevHmrStep(timeoutMs: number): Step {
       const vite = toolPath(root, 'vite/bin/vite.js', 'vite');
       const port = await freePort();
       const t0 = performance.now();
-      const server = ctx.proc.start('node', [vite, '--port', String(port), '--strictPort', '--host', '127.0.0.1', '--clearScreen', 'false'], { cwd: root });
+      const server = ctx.proc.start(
+        'node',
+        [vite, '--port', String(port), '--strictPort', '--host', '127.0.0.1', '--clearScreen', 'false'],
+        { cwd: root },
+      );
       let ws: HmrSocket | null = null;
       let milestones: Record<string, number>;
       let stopped: ProcessResult;
@@ -364,9 +417,11 @@ function viteDevHmrStep(timeoutMs: number): Step {
         writeFileSync(join(root, LANE_EDITS.viteMessage.path), LANE_EDITS.viteMessage.content);
         const update = await ws.waitFor((m) => m?.type === 'update' || m?.type === 'full-reload', left(), 'HMR update after the edit');
         const hmrUpdateMs = performance.now() - t1;
-        if (update.type !== 'update') throw new PdbError('E_STEP_FAILED', `vite sent "${update.type}" instead of an HMR update for the edited module`);
+        if (update.type !== 'update')
+          throw new PdbError('E_STEP_FAILED', `vite sent "${update.type}" instead of an HMR update for the edited module`);
         const paths = ((update.updates ?? []) as Array<{ path?: string; acceptedPath?: string }>).map((u) => u.acceptedPath ?? u.path);
-        if (!paths.includes('/src/vite/message.ts')) throw new PdbError('E_STEP_FAILED', `the HMR update did not name the edited module (got ${paths.join(', ') || 'nothing'})`);
+        if (!paths.includes('/src/vite/message.ts'))
+          throw new PdbError('E_STEP_FAILED', `the HMR update did not name the edited module (got ${paths.join(', ') || 'nothing'})`);
         milestones = { readyMs: Math.round(readyMs), hmrUpdateMs: Math.round(hmrUpdateMs) };
       } finally {
         ws?.close();
@@ -395,7 +450,10 @@ function nextBuildStep(timeoutMs: number): Step {
 function appendEdit(root: string, edit: { path: string; append: string }): void {
   const file = join(root, edit.path);
   const text = readFileSync(file, 'utf8');
-  if (text.endsWith(edit.append)) throw new PdbError('E_STEP_FAILED', `${edit.path} already carries the lane's edit; the session did not start from the fixture base`, { path: edit.path });
+  if (text.endsWith(edit.append))
+    throw new PdbError('E_STEP_FAILED', `${edit.path} already carries the lane's edit; the session did not start from the fixture base`, {
+      path: edit.path,
+    });
   writeFileSync(file, text + edit.append);
 }
 
@@ -430,16 +488,33 @@ function watcherStep(spec: WatcherSpec, timeoutMs: number): Step {
         const initialRunMs = performance.now() - t0;
         const initial = completes(first)[0]!;
         if (!initial.success || initial.total !== spec.expected.initial) {
-          throw new PdbError('E_STEP_FAILED', `${spec.tool} initial run: ${initial.passed}/${initial.total} passed, expected ${spec.expected.initial}/${spec.expected.initial}`);
+          throw new PdbError(
+            'E_STEP_FAILED',
+            `${spec.tool} initial run: ${initial.passed}/${initial.total} passed, expected ${spec.expected.initial}/${spec.expected.initial}`,
+          );
         }
         const t1 = performance.now();
         appendEdit(root, spec.edit);
         // The rerun that counts is the first one that sees the edit's extra test.
-        const after = await waitForEvents(events, watcher, (evs) => completes(evs).slice(1).some((e) => e.total === spec.expected.afterEdit), left(), `${spec.tool} rerun after the edit`);
+        const after = await waitForEvents(
+          events,
+          watcher,
+          (evs) =>
+            completes(evs)
+              .slice(1)
+              .some((e) => e.total === spec.expected.afterEdit),
+          left(),
+          `${spec.tool} rerun after the edit`,
+        );
         const rerunMs = performance.now() - t1;
-        const rerun = completes(after).slice(1).find((e) => e.total === spec.expected.afterEdit)!;
+        const rerun = completes(after)
+          .slice(1)
+          .find((e) => e.total === spec.expected.afterEdit)!;
         if (!rerun.success || rerun.passed !== spec.expected.afterEdit) {
-          throw new PdbError('E_STEP_FAILED', `${spec.tool} rerun after the edit: ${rerun.passed}/${rerun.total} passed, expected ${spec.expected.afterEdit}/${spec.expected.afterEdit}`);
+          throw new PdbError(
+            'E_STEP_FAILED',
+            `${spec.tool} rerun after the edit: ${rerun.passed}/${rerun.total} passed, expected ${spec.expected.afterEdit}/${spec.expected.afterEdit}`,
+          );
         }
         milestones = { initialRunMs: Math.round(initialRunMs), rerunMs: Math.round(rerunMs), runs: completes(after).length };
       } finally {
@@ -460,7 +535,13 @@ function jestWatchStep(timeoutMs: number): Step {
       expected: JEST_TESTS,
       edit: LANE_EDITS.jestTest,
       // --watchAll works without a TTY or git; the cache stays in the case's scratch dir, not /tmp.
-      command: (root, ctx) => [toolPath(root, 'jest/bin/jest.js', 'jest'), '--watchAll', '--no-watchman', '--cacheDirectory', join(ctx.scratchDir, 'jest-cache')],
+      command: (root, ctx) => [
+        toolPath(root, 'jest/bin/jest.js', 'jest'),
+        '--watchAll',
+        '--no-watchman',
+        '--cacheDirectory',
+        join(ctx.scratchDir, 'jest-cache'),
+      ],
     },
     timeoutMs,
   );
@@ -501,13 +582,15 @@ const LANE_DEFAULT_PARAMS: Record<string, number> = Object.fromEntries(
 function timeoutsFrom(params: Record<string, unknown>): Record<StepName, number> {
   const known = new Set(Object.values(TIMEOUT_PARAMS));
   for (const key of Object.keys(params)) {
-    if (!known.has(key)) throw new PdbError('E_PLAN_INVALID', `the dev lanes have no parameter "${key}"; they take ${[...known].join(', ')}`);
+    if (!known.has(key))
+      throw new PdbError('E_PLAN_INVALID', `the dev lanes have no parameter "${key}"; they take ${[...known].join(', ')}`);
   }
   const out = { ...DEFAULT_TIMEOUTS_MS } as Record<StepName, number>;
   for (const step of Object.keys(TIMEOUT_PARAMS) as StepName[]) {
     const v = params[TIMEOUT_PARAMS[step]];
     if (v === undefined) continue;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) throw new PdbError('E_PLAN_INVALID', `lane parameter ${TIMEOUT_PARAMS[step]} must be a positive integer of milliseconds`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0)
+      throw new PdbError('E_PLAN_INVALID', `lane parameter ${TIMEOUT_PARAMS[step]} must be a positive integer of milliseconds`);
     out[step] = v;
   }
   return out;
@@ -517,7 +600,8 @@ function timeoutsFrom(params: Record<string, unknown>): Record<StepName, number>
 async function prepareLaneFixture(kind: LaneKind, workDir: string, proc: ProcessRunner): Promise<Fixture> {
   const name = `${kind}-app`;
   const src = join(FIXTURES_DIR, name);
-  if (!existsSync(join(src, 'package.json'))) throw new PdbError('E_SOURCE_MISSING', `the ${name} fixture is missing from workloads/fixtures`);
+  if (!existsSync(join(src, 'package.json')))
+    throw new PdbError('E_SOURCE_MISSING', `the ${name} fixture is missing from workloads/fixtures`);
   const dest = join(workDir, name);
   rmSync(dest, { recursive: true, force: true });
   mkdirSync(dest, { recursive: true });
@@ -533,7 +617,14 @@ async function prepareLaneFixture(kind: LaneKind, workDir: string, proc: Process
     proc.run('git', args, {
       cwd: dest,
       timeoutMs: 30_000,
-      env: { GIT_AUTHOR_NAME: 'pdb-env', GIT_AUTHOR_EMAIL: 'fixture@pdb-env.invalid', GIT_COMMITTER_NAME: 'pdb-env', GIT_COMMITTER_EMAIL: 'fixture@pdb-env.invalid', GIT_AUTHOR_DATE: '2026-01-01T00:00:00Z', GIT_COMMITTER_DATE: '2026-01-01T00:00:00Z' },
+      env: {
+        GIT_AUTHOR_NAME: 'pdb-env',
+        GIT_AUTHOR_EMAIL: 'fixture@pdb-env.invalid',
+        GIT_COMMITTER_NAME: 'pdb-env',
+        GIT_COMMITTER_EMAIL: 'fixture@pdb-env.invalid',
+        GIT_AUTHOR_DATE: '2026-01-01T00:00:00Z',
+        GIT_COMMITTER_DATE: '2026-01-01T00:00:00Z',
+      },
     });
   try {
     const init = await git(['init', '-q', '-b', 'main']);
@@ -564,7 +655,10 @@ async function laneChecks(kind: LaneKind, ctx: StepContext): Promise<WorkloadChe
   checks.push({
     name: 'installed-set',
     passed: installIssues.length === 0,
-    detail: installIssues.length === 0 ? `${installedSet(kind, root).length} packages match the ${kind === 'npm' ? 'package-lock.json' : 'pinned direct dependencies'}` : scrubToolOutput(installIssues.slice(0, 3).join('; '), [root]),
+    detail:
+      installIssues.length === 0
+        ? `${installedSet(kind, root).length} packages match the ${kind === 'npm' ? 'package-lock.json' : 'pinned direct dependencies'}`
+        : scrubToolOutput(installIssues.slice(0, 3).join('; '), [root]),
   });
   const outputs: Array<[string, string]> = [
     ['dist/index.html', 'vite build'],
@@ -572,11 +666,16 @@ async function laneChecks(kind: LaneKind, ctx: StepContext): Promise<WorkloadChe
   ];
   const missing = outputs.filter(([p]) => !existsSync(join(root, p))).map(([p, tool]) => `${tool} output ${p}`);
   let buildIdOk = true;
-  if (existsSync(join(root, '.next', 'BUILD_ID'))) buildIdOk = readFileSync(join(root, '.next', 'BUILD_ID'), 'utf8').trim() === 'pdb-env-fixture';
+  if (existsSync(join(root, '.next', 'BUILD_ID')))
+    buildIdOk = readFileSync(join(root, '.next', 'BUILD_ID'), 'utf8').trim() === 'pdb-env-fixture';
   checks.push({
     name: 'tool-outputs',
     passed: missing.length === 0 && buildIdOk,
-    detail: missing.length ? `missing: ${missing.join(', ')}` : buildIdOk ? 'dist/index.html and .next/BUILD_ID exist' : '.next/BUILD_ID is not the fixture build id',
+    detail: missing.length
+      ? `missing: ${missing.join(', ')}`
+      : buildIdOk
+        ? 'dist/index.html and .next/BUILD_ID exist'
+        : '.next/BUILD_ID is not the fixture build id',
   });
   // pnpm's store is shared by every case and hard-linked into sessions: it must live outside every
   // session, and nothing a case did may have changed a byte of it (`pnpm store status` re-hashes
@@ -589,21 +688,43 @@ async function laneChecks(kind: LaneKind, ctx: StepContext): Promise<WorkloadChe
     } catch {
       inside = false;
     }
-    checks.push({ name: 'pnpm-store-outside-session', passed: existsSync(store) && !inside, detail: existsSync(store) ? 'the pnpm store is in the run directory, outside every session' : 'the pnpm store is missing' });
+    checks.push({
+      name: 'pnpm-store-outside-session',
+      passed: existsSync(store) && !inside,
+      detail: existsSync(store) ? 'the pnpm store is in the run directory, outside every session' : 'the pnpm store is missing',
+    });
     const bin = join(ctx.sharedDir, 'tools', `pnpm-${pnpmVersionOf(root)}`, 'node_modules', 'pnpm', 'bin', 'pnpm.cjs');
     if (existsSync(bin) && existsSync(join(root, 'node_modules', '.modules.yaml'))) {
-      const r = await ctx.proc.run('node', [bin, 'store', 'status', '--store-dir', store, `--config.state-dir=${join(ctx.sharedDir, 'pnpm-state')}`, '--config.update-notifier=false'], {
-        cwd: root,
-        timeoutMs: 120_000,
-      });
+      const r = await ctx.proc.run(
+        'node',
+        [
+          bin,
+          'store',
+          'status',
+          '--store-dir',
+          store,
+          `--config.state-dir=${join(ctx.sharedDir, 'pnpm-state')}`,
+          '--config.update-notifier=false',
+        ],
+        {
+          cwd: root,
+          timeoutMs: 120_000,
+        },
+      );
       const untouched = r.exitCode === 0 && /untouched/i.test(r.stdout + r.stderr);
       checks.push({
         name: 'pnpm-store-untouched',
         passed: untouched,
-        detail: untouched ? 'pnpm store status: packages in the store are untouched' : `pnpm store status exited ${r.exitCode ?? r.signal}: ${tail(r, ctx, 4)}`,
+        detail: untouched
+          ? 'pnpm store status: packages in the store are untouched'
+          : `pnpm store status exited ${r.exitCode ?? r.signal}: ${tail(r, ctx, 4)}`,
       });
     } else {
-      checks.push({ name: 'pnpm-store-untouched', passed: false, detail: 'pnpm or node_modules/.modules.yaml is missing, so the store could not be checked' });
+      checks.push({
+        name: 'pnpm-store-untouched',
+        passed: false,
+        detail: 'pnpm or node_modules/.modules.yaml is missing, so the store could not be checked',
+      });
     }
   }
   return checks;
@@ -617,7 +738,8 @@ export function expectedLaneSources(kind: LaneKind, base: Entry[]): Entry[] {
   const byPath = new Map(base.map((e) => [e.path, e]));
   const replace = (path: string, bytes: Buffer) => {
     const e = byPath.get(path);
-    if (!e || e.kind !== 'file') throw new PdbError('E_SOURCE_CHANGED', `the base has no file ${path}; it is not the ${kind}-app fixture`, { path });
+    if (!e || e.kind !== 'file')
+      throw new PdbError('E_SOURCE_CHANGED', `the base has no file ${path}; it is not the ${kind}-app fixture`, { path });
     byPath.set(path, { ...e, digest: sha256Digest(bytes), size: bytes.length });
   };
   replace(LANE_EDITS.viteMessage.path, Buffer.from(LANE_EDITS.viteMessage.content));
@@ -625,7 +747,11 @@ export function expectedLaneSources(kind: LaneKind, base: Entry[]): Entry[] {
     const original = readFileSync(join(FIXTURES_DIR, `${kind}-app`, edit.path));
     const e = byPath.get(edit.path);
     if (!e || e.kind !== 'file' || e.digest !== sha256Digest(original)) {
-      throw new PdbError('E_SOURCE_CHANGED', `${edit.path} in the base differs from the committed ${kind}-app fixture, so the expected result cannot be computed`, { path: edit.path });
+      throw new PdbError(
+        'E_SOURCE_CHANGED',
+        `${edit.path} in the base differs from the committed ${kind}-app fixture, so the expected result cannot be computed`,
+        { path: edit.path },
+      );
     }
     replace(edit.path, Buffer.concat([original, Buffer.from(edit.append)]));
   }

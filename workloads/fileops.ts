@@ -40,7 +40,13 @@ export class TreeModel {
     this.parents(path);
     const old = this.entries.get(path);
     const buf = typeof bytes === 'string' ? Buffer.from(bytes) : bytes;
-    this.entries.set(path, { path, kind: 'file', digest: sha256Digest(buf), size: buf.length, exec: exec ?? (old?.kind === 'file' ? old.exec : false) });
+    this.entries.set(path, {
+      path,
+      kind: 'file',
+      digest: sha256Digest(buf),
+      size: buf.length,
+      exec: exec ?? (old?.kind === 'file' ? old.exec : false),
+    });
   }
 
   /** Set a file's digest and size directly (for large files hashed by streaming). */
@@ -126,7 +132,8 @@ export interface FileopsParams {
 function readParams(params: Record<string, unknown>): FileopsParams {
   const p = { ...FILEOPS_DEFAULTS, ...params } as unknown as FileopsParams;
   for (const k of ['smallFiles', 'largeFileBytes', 'newSmallFiles'] as const) {
-    if (!Number.isInteger(p[k]) || p[k] < 0) throw new PdbError('E_PLAN_INVALID', `fileops: ${k} must be a non-negative integer, got ${String(p[k])}`);
+    if (!Number.isInteger(p[k]) || p[k] < 0)
+      throw new PdbError('E_PLAN_INVALID', `fileops: ${k} must be a non-negative integer, got ${String(p[k])}`);
   }
   return p;
 }
@@ -215,10 +222,21 @@ async function prepareFileopsFixture(workDir: string, params: Record<string, unk
  * committed files) starts from the same tree as every other backend.
  */
 export async function commitFixture(dir: string, proc: ProcessRunner): Promise<void> {
-  const env = { GIT_AUTHOR_NAME: 'pdb-env', GIT_AUTHOR_EMAIL: 'fixture@pdb-env.invalid', GIT_COMMITTER_NAME: 'pdb-env', GIT_COMMITTER_EMAIL: 'fixture@pdb-env.invalid', GIT_CONFIG_NOSYSTEM: '1', HOME: dir };
+  const env = {
+    GIT_AUTHOR_NAME: 'pdb-env',
+    GIT_AUTHOR_EMAIL: 'fixture@pdb-env.invalid',
+    GIT_COMMITTER_NAME: 'pdb-env',
+    GIT_COMMITTER_EMAIL: 'fixture@pdb-env.invalid',
+    GIT_CONFIG_NOSYSTEM: '1',
+    HOME: dir,
+  };
   const git = async (...args: string[]) => {
     const r = await proc.run('git', args, { cwd: dir, env, timeoutMs: 300_000 });
-    if (r.exitCode !== 0) throw new PdbError('E_STEP_FAILED', `git ${args[0]} failed while preparing the fixture (exit ${r.exitCode}): ${r.stderr.slice(0, 200)}`);
+    if (r.exitCode !== 0)
+      throw new PdbError(
+        'E_STEP_FAILED',
+        `git ${args[0]} failed while preparing the fixture (exit ${r.exitCode}): ${r.stderr.slice(0, 200)}`,
+      );
   };
   try {
     await git('--version');
@@ -241,7 +259,8 @@ function aborted(ctx: StepContext): void {
 async function expectContent(root: string, rel: string, want: Buffer | string): Promise<void> {
   const got = await readFile(join(root, rel)).catch(() => null);
   const wantBuf = typeof want === 'string' ? Buffer.from(want) : want;
-  if (!got || !got.equals(wantBuf)) throw new PdbError('E_STEP_FAILED', `read ${rel}: the session does not hold the base's bytes`, { path: rel });
+  if (!got || !got.equals(wantBuf))
+    throw new PdbError('E_STEP_FAILED', `read ${rel}: the session does not hold the base's bytes`, { path: rel });
 }
 
 async function hashFile(path: string): Promise<{ digest: Digest; size: number }> {
@@ -275,10 +294,12 @@ function largeDigest(bytes: number) {
   let d = largeDigests.get(bytes);
   if (!d) {
     const base = hashChunks(largeChunks(LARGE_STREAM, bytes));
-    const appended = hashChunks((function* () {
-      yield* largeChunks(LARGE_STREAM, bytes);
-      yield* largeChunks(APPEND_STREAM, APPEND_BYTES);
-    })());
+    const appended = hashChunks(
+      (function* () {
+        yield* largeChunks(LARGE_STREAM, bytes);
+        yield* largeChunks(APPEND_STREAM, APPEND_BYTES);
+      })(),
+    );
     d = { base, appended };
     largeDigests.set(bytes, d);
   }
@@ -379,7 +400,8 @@ function fileopsSteps(params: Record<string, unknown>): Step[] {
         if (p.largeFileBytes > 0) {
           const got = await hashFile(join(r, LARGE_PATH));
           const want = largeDigest(p.largeFileBytes).base;
-          if (got.digest !== want.digest || got.size !== want.size) throw new PdbError('E_STEP_FAILED', `read ${LARGE_PATH}: the session does not hold the base's bytes`, { path: LARGE_PATH });
+          if (got.digest !== want.digest || got.size !== want.size)
+            throw new PdbError('E_STEP_FAILED', `read ${LARGE_PATH}: the session does not hold the base's bytes`, { path: LARGE_PATH });
         }
       },
     },
@@ -441,7 +463,8 @@ function fileopsSteps(params: Record<string, unknown>): Step[] {
         await symlink('../src/keep.txt', join(r, 'links/readme'));
         await symlink('../out/a', join(r, 'links/out-dir'));
         // A relative link must resolve inside the session, whatever its absolute location.
-        if ((await readFile(join(r, 'links/to-edit'), 'utf8')) !== EDITED) throw new PdbError('E_STEP_FAILED', 'links/to-edit does not resolve to the edited file', { path: 'links/to-edit' });
+        if ((await readFile(join(r, 'links/to-edit'), 'utf8')) !== EDITED)
+          throw new PdbError('E_STEP_FAILED', 'links/to-edit does not resolve to the edited file', { path: 'links/to-edit' });
       },
     },
     {
@@ -471,9 +494,18 @@ function fileopsSteps(params: Record<string, unknown>): Step[] {
       name: 'reentry',
       timeoutMs: 60_000,
       async run(ctx) {
-        const result = await ctx.pdbEnvRun(ctx.session, process.execPath, ['-e', REENTRY_SCRIPT, ctx.session.name, EDITED, REENTRY_MARKER], { timeoutMs: 60_000 });
+        const result = await ctx.pdbEnvRun(
+          ctx.session,
+          process.execPath,
+          ['-e', REENTRY_SCRIPT, ctx.session.name, EDITED, REENTRY_MARKER],
+          { timeoutMs: 60_000 },
+        );
         if (result.timedOut) throw new PdbError('E_TIMEOUT', 'the re-entry process did not finish in time');
-        if (result.exitCode !== 0) throw new PdbError('E_STEP_FAILED', `the re-entry process exited ${result.exitCode}: ${result.stderr.trim().split('\n').pop() ?? ''}`);
+        if (result.exitCode !== 0)
+          throw new PdbError(
+            'E_STEP_FAILED',
+            `the re-entry process exited ${result.exitCode}: ${result.stderr.trim().split('\n').pop() ?? ''}`,
+          );
         return { process: result };
       },
     },
@@ -489,7 +521,8 @@ function fileopsSteps(params: Record<string, unknown>): Step[] {
 
 export const fileopsWorkload: Workload = {
   name: 'fileops',
-  description: 'deterministic file-operation matrix (create, read, edit, append, truncate, delete, rename, symlink, exec bit, nested dirs, large file, many small files, re-entry, cleanup)',
+  description:
+    'deterministic file-operation matrix (create, read, edit, append, truncate, delete, rename, symlink, exec bit, nested dirs, large file, many small files, re-entry, cleanup)',
   deterministic: true,
   sessions: 1,
   defaultParams: { ...FILEOPS_DEFAULTS },

@@ -12,7 +12,12 @@ function readTimeFile(file: string): Pick<ProcessResult, 'cpuUserMs' | 'cpuSyste
   try {
     const last = readFileSync(file, 'utf8').trim().split('\n').pop() ?? '';
     const m = /^([\d.]+) ([\d.]+) (\d+)$/.exec(last);
-    if (m) return { cpuUserMs: Math.round(Number(m[1]) * 1000), cpuSystemMs: Math.round(Number(m[2]) * 1000), peakRssBytes: Number(m[3]) * 1024 };
+    if (m)
+      return {
+        cpuUserMs: Math.round(Number(m[1]) * 1000),
+        cpuSystemMs: Math.round(Number(m[2]) * 1000),
+        peakRssBytes: Number(m[3]) * 1024,
+      };
   } catch {
     /* no file: the child never started */
   }
@@ -73,7 +78,13 @@ export function createProcessRunner(options: { baseEnv?: Record<string, string |
     return { child, timeFile, scratch };
   }
 
-  function finish(r: Awaited<ResultPromise<{ all: true }>>, timeFile: string, scratch: string, durationMs: number, timedOut: boolean): ProcessResult {
+  function finish(
+    r: Awaited<ResultPromise<{ all: true }>>,
+    timeFile: string,
+    scratch: string,
+    durationMs: number,
+    timedOut: boolean,
+  ): ProcessResult {
     const usage = readTimeFile(timeFile);
     rmSync(scratch, { recursive: true, force: true });
     return {
@@ -148,7 +159,10 @@ export function createProcessRunner(options: { baseEnv?: Record<string, string |
           stopped ??= (async () => {
             // Signal the command, not GNU time: time must outlive it to write CPU and RSS. The
             // rest of the group (the command's own children) is ended after time has exited.
-            const leaderExit = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((res) => child.once('exit', () => res()));
+            const leaderExit =
+              child.exitCode !== null || child.signalCode !== null
+                ? Promise.resolve()
+                : new Promise<void>((res) => child.once('exit', () => res()));
             const children = useTime ? childPids(child.pid) : [];
             if (children.length) for (const pid of children) signalPid(pid, 'SIGTERM');
             else killGroup(child.pid, 'SIGTERM');

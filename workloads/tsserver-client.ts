@@ -57,14 +57,19 @@ export interface TsserverSession {
   close(): Promise<ProcessResult>;
 }
 
-export async function startTsserver(proc: ProcessRunner, options: { root: string; scratchDir: string; tsserverJs: string; timeoutMs: number }): Promise<TsserverSession> {
+export async function startTsserver(
+  proc: ProcessRunner,
+  options: { root: string; scratchDir: string; tsserverJs: string; timeoutMs: number },
+): Promise<TsserverSession> {
   const fifo = join(options.scratchDir, 'tsserver.stdin');
   const mk = await proc.run('mkfifo', [fifo], { cwd: options.scratchDir, timeoutMs: options.timeoutMs });
   if (mk.exitCode !== 0) throw new PdbError('E_STEP_FAILED', `could not create the tsserver request pipe (mkfifo exited ${mk.exitCode})`);
   const fd = openSync(fifo, constants.O_RDWR);
   let child: LongRunningProcess;
   try {
-    child = proc.start('sh', ['-c', 'exec node "$0" --disableAutomaticTypingAcquisition < "$1"', options.tsserverJs, fifo], { cwd: options.root });
+    child = proc.start('sh', ['-c', 'exec node "$0" --disableAutomaticTypingAcquisition < "$1"', options.tsserverJs, fifo], {
+      cwd: options.root,
+    });
   } catch (err) {
     closeSync(fd);
     throw err;
@@ -78,7 +83,8 @@ export async function startTsserver(proc: ProcessRunner, options: { root: string
       return seq;
     },
     async waitForCompleted(requestSeq, timeoutMs, what) {
-      const done = (msgs: TsserverMessage[]) => msgs.some((x) => x.type === 'event' && x.event === 'requestCompleted' && x.body?.request_seq === requestSeq);
+      const done = (msgs: TsserverMessage[]) =>
+        msgs.some((x) => x.type === 'event' && x.event === 'requestCompleted' && x.body?.request_seq === requestSeq);
       await child.waitForOutput((out) => done(parseTsserverFrames(out)), timeoutMs, what);
       const all = parseTsserverFrames(child.output());
       const end = all.findIndex((x) => x.type === 'event' && x.event === 'requestCompleted' && x.body?.request_seq === requestSeq);
@@ -99,7 +105,8 @@ export async function startTsserver(proc: ProcessRunner, options: { root: string
 export function lastSemanticDiag(messages: TsserverMessage[], file: string): TsserverDiagnostic[] | null {
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i]!;
-    if (m.type === 'event' && m.event === 'semanticDiag' && m.body?.file === file) return (m.body.diagnostics ?? []) as TsserverDiagnostic[];
+    if (m.type === 'event' && m.event === 'semanticDiag' && m.body?.file === file)
+      return (m.body.diagnostics ?? []) as TsserverDiagnostic[];
   }
   return null;
 }

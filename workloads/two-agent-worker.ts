@@ -29,7 +29,13 @@ async function scan(root: string): Promise<Entry[]> {
         await visit(a, r);
       } else if (st.isFile()) {
         const bytes = await readFile(a);
-        out.push({ path: r, kind: 'file', digest: `sha256:${createHash('sha256').update(bytes).digest('hex')}` as Digest, size: bytes.length, exec: (st.mode & 0o111) !== 0 });
+        out.push({
+          path: r,
+          kind: 'file',
+          digest: `sha256:${createHash('sha256').update(bytes).digest('hex')}` as Digest,
+          size: bytes.length,
+          exec: (st.mode & 0o111) !== 0,
+        });
       }
     }
   };

@@ -108,7 +108,8 @@ export const TWO_AGENT_DEFAULTS = {
 
 function nested(params: Record<string, unknown>): number {
   const n = params.nestedFiles ?? TWO_AGENT_DEFAULTS.nestedFiles;
-  if (!Number.isInteger(n) || (n as number) < 0) throw new PdbError('E_PLAN_INVALID', `two-agent: nestedFiles must be a non-negative integer, got ${String(n)}`);
+  if (!Number.isInteger(n) || (n as number) < 0)
+    throw new PdbError('E_PLAN_INVALID', `two-agent: nestedFiles must be a non-negative integer, got ${String(n)}`);
   return n as number;
 }
 
@@ -143,7 +144,11 @@ export interface AgentVerdict {
 
 /** The most telling line of a crashed process's stderr (the error, not Node's version banner). */
 function errorLine(stderr: string): string {
-  const lines = stderr.trim().split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = stderr
+    .trim()
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   return lines.find((l) => /^(pdb-env: E_|[A-Za-z]*Error\b|two-agent-worker:)/.test(l)) ?? lines.pop() ?? '';
 }
 
@@ -172,7 +177,9 @@ function twoAgentSteps(params: Record<string, unknown>): Step[] {
         const runs = await Promise.all(
           roles.map(async (role, i) => {
             const s = ctx.sessions[i]!;
-            const r = await ctx.pdbEnvRun(s, process.execPath, [WORKER_SCRIPT, role, s.name, barrier, String(n), String(barrierMs)], { timeoutMs: barrierMs + 30_000 });
+            const r = await ctx.pdbEnvRun(s, process.execPath, [WORKER_SCRIPT, role, s.name, barrier, String(n), String(barrierMs)], {
+              timeoutMs: barrierMs + 30_000,
+            });
             return { role, r, doneMs: performance.now() - t0 };
           }),
         );
@@ -181,9 +188,15 @@ function twoAgentSteps(params: Record<string, unknown>): Step[] {
         for (const { role, r, doneMs } of runs) {
           milestones[`agent${role.toUpperCase()}Ms`] = doneMs;
           const v = parseVerdict(r);
-          await writeFile(join(ctx.scratchDir, `verdict-${role}.json`), JSON.stringify({ exitCode: r.exitCode, timedOut: r.timedOut, verdict: v }));
+          await writeFile(
+            join(ctx.scratchDir, `verdict-${role}.json`),
+            JSON.stringify({ exitCode: r.exitCode, timedOut: r.timedOut, verdict: v }),
+          );
           if (r.timedOut) problems.push(`agent ${role} timed out`);
-          else if (r.exitCode !== 0) problems.push(`agent ${role} exited ${r.exitCode}${v ? `: ${v.mismatches.slice(0, 3).join(', ')}` : `: ${errorLine(r.stderr)}`}`);
+          else if (r.exitCode !== 0)
+            problems.push(
+              `agent ${role} exited ${r.exitCode}${v ? `: ${v.mismatches.slice(0, 3).join(', ')}` : `: ${errorLine(r.stderr)}`}`,
+            );
         }
         if (problems.length) throw new PdbError(runs.some((x) => x.r.timedOut) ? 'E_TIMEOUT' : 'E_STEP_FAILED', problems.join('; '));
         return { process: runs[0]!.r, milestones };
@@ -194,7 +207,8 @@ function twoAgentSteps(params: Record<string, unknown>): Step[] {
 
 export const twoAgentWorkload: Workload = {
   name: 'two-agent',
-  description: 'two scripted agent processes via pdb-env run in two sessions from one base, at the same time, changing the same paths differently',
+  description:
+    'two scripted agent processes via pdb-env run in two sessions from one base, at the same time, changing the same paths differently',
   deterministic: true,
   sessions: 2,
   defaultParams: { ...TWO_AGENT_DEFAULTS },
@@ -216,7 +230,12 @@ export const twoAgentWorkload: Workload = {
       applyToModel(m, agentOps('b', nested(ctx.params)));
       const mismatches = countMismatches(m.result(), peer);
       const bad = totalMismatches(mismatches);
-      checks.push({ name: 'peer-oracle', passed: bad === 0, mismatches, detail: bad ? `the peer session differs from agent b's expected tree in ${bad} entries` : undefined });
+      checks.push({
+        name: 'peer-oracle',
+        passed: bad === 0,
+        mismatches,
+        detail: bad ? `the peer session differs from agent b's expected tree in ${bad} entries` : undefined,
+      });
     } else {
       checks.push({ name: 'peer-oracle', passed: false, detail: 'the peer session has no result to compare' });
     }
@@ -229,7 +248,11 @@ export const twoAgentWorkload: Workload = {
       checks.push({
         name: `agent-${role}-sees-own-work`,
         passed,
-        detail: passed ? undefined : v ? `session ${v.sessionOk ? 'ok' : 'wrong'}; ${v.mismatches.length} entries differ from its own expected work (${v.mismatches.slice(0, 5).join(', ')})` : 'the agent left no verdict',
+        detail: passed
+          ? undefined
+          : v
+            ? `session ${v.sessionOk ? 'ok' : 'wrong'}; ${v.mismatches.length} entries differ from its own expected work (${v.mismatches.slice(0, 5).join(', ')})`
+            : 'the agent left no verdict',
       });
     }
     return checks;

@@ -101,7 +101,13 @@ export function connectHmr(port: number, subprotocol: string, timeoutMs: number)
       port,
       path: '/',
       timeout: timeoutMs,
-      headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Key': key, 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Protocol': subprotocol },
+      headers: {
+        Connection: 'Upgrade',
+        Upgrade: 'websocket',
+        'Sec-WebSocket-Key': key,
+        'Sec-WebSocket-Version': '13',
+        'Sec-WebSocket-Protocol': subprotocol,
+      },
     });
     req.on('timeout', () => req.destroy(new PdbError('E_TIMEOUT', `the HMR WebSocket did not open within ${timeoutMs} ms`)));
     req.on('error', reject);

@@ -35,7 +35,13 @@ export function readEvents(file: string): WatchEvent[] {
  * Resolve with the events once `predicate(events)` holds. Rejects E_TIMEOUT after `timeoutMs`
  * and E_STEP_FAILED when `process` exits first.
  */
-export function waitForEvents(file: string, process: LongRunningProcess, predicate: (events: WatchEvent[]) => boolean, timeoutMs: number, what: string): Promise<WatchEvent[]> {
+export function waitForEvents(
+  file: string,
+  process: LongRunningProcess,
+  predicate: (events: WatchEvent[]) => boolean,
+  timeoutMs: number,
+  what: string,
+): Promise<WatchEvent[]> {
   return new Promise((resolve, reject) => {
     let settled = false;
     const dirWatcher = watch(dirname(file), (_type, name) => {

@@ -35,16 +35,24 @@ receipt is written either way), 2 on bad usage.
 Examples:
   pdb-env bench --plan plans/default.json --out receipts --summary
   PDB_ENV_BENCH_STORE=/mnt/pdb-btrfs npm run proof`,
-  options: { plan: { type: 'string' }, seed: { type: 'string' }, out: { type: 'string' }, resume: { type: 'string' }, summary: { type: 'boolean' } },
+  options: {
+    plan: { type: 'string' },
+    seed: { type: 'string' },
+    out: { type: 'string' },
+    resume: { type: 'string' },
+    summary: { type: 'boolean' },
+  },
   positionals: 0,
   async run(args) {
     const planFile = args.values.plan as string | undefined;
     const resume = args.values.resume as string | undefined;
-    if (!planFile && !resume) throw new PdbError('E_USAGE', 'bench needs --plan FILE (or --resume RUN)', { hint: 'pdb-env bench --plan plans/default.json' });
+    if (!planFile && !resume)
+      throw new PdbError('E_USAGE', 'bench needs --plan FILE (or --resume RUN)', { hint: 'pdb-env bench --plan plans/default.json' });
     let seed: number | undefined;
     if (args.values.seed !== undefined) {
       seed = Number(args.values.seed);
-      if (!/^\d+$/.test(String(args.values.seed)) || seed > 0xffffffff) throw new PdbError('E_USAGE', `--seed must be an integer in [0, 4294967295], got "${String(args.values.seed)}"`);
+      if (!/^\d+$/.test(String(args.values.seed)) || seed > 0xffffffff)
+        throw new PdbError('E_USAGE', `--seed must be an integer in [0, 4294967295], got "${String(args.values.seed)}"`);
     }
     const workloads = WORKLOADS as Record<string, Workload>;
     const plan = planFile ? loadPlan(planFile, workloads).plan : undefined;
@@ -62,13 +70,27 @@ Examples:
     });
     const show = (p: string) => relative(process.cwd(), p) || p;
     const s = receipt.summary;
-    emit(args.json, { receipt: show(receiptPath), markdown: summaryPath ? show(summaryPath) : null, runId: receipt.runId, seed: receipt.seed, summary: s }, () =>
-      [
-        `receipt ${show(receiptPath)}${summaryPath ? `\nsummary ${show(summaryPath)}` : ''}`,
-        `run ${receipt.runId}, seed ${receipt.seed}: ${s.planned} case slots, ${s.ok} ok, ${s.failed} failed, ${s.timeout} timeout, ${s.unavailable} unavailable (a backend or a lane this host cannot run)`,
-        `oracle mismatches: ${s.oracleMismatches}; harness overhead median ${s.overheadShareMedian === null ? '-' : `${(s.overheadShareMedian * 100).toFixed(1)} %`}`,
-        `unavailable: ${receipt.backends.filter((b) => !b.available).map((b) => `${b.name} (${b.reason})`).join(', ') || 'none'}`,
-      ].join('\n'),
+    emit(
+      args.json,
+      {
+        receipt: show(receiptPath),
+        markdown: summaryPath ? show(summaryPath) : null,
+        runId: receipt.runId,
+        seed: receipt.seed,
+        summary: s,
+      },
+      () =>
+        [
+          `receipt ${show(receiptPath)}${summaryPath ? `\nsummary ${show(summaryPath)}` : ''}`,
+          `run ${receipt.runId}, seed ${receipt.seed}: ${s.planned} case slots, ${s.ok} ok, ${s.failed} failed, ${s.timeout} timeout, ${s.unavailable} unavailable (a backend or a lane this host cannot run)`,
+          `oracle mismatches: ${s.oracleMismatches}; harness overhead median ${s.overheadShareMedian === null ? '-' : `${(s.overheadShareMedian * 100).toFixed(1)} %`}`,
+          `unavailable: ${
+            receipt.backends
+              .filter((b) => !b.available)
+              .map((b) => `${b.name} (${b.reason})`)
+              .join(', ') || 'none'
+          }`,
+        ].join('\n'),
     );
     return s.failed + s.timeout > 0 ? 1 : 0;
   },

@@ -48,7 +48,10 @@ export async function loadReceipts(args: string[]): Promise<LoadedReceipts> {
     try {
       st = await stat(abs);
     } catch (err) {
-      throw new PdbError('E_RECEIPT_NOT_FOUND', `receipt path ${arg} does not exist`, { cause: err, hint: 'Pass receipt files or directories holding *.json receipts.' });
+      throw new PdbError('E_RECEIPT_NOT_FOUND', `receipt path ${arg} does not exist`, {
+        cause: err,
+        hint: 'Pass receipt files or directories holding *.json receipts.',
+      });
     }
     const files = st.isDirectory() ? await collectJson(abs) : [abs];
     for (const file of files) {
@@ -65,7 +68,9 @@ export async function loadReceipts(args: string[]): Promise<LoadedReceipts> {
           skipped.push(shown(file));
           continue;
         }
-        throw new PdbError('E_SCHEMA_INVALID', `${shown(file)} is not a pdb-env receipt (no "kind": "pdb-env-receipt")`, { hint: 'pdb-env bench writes receipts under receipts/.' });
+        throw new PdbError('E_SCHEMA_INVALID', `${shown(file)} is not a pdb-env receipt (no "kind": "pdb-env-receipt")`, {
+          hint: 'pdb-env bench writes receipts under receipts/.',
+        });
       }
       if (hasSchema('receipt')) {
         const issues = validateAgainst('receipt', doc);
@@ -97,7 +102,10 @@ export async function loadPolicy(file: string): Promise<Policy> {
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    throw new PdbError('E_POLICY_INVALID', `policy ${file} cannot be read`, { cause: err, hint: 'policies/*.json are the shipped policies.' });
+    throw new PdbError('E_POLICY_INVALID', `policy ${file} cannot be read`, {
+      cause: err,
+      hint: 'policies/*.json are the shipped policies.',
+    });
   }
   let doc: unknown;
   try {
@@ -148,7 +156,9 @@ Example:
     const policy = policyFile ? await loadPolicy(policyFile) : null;
     const loaded = await loadReceipts(args.positionals);
     if (loaded.receipts.length === 0) {
-      throw new PdbError('E_RECEIPT_NOT_FOUND', `no receipts found in ${args.positionals.join(', ')}`, { hint: 'npm run proof or pdb-env bench --plan FILE writes receipts under receipts/.' });
+      throw new PdbError('E_RECEIPT_NOT_FOUND', `no receipts found in ${args.positionals.join(', ')}`, {
+        hint: 'npm run proof or pdb-env bench --plan FILE writes receipts under receipts/.',
+      });
     }
     const data = analyzeReceipts(loaded.receipts, { baseline: policy?.baseline, alpha: policy?.alpha, seed });
     const gate = policy ? evaluateGate(loaded.receipts, policy, { seed, analysis: data }) : null;
@@ -158,7 +168,12 @@ Example:
     if (outArg !== undefined || !args.json) {
       const out = resolve(outArg ?? join('reports', 'out'));
       const md = renderMarkdown(input, { charts: args.values['inline-svg'] === true ? 'inline' : 'files' });
-      const files: Record<string, string> = { 'report.md': md.markdown, 'report.html': renderHtml(input), 'report.json': renderJson(input), ...md.files };
+      const files: Record<string, string> = {
+        'report.md': md.markdown,
+        'report.html': renderHtml(input),
+        'report.json': renderJson(input),
+        ...md.files,
+      };
       for (const [name, text] of Object.entries(files)) {
         await writeAtomic(join(out, name), text);
         written.push(shown(join(out, name)));
@@ -169,14 +184,19 @@ Example:
       return 0;
     }
     const lines: string[] = [];
-    lines.push(`${loaded.receipts.length} receipt(s), ${data.testbeds.length} testbed(s): ${data.testbeds.map((t) => `${t.id} ${t.os}/${t.storeFs}${t.synthetic ? ' (synthetic)' : ''}`).join(', ')}`);
+    lines.push(
+      `${loaded.receipts.length} receipt(s), ${data.testbeds.length} testbed(s): ${data.testbeds.map((t) => `${t.id} ${t.os}/${t.storeFs}${t.synthetic ? ' (synthetic)' : ''}`).join(', ')}`,
+    );
     if (loaded.duplicates.length) lines.push(`counted once (same run id): ${loaded.duplicates.join(', ')}`);
     if (loaded.skipped.length) lines.push(`skipped (not receipts): ${loaded.skipped.join(', ')}`);
     if (gate) {
       lines.push(`${gate.verdict}: ${gate.candidate} under policy ${gate.policy}`);
-      for (const f of gate.findings.filter((x) => x.status !== 'met')) lines.push(`  ${f.status.toUpperCase().padEnd(6)} ${f.criterion}: ${f.message}`);
+      for (const f of gate.findings.filter((x) => x.status !== 'met'))
+        lines.push(`  ${f.status.toUpperCase().padEnd(6)} ${f.criterion}: ${f.message}`);
     }
-    lines.push(`wrote ${written.filter((f) => !f.includes('charts')).join(', ')} (+ ${written.filter((f) => f.includes('charts')).length} chart file(s))`);
+    lines.push(
+      `wrote ${written.filter((f) => !f.includes('charts')).join(', ')} (+ ${written.filter((f) => f.includes('charts')).length} chart file(s))`,
+    );
     emit(false, null, () => lines.join('\n'));
     return 0;
   },

@@ -39,7 +39,12 @@ Example:
   async run(args) {
     const from = (args.values.from as string | undefined) ?? process.cwd();
     const svc = await SessionService.open(resolveStoreDir({ store: args.store, sourceDir: from, forCreate: true }), { create: true });
-    const r = await svc.create(args.positionals[0]!, { from, backend: args.values.backend as string | undefined, env: args.values.env as string | undefined, base: args.values.base as Digest | undefined });
+    const r = await svc.create(args.positionals[0]!, {
+      from,
+      backend: args.values.backend as string | undefined,
+      env: args.values.env as string | undefined,
+      base: args.values.base as Digest | undefined,
+    });
     emit(args.json, r, () => `created ${r.session} (${r.backend}) from ${short(r.base)}: ${r.files} files\n${r.root}`);
     return 0;
   },
@@ -57,7 +62,8 @@ Example:
   pdb-env run agent-a -- npm test`,
   positionals: 1,
   async run(args) {
-    if (args.rest.length === 0) throw new PdbError('E_USAGE', 'run needs a command after --', { hint: 'pdb-env run NAME -- CMD [ARGS...]' });
+    if (args.rest.length === 0)
+      throw new PdbError('E_USAGE', 'run needs a command after --', { hint: 'pdb-env run NAME -- CMD [ARGS...]' });
     const svc = await openService(args);
     const { exitCode } = await svc.run(args.positionals[0]!, args.rest[0]!, args.rest.slice(1));
     return exitCode;
@@ -146,7 +152,11 @@ Example:
   async run(args) {
     const svc = await openService(args);
     const r = await svc.checkpoint(args.positionals[0]!);
-    emit(args.json, r, () => `checkpoint ${r.session}: ${r.changes} change(s)\n  base      ${r.base}\n  snapshot  ${r.snapshot}\n  changeset ${r.changeset}`);
+    emit(
+      args.json,
+      r,
+      () => `checkpoint ${r.session}: ${r.changes} change(s)\n  base      ${r.base}\n  snapshot  ${r.snapshot}\n  changeset ${r.changeset}`,
+    );
     return 0;
   },
 };
@@ -184,7 +194,10 @@ Example:
   async run(args) {
     const env = (args.values.env as string | undefined) ?? 'main';
     const expect = args.values.expect as string | undefined;
-    if (!expect) throw new PdbError('E_USAGE', 'publish needs --expect DIGEST (the head you based your work on)', { hint: 'pdb-env envs prints the heads.' });
+    if (!expect)
+      throw new PdbError('E_USAGE', 'publish needs --expect DIGEST (the head you based your work on)', {
+        hint: 'pdb-env envs prints the heads.',
+      });
     const svc = await openService(args);
     const r = await svc.publish(args.positionals[0]!, env, expect);
     emit(args.json, r, () => `${r.env}: ${short(r.previous)} -> ${r.head}`);
@@ -238,11 +251,19 @@ typed reason; every entry says securityIsolation: false.`,
     const store = await ObjectStore.init(storeDir);
     const svc = new SessionService(store);
     const reports = await Promise.all(listBackends().map((b) => probeBackend(b, svc.backendContext(process.cwd()))));
-    emit(args.json, { backends: reports }, () =>
-      table([
-        ['BACKEND', 'AVAILABLE', 'REASON', 'NOTE'],
-        ...reports.map((r) => [r.name + (r.experimental ? ' (experimental)' : ''), r.available ? 'yes' : 'no', r.reason ?? '-', r.detail]),
-      ]) + '\n\nsecurityIsolation: false for every backend (workspace isolation for trusted agents, not a sandbox)',
+    emit(
+      args.json,
+      { backends: reports },
+      () =>
+        table([
+          ['BACKEND', 'AVAILABLE', 'REASON', 'NOTE'],
+          ...reports.map((r) => [
+            r.name + (r.experimental ? ' (experimental)' : ''),
+            r.available ? 'yes' : 'no',
+            r.reason ?? '-',
+            r.detail,
+          ]),
+        ]) + '\n\nsecurityIsolation: false for every backend (workspace isolation for trusted agents, not a sandbox)',
     );
     return 0;
   },
@@ -260,7 +281,9 @@ pdb-env gc finishes or removes what is marked "gc".`,
     const svc = await openService(args);
     const findings = await svc.doctor();
     emit(args.json, { store: svc.store.paths.root, findings }, () =>
-      findings.length === 0 ? 'store is healthy' : table([['KIND', 'ID', 'FIX', 'DETAIL'], ...findings.map((f) => [f.kind, f.id, f.fix ?? '-', f.detail])]),
+      findings.length === 0
+        ? 'store is healthy'
+        : table([['KIND', 'ID', 'FIX', 'DETAIL'], ...findings.map((f) => [f.kind, f.id, f.fix ?? '-', f.detail])]),
     );
     return 0;
   },
@@ -278,7 +301,9 @@ Objects are never removed.`,
   async run(args) {
     const svc = await openService(args);
     const r = await svc.gc({ dryRun: args.values['dry-run'] === true });
-    emit(args.json, r, () => (r.actions.length ? r.actions.map((a) => `${args.values['dry-run'] ? 'would ' : ''}${a}`).join('\n') : 'nothing to do'));
+    emit(args.json, r, () =>
+      r.actions.length ? r.actions.map((a) => `${args.values['dry-run'] ? 'would ' : ''}${a}`).join('\n') : 'nothing to do',
+    );
     return 0;
   },
 };
@@ -293,7 +318,11 @@ Exits 1 and lists the digests whose bytes no longer match.`,
   async run(args) {
     const svc = await openService(args);
     const r = await svc.verify();
-    emit(args.json, r, () => (r.corrupt.length ? `E_OBJECT_CORRUPT: ${r.corrupt.length} of ${r.checked} objects are corrupt:\n${r.corrupt.join('\n')}` : `${r.checked} objects verified`));
+    emit(args.json, r, () =>
+      r.corrupt.length
+        ? `E_OBJECT_CORRUPT: ${r.corrupt.length} of ${r.checked} objects are corrupt:\n${r.corrupt.join('\n')}`
+        : `${r.checked} objects verified`,
+    );
     return r.corrupt.length ? 1 : 0;
   },
 };

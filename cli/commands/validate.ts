@@ -17,18 +17,31 @@ export function validateFile(file: string, forced?: SchemaName): FileReport {
   try {
     doc = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    return { file, schema: forced ?? null, valid: false, problems: [{ pointer: '', message: `cannot read JSON: ${(err as Error).message}` }] };
+    return {
+      file,
+      schema: forced ?? null,
+      valid: false,
+      problems: [{ pointer: '', message: `cannot read JSON: ${(err as Error).message}` }],
+    };
   }
   const schema = forced ?? detectSchema(doc);
-  if (!schema) return { file, schema: null, valid: false, problems: [{ pointer: '', message: 'not a receipt, plan, policy, Snapshot or Changeset (no "kind" marker); pass --schema NAME' }] };
-  if (!hasSchema(schema)) return { file, schema, valid: false, problems: [{ pointer: '', message: `schemas/${schema}.schema.json is not installed` }] };
+  if (!schema)
+    return {
+      file,
+      schema: null,
+      valid: false,
+      problems: [{ pointer: '', message: 'not a receipt, plan, policy, Snapshot or Changeset (no "kind" marker); pass --schema NAME' }],
+    };
+  if (!hasSchema(schema))
+    return { file, schema, valid: false, problems: [{ pointer: '', message: `schemas/${schema}.schema.json is not installed` }] };
   let problems: FileReport['problems'];
   try {
     problems = validateAgainst(schema, doc).map((i) => ({ pointer: i.pointer || '/', message: i.message }));
   } catch (err) {
     problems = [{ pointer: '', message: (err as Error).message }];
   }
-  for (const leak of findPathIssues(doc)) problems.push({ pointer: leak.pointer || '/', message: `${leak.message} (documents must be path-free)` });
+  for (const leak of findPathIssues(doc))
+    problems.push({ pointer: leak.pointer || '/', message: `${leak.message} (documents must be path-free)` });
   return { file, schema, valid: problems.length === 0, problems };
 }
 
@@ -56,7 +69,11 @@ Example:
     const reports = args.positionals.map((f) => validateFile(f, forced as SchemaName | undefined));
     emit(args.json, { valid: reports.every((r) => r.valid), files: reports }, () =>
       reports
-        .map((r) => (r.valid ? `ok       ${r.file} (${r.schema})` : `INVALID  ${r.file}${r.schema ? ` (${r.schema})` : ''}\n${r.problems.map((p) => `  ${p.pointer} ${p.message}`).join('\n')}`))
+        .map((r) =>
+          r.valid
+            ? `ok       ${r.file} (${r.schema})`
+            : `INVALID  ${r.file}${r.schema ? ` (${r.schema})` : ''}\n${r.problems.map((p) => `  ${p.pointer} ${p.message}`).join('\n')}`,
+        )
         .join('\n'),
     );
     return reports.every((r) => r.valid) ? 0 : 1;

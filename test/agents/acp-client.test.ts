@@ -34,7 +34,10 @@ async function refused(p: string): Promise<boolean> {
 test('paths inside the root resolve; ".." , absolute paths and symlinks out are refused', async () => {
   assert.ok((await resolveInsideRoot(root, join(root, 'in.txt'))).endsWith('/root/in.txt'));
   assert.ok((await resolveInsideRoot(root, 'sub/deep.txt')).endsWith('/root/sub/deep.txt'));
-  assert.ok((await resolveInsideRoot(root, join(root, 'new/dir/file.txt'))).endsWith('/root/new/dir/file.txt'), 'a path that does not exist yet, inside');
+  assert.ok(
+    (await resolveInsideRoot(root, join(root, 'new/dir/file.txt'))).endsWith('/root/new/dir/file.txt'),
+    'a path that does not exist yet, inside',
+  );
   assert.ok(await refused(join(root, '..', 'session.json')), '.. to the session record');
   assert.ok(await refused(join(t.dir, 'outside.txt')), 'absolute path outside');
   assert.ok(await refused('/etc/passwd'));
@@ -45,7 +48,9 @@ test('paths inside the root resolve; ".." , absolute paths and symlinks out are 
 });
 
 // An in-process agent that asks the client for things, connected straight to the client app.
-async function withAgent<T>(op: (client: import('@agentclientprotocol/sdk').AgentContext, sessionId: string) => Promise<T>): Promise<{ value: T; stats: ReturnType<typeof createRootClient>['stats'] }> {
+async function withAgent<T>(
+  op: (client: import('@agentclientprotocol/sdk').AgentContext, sessionId: string) => Promise<T>,
+): Promise<{ value: T; stats: ReturnType<typeof createRootClient>['stats'] }> {
   const rc = createRootClient(root);
   let out: { value: T } | null = null;
   const a = agent({ name: 'test-agent' })
@@ -56,7 +61,10 @@ async function withAgent<T>(op: (client: import('@agentclientprotocol/sdk').Agen
       return { stopReason: 'end_turn' };
     });
   await rc.app.connectWith(a, async (ctx) => {
-    await ctx.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true } });
+    await ctx.request('initialize', {
+      protocolVersion: PROTOCOL_VERSION,
+      clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+    });
     const s = await ctx.buildSession(root).start();
     await s.prompt('go');
     s.dispose();

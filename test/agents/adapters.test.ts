@@ -65,12 +65,30 @@ test("an auth failure is classified from the tool's own output (fake claude -p w
 });
 
 test('classification: network outranks timeout, auth outranks network, ACP -32000 is auth, unknown stays unknown', () => {
-  const codexHang = 'ERROR: Reconnecting... 5/5\nwarning: Falling back from WebSockets to HTTPS transport. stream disconnected before completion: failed to lookup address information: Name does not resolve\nERROR: Reconnecting... waiting for network\n';
+  const codexHang =
+    'ERROR: Reconnecting... 5/5\nwarning: Falling back from WebSockets to HTTPS transport. stream disconnected before completion: failed to lookup address information: Name does not resolve\nERROR: Reconnecting... waiting for network\n';
   assert.is(classifyAgentFailure({ exitCode: null, timedOut: true, output: codexHang }).code, 'E_AGENT_NETWORK');
   assert.is(classifyAgentFailure({ exitCode: 1, timedOut: false, output: `Not logged in\n${codexHang}` }).code, 'E_AGENT_AUTH');
-  assert.is(classifyAgentFailure({ exitCode: null, timedOut: false, output: 'Authentication required', rpcCode: -32000 }).code, 'E_AGENT_AUTH');
-  assert.is(classifyAgentFailure({ exitCode: 1, timedOut: false, output: "The 'gpt-9' model is not supported when using Codex with a ChatGPT account." }).code, 'E_AGENT_MODEL');
-  assert.is(classifyAgentFailure({ exitCode: 1, timedOut: false, output: 'OAuth token has expired. Please obtain a new token or refresh your existing token.' }).code, 'E_AGENT_AUTH');
+  assert.is(
+    classifyAgentFailure({ exitCode: null, timedOut: false, output: 'Authentication required', rpcCode: -32000 }).code,
+    'E_AGENT_AUTH',
+  );
+  assert.is(
+    classifyAgentFailure({
+      exitCode: 1,
+      timedOut: false,
+      output: "The 'gpt-9' model is not supported when using Codex with a ChatGPT account.",
+    }).code,
+    'E_AGENT_MODEL',
+  );
+  assert.is(
+    classifyAgentFailure({
+      exitCode: 1,
+      timedOut: false,
+      output: 'OAuth token has expired. Please obtain a new token or refresh your existing token.',
+    }).code,
+    'E_AGENT_AUTH',
+  );
   assert.is(classifyAgentFailure({ exitCode: null, timedOut: true, output: 'thinking...' }).code, 'E_AGENT_TIMEOUT');
   assert.is(classifyAgentFailure({ exitCode: 3, timedOut: false, output: 'segfault' }).code, 'E_STEP_FAILED');
 });

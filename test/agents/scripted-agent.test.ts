@@ -5,7 +5,15 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runAcpAgent } from '../../agents/acp-client.js';
 import { SCRIPTED_AGENT_PATH } from '../../agents/adapters.js';
-import { contractPaths, contractPrompt, expectedEntries, parseReport, verifyContract, writeContractBase, type AgentRole } from '../../agents/contract.js';
+import {
+  contractPaths,
+  contractPrompt,
+  expectedEntries,
+  parseReport,
+  verifyContract,
+  writeContractBase,
+  type AgentRole,
+} from '../../agents/contract.js';
 import type { Entry } from '../../model/snapshot.js';
 import { SessionService } from '../../sessions/service.js';
 import { cli, tempDir } from '../helpers.js';
@@ -30,7 +38,11 @@ async function checkpointed(name: string): Promise<Entry[]> {
 async function assertContract(name: string, role: AgentRole, entries: Entry[]) {
   const root = svc.sessionRoot(name);
   const findings = await verifyContract(entries, role, (rel) => readFile(join(root, rel)));
-  assert.equal(findings.filter((f) => !f.passed).map((f) => f.item), [], 'every contract item holds');
+  assert.equal(
+    findings.filter((f) => !f.passed).map((f) => f.item),
+    [],
+    'every contract item holds',
+  );
   const report = parseReport(readFileSync(join(root, contractPaths(role).report), 'utf8'));
   assert.ok(report);
   assert.is(report!.session, name, 'PDB_ENV_SESSION named this session');
@@ -56,7 +68,14 @@ test('as a plain command through `pdb-env run`, the scripted agent performs the 
 test('over ACP, with pdb-env as the client, the scripted agent performs the contract through fs and terminal requests', async () => {
   await svc.create('acp-b', { from: source });
   const root = svc.sessionRoot('acp-b');
-  const r = await runAcpAgent({ command: process.execPath, args: [SCRIPTED_AGENT_PATH, '--acp'], root, sessionName: 'acp-b', prompt: contractPrompt('b'), timeoutMs: 30_000 });
+  const r = await runAcpAgent({
+    command: process.execPath,
+    args: [SCRIPTED_AGENT_PATH, '--acp'],
+    root,
+    sessionName: 'acp-b',
+    prompt: contractPrompt('b'),
+    timeoutMs: 30_000,
+  });
   assert.is(r.phase, 'done', JSON.stringify(r.error));
   assert.is(r.stopReason, 'end_turn');
   assert.is(r.agentName, 'pdb-env-scripted-agent');
@@ -71,7 +90,14 @@ test('over ACP, with pdb-env as the client, the scripted agent performs the cont
 test('the scripted agent refuses a prompt without a contract marker (turn ends with refusal, nothing changed)', async () => {
   await svc.create('acp-none', { from: source });
   const root = svc.sessionRoot('acp-none');
-  const r = await runAcpAgent({ command: process.execPath, args: [SCRIPTED_AGENT_PATH, '--acp'], root, sessionName: 'acp-none', prompt: 'say hello', timeoutMs: 30_000 });
+  const r = await runAcpAgent({
+    command: process.execPath,
+    args: [SCRIPTED_AGENT_PATH, '--acp'],
+    root,
+    sessionName: 'acp-none',
+    prompt: 'say hello',
+    timeoutMs: 30_000,
+  });
   assert.is(r.stopReason, 'refusal');
   const cp = await svc.checkpoint('acp-none');
   assert.is(cp.changes, 0);

@@ -1,7 +1,21 @@
 // The file-operation matrix, run inside a session root (cwd) through `SessionService.run`.
 // `node apply-matrix.js first` does the main pass; `node apply-matrix.js reentry` the re-entry pass.
 // Every operation is deterministic, so any backend must end with the oracle's exact Snapshot.
-import { appendFileSync, chmodSync, mkdirSync, openSync, closeSync, readFileSync, renameSync, rmSync, symlinkSync, truncateSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  mkdirSync,
+  openSync,
+  closeSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 
 const pass = process.argv[2];
 

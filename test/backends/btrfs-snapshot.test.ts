@@ -22,7 +22,9 @@ test('probe on a non-btrfs store is E_NOT_BTRFS', async () => {
 });
 
 test('base is one read-only subvolume, made once; sessions are snapshots; release deletes them', async () => {
-  const why = !isRoot() ? 'loopback btrfs needs root' : ((await (await loadHostSetup()).loopFsUnavailableReason('btrfs')) ?? (hasCommand('btrfs') ? null : 'btrfs-progs missing'));
+  const why = !isRoot()
+    ? 'loopback btrfs needs root'
+    : ((await (await loadHostSetup()).loopFsUnavailableReason('btrfs')) ?? (hasCommand('btrfs') ? null : 'btrfs-progs missing'));
   if (why) return skipReason('btrfs-snapshot lifecycle', why);
   await withLoopFs('btrfs', t.dir, async (mnt) => {
     const src = join(mnt, 'src');

@@ -13,7 +13,16 @@ import type { Digest } from '../../model/canonical-json.js';
 import { diffEntries } from '../../model/snapshot.js';
 import { SessionService } from '../../sessions/service.js';
 import { hasCommand, isRoot, skipReason, tempDir } from '../helpers.js';
-import { gitCommitAll, loadHostSetup, passes, runMatrixCase, withLoopFs, writeMatrixFixture, type CaseOutcome, type LoopFsType } from './cow-harness.js';
+import {
+  gitCommitAll,
+  loadHostSetup,
+  passes,
+  runMatrixCase,
+  withLoopFs,
+  writeMatrixFixture,
+  type CaseOutcome,
+  type LoopFsType,
+} from './cow-harness.js';
 
 const applyScript = fileURLToPath(new URL('./apply-matrix.js', import.meta.url));
 const t = tempDir('pdb-conf-');
@@ -72,7 +81,10 @@ test('git-worktree carries only committed files: the oracle catches the untracke
   assert.ok(full.cleanupComplete && full.siblingUnchanged);
   assert.is.not(o.resultDigest, full.resultDigest, 'the oracle must tell the worktree apart');
   const diff = diffEntries(svc.readSnapshot(full.resultDigest).entries, svc.readSnapshot(o.resultDigest).entries);
-  assert.equal(diff.map((c) => `${c.kind} ${c.path}`), ['delete .env']);
+  assert.equal(
+    diff.map((c) => `${c.kind} ${c.path}`),
+    ['delete .env'],
+  );
   // The sibling is a worktree too, so it "differs from the base" by the same .env: expected behaviour.
   assert.is(o.siblingUnchanged, false);
   assert.ok(o.cleanupComplete, report(o));

@@ -79,7 +79,11 @@ export function writeMatrixFixture(src: string): void {
 }
 
 export function gitCommitAll(src: string): void {
-  const git = (...args: string[]) => execFileSync('git', ['-C', src, ...args], { stdio: 'pipe', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@e', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@e' } });
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-C', src, ...args], {
+      stdio: 'pipe',
+      env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@e', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@e' },
+    });
   if (!existsSync(join(src, '.git'))) git('init', '-q');
   git('add', '-A');
   git('commit', '-q', '--allow-empty', '-m', 'fixture');
@@ -93,7 +97,14 @@ export async function basesUnchanged(svc: SessionService, digest: Digest, expect
     const dir = baseDir({ store: svc.store, probeDir: svc.store.paths.tmp }, digest, family);
     const { entries } = await scanTree(dir, { excludes: [] });
     const d = diffEntries(expected, entries);
-    if (d.length) return { ok: false, detail: `base ${family} changed: ${d.slice(0, 3).map((c) => `${c.kind} ${c.path}`).join(', ')}` };
+    if (d.length)
+      return {
+        ok: false,
+        detail: `base ${family} changed: ${d
+          .slice(0, 3)
+          .map((c) => `${c.kind} ${c.path}`)
+          .join(', ')}`,
+      };
   }
   return { ok: true, detail: `${families.length} base(s) intact` };
 }
@@ -132,7 +143,7 @@ export async function runMatrixCase(
   backend: string,
   source: string,
   oracleDigest: Digest | null,
-  options: { applyScript: string; allowTestOnly?: boolean; beforeReentry?: (root: string) => Promise<void> } ,
+  options: { applyScript: string; allowTestOnly?: boolean; beforeReentry?: (root: string) => Promise<void> },
 ): Promise<CaseOutcome> {
   const details: string[] = [];
   const tag = backend.replace(/[^a-z0-9]/g, '');
@@ -152,16 +163,32 @@ export async function runMatrixCase(
   if (!digestEqualsOracle) {
     const oracle = svc.readSnapshot(oracleDigest!);
     const mine = svc.readSnapshot(cp.snapshot);
-    details.push(`result differs from oracle: ${diffEntries(oracle.entries, mine.entries).map((c) => `${c.kind} ${c.path}`).join(', ')}`);
+    details.push(
+      `result differs from oracle: ${diffEntries(oracle.entries, mine.entries)
+        .map((c) => `${c.kind} ${c.path}`)
+        .join(', ')}`,
+    );
   }
   const sibDiff = diffEntries(baseSnap.entries, await svc.scanEntries(sib));
-  if (sibDiff.length) details.push(`sibling changed: ${sibDiff.slice(0, 5).map((c) => `${c.kind} ${c.path}`).join(', ')}`);
+  if (sibDiff.length)
+    details.push(
+      `sibling changed: ${sibDiff
+        .slice(0, 5)
+        .map((c) => `${c.kind} ${c.path}`)
+        .join(', ')}`,
+    );
   const base = await basesUnchanged(svc, created.base, baseSnap.entries);
   if (!base.ok) details.push(base.detail);
   // A session made now must still be the base: catches a base changed through shared inodes.
   await svc.create(fresh, { from: source, backend, allowTestOnly: options.allowTestOnly });
   const freshDiff = diffEntries(baseSnap.entries, await svc.scanEntries(fresh));
-  if (freshDiff.length) details.push(`a fresh session differs from the base: ${freshDiff.slice(0, 5).map((c) => `${c.kind} ${c.path}`).join(', ')}`);
+  if (freshDiff.length)
+    details.push(
+      `a fresh session differs from the base: ${freshDiff
+        .slice(0, 5)
+        .map((c) => `${c.kind} ${c.path}`)
+        .join(', ')}`,
+    );
   const dirs = [sib, work, fresh].map((n) => svc.sessionDir(n));
   for (const n of [sib, work, fresh]) await svc.discard(n);
   const leftovers = dirs.filter((d) => existsSync(d));

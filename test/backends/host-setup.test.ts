@@ -11,7 +11,10 @@ import { loadHostSetup } from './cow-harness.js';
 const t = tempDir('pdb-host-');
 test.after(() => t.cleanup());
 
-const mounted = (p: string) => readFileSync('/proc/self/mountinfo', 'utf8').split('\n').some((l) => l.split(' ')[4] === p);
+const mounted = (p: string) =>
+  readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .some((l) => l.split(' ')[4] === p);
 const attached = (image: string) => execFileSync('losetup', ['-j', image], { encoding: 'utf8' }).trim();
 
 test('mount, observe, release (twice)', async () => {

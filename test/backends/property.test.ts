@@ -2,7 +2,22 @@
 // with exactly the Snapshot the full-copy oracle ends with, and a sibling session stays the base.
 // The hard-link farm must fail the same property. The seed is printed on failure; replay with
 // PDB_PROPERTY_SEED=<seed> (and PDB_PROPERTY_RUNS to change the run count, default 20).
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, lstatSync, renameSync, rmSync, symlinkSync, truncateSync, appendFileSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  lstatSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  appendFileSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, join, posix } from 'node:path';
 import fc from 'fast-check';
 import { test } from 'uvu';
@@ -29,21 +44,41 @@ type Content = { kind: 'text'; text: string } | { kind: 'blob'; seed: number; kb
 const bytesOf = (c: Content): Buffer => (c.kind === 'text' ? Buffer.from(c.text) : pattern(c.kb * 1024, c.seed));
 
 const treeArb = fc.record({
-  files: fc.array(fc.record({ dir: fc.constantFrom(...DIRS), name: fc.constantFrom(...NAMES), content: contentArb, exec: fc.boolean() }), { minLength: 1, maxLength: 12 }),
-  links: fc.array(fc.record({ dir: fc.constantFrom(...DIRS), name: fc.constantFrom('l1', 'l2'), target: fc.constantFrom('f1', '../f1', 'a/x.txt', 'missing', '..') }), { maxLength: 3 }),
+  files: fc.array(fc.record({ dir: fc.constantFrom(...DIRS), name: fc.constantFrom(...NAMES), content: contentArb, exec: fc.boolean() }), {
+    minLength: 1,
+    maxLength: 12,
+  }),
+  links: fc.array(
+    fc.record({
+      dir: fc.constantFrom(...DIRS),
+      name: fc.constantFrom('l1', 'l2'),
+      target: fc.constantFrom('f1', '../f1', 'a/x.txt', 'missing', '..'),
+    }),
+    { maxLength: 3 },
+  ),
 });
 type Tree = typeof treeArb extends fc.Arbitrary<infer T> ? T : never;
 
 const opArb = fc.oneof(
   fc.record({ op: fc.constant('write' as const), target: fc.nat(), content: contentArb }),
   fc.record({ op: fc.constant('append' as const), target: fc.nat(), text: fc.string({ minLength: 1, maxLength: 20 }) }),
-  fc.record({ op: fc.constant('patch' as const), target: fc.nat(), offset: fc.nat({ max: 70_000 }), text: fc.string({ minLength: 1, maxLength: 20 }) }),
+  fc.record({
+    op: fc.constant('patch' as const),
+    target: fc.nat(),
+    offset: fc.nat({ max: 70_000 }),
+    text: fc.string({ minLength: 1, maxLength: 20 }),
+  }),
   fc.record({ op: fc.constant('truncate' as const), target: fc.nat(), length: fc.nat({ max: 12 }) }),
   fc.record({ op: fc.constant('delete' as const), target: fc.nat() }),
   fc.record({ op: fc.constant('rename' as const), target: fc.nat(), name: fc.constantFrom('r1', 'r2') }),
   fc.record({ op: fc.constant('renameDir' as const), target: fc.nat() }),
   fc.record({ op: fc.constant('chmod' as const), target: fc.nat(), exec: fc.boolean() }),
-  fc.record({ op: fc.constant('create' as const), dir: fc.constantFrom('n', 'n/m', 'a/n', ''), name: fc.constantFrom('new1', 'new2'), content: contentArb }),
+  fc.record({
+    op: fc.constant('create' as const),
+    dir: fc.constantFrom('n', 'n/m', 'a/n', ''),
+    name: fc.constantFrom('new1', 'new2'),
+    content: contentArb,
+  }),
   fc.record({ op: fc.constant('symlink' as const), target: fc.nat(), name: fc.constantFrom('s1', 's2') }),
 );
 type Op = typeof opArb extends fc.Arbitrary<infer T> ? T : never;
@@ -205,7 +240,12 @@ async function runOn(tg: Target, source: string, ops: Op[]): Promise<RunResult> 
 /** One backend vs the oracle's run: null when it conforms, else what differed. */
 function compare(label: string, want: RunResult, got: RunResult): string | null {
   const problems: string[] = [];
-  if (got.digest !== want.digest) problems.push(`result differs: ${diffEntries(want.entries, got.entries).map((c) => `${c.kind} ${c.path}`).join(', ')}`);
+  if (got.digest !== want.digest)
+    problems.push(
+      `result differs: ${diffEntries(want.entries, got.entries)
+        .map((c) => `${c.kind} ${c.path}`)
+        .join(', ')}`,
+    );
   if (got.sibDiff.length) problems.push(`sibling changed: ${got.sibDiff.map((c) => `${c.kind} ${c.path}`).join(', ')}`);
   return problems.length ? `${label}: ${problems.join('; ')}` : null;
 }
@@ -246,7 +286,9 @@ test('every available backend equals the full-copy oracle on random trees and op
 
   const hs = await loadHostSetup();
   const xfsWhy = isRoot() ? await hs.loopFsUnavailableReason('xfs') : 'loopback xfs needs root';
-  const btrfsWhy = isRoot() ? (await hs.loopFsUnavailableReason('btrfs')) ?? (hasCommand('btrfs') ? null : 'btrfs-progs missing') : 'loopback btrfs needs root';
+  const btrfsWhy = isRoot()
+    ? ((await hs.loopFsUnavailableReason('btrfs')) ?? (hasCommand('btrfs') ? null : 'btrfs-progs missing'))
+    : 'loopback btrfs needs root';
   if (xfsWhy) skipReason('property reflink on xfs', xfsWhy);
   if (btrfsWhy) skipReason('property btrfs backends', btrfsWhy);
 
@@ -275,9 +317,15 @@ test('every available backend equals the full-copy oracle on random trees and op
 
 test('the hard-link farm fails the same property (the harness can fail)', async () => {
   const svc = await SessionService.open(join(t.dir, 'store-hl'), { create: true });
-  const r = await property([{ label: 'hardlink-farm', backend: 'hardlink-farm', svc, allowTestOnly: true }], { label: 'full-copy', backend: 'full-copy', svc }, RUNS);
+  const r = await property(
+    [{ label: 'hardlink-farm', backend: 'hardlink-farm', svc, allowTestOnly: true }],
+    { label: 'full-copy', backend: 'full-copy', svc },
+    RUNS,
+  );
   assert.ok(r.failed, 'the negative control passed the property: the checks cannot fail');
-  console.log(`  caught as expected after ${r.numRuns} run(s): ${String((r.errorInstance as Error | undefined)?.message ?? '').split('\n')[0]}`);
+  console.log(
+    `  caught as expected after ${r.numRuns} run(s): ${String((r.errorInstance as Error | undefined)?.message ?? '').split('\n')[0]}`,
+  );
 });
 
 test.run();

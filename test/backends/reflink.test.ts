@@ -59,7 +59,10 @@ test('a clone across filesystems is E_CROSS_DEVICE', async () => {
     } catch (err) {
       assert.ok(isPdbError(err, 'E_CROSS_DEVICE'), String(err));
     }
-    assert.equal(readdirSync(root).filter((n) => n !== 'sub'), []);
+    assert.equal(
+      readdirSync(root).filter((n) => n !== 'sub'),
+      [],
+    );
     // On the same filesystem the clone works and is observed.
     const made = await reflinkBackend.createSession(ctx, snapshot, digest, join(mnt, 'root'), mnt);
     assert.is(made.cloneObserved, true);

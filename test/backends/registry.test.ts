@@ -9,7 +9,10 @@ test.after(() => t.cleanup());
 
 test('backends --json lists all seven user backends with the typed fields', () => {
   const out = cliJson<{ backends: Array<Record<string, unknown>> }>(['backends', '--store', join(t.dir, 'store')], { cwd: t.dir });
-  assert.equal(out.backends.map((b) => b.name), [...BACKEND_NAMES]);
+  assert.equal(
+    out.backends.map((b) => b.name),
+    [...BACKEND_NAMES],
+  );
   for (const b of out.backends) {
     assert.is(typeof b.available, 'boolean', String(b.name));
     assert.is(b.securityIsolation, false);
@@ -25,7 +28,10 @@ test('backends --json lists all seven user backends with the typed fields', () =
   if (process.platform !== 'darwin') assert.is(by['apfs-clone']!.reason, 'E_UNSUPPORTED_OS');
   // The temp dir is not a git repository.
   assert.is(by['git-worktree']!.reason, 'E_NOT_GIT_REPO');
-  assert.not.ok(out.backends.some((b) => b.name === 'hardlink-farm'), 'the negative control is never offered');
+  assert.not.ok(
+    out.backends.some((b) => b.name === 'hardlink-farm'),
+    'the negative control is never offered',
+  );
   // No absolute path leaks into the evidence.
   assert.not.match(JSON.stringify(out.backends.map((b) => b.evidence)), /"\//);
 });

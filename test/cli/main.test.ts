@@ -37,7 +37,10 @@ test('create, run (exit code and PDB_ENV_SESSION), re-entry, path, list', () => 
   const again = cli(['run', 's1', '--', 'cat', 'who.txt'], { env });
   assert.is(again.stdout.trim(), 's1', 'a second run sees the first run’s writes');
   const list = cliJson(['list'], { env, cwd: join(root) });
-  assert.equal(list.sessions.map((s: any) => [s.name, s.current]), [['s1', true]]);
+  assert.equal(
+    list.sessions.map((s: any) => [s.name, s.current]),
+    [['s1', true]],
+  );
   const bare = cli([], { env, cwd: root });
   assert.match(bare.stdout, /\*\s+s1\s+full-copy/);
 });
@@ -45,7 +48,8 @@ test('create, run (exit code and PDB_ENV_SESSION), re-entry, path, list', () => 
 test('checkpoint --json has the documented fields and is stable', () => {
   cliJson(['create', 's2', '--from', src], { env });
   const one = cliJson(['checkpoint', 's2'], { env });
-  for (const k of ['session', 'base', 'snapshot', 'changeset']) assert.match(String(one[k]), k === 'session' ? /s2/ : /^sha256:[0-9a-f]{64}$/);
+  for (const k of ['session', 'base', 'snapshot', 'changeset'])
+    assert.match(String(one[k]), k === 'session' ? /s2/ : /^sha256:[0-9a-f]{64}$/);
   assert.is(one.changes, 0);
   assert.is(cliJson(['checkpoint', 's2'], { env }).snapshot, one.snapshot);
   const diff = cliJson(['diff', 's2'], { env });
@@ -56,7 +60,11 @@ test('checkpoint while run is active fails fast with E_LEASE_BUSY, then succeeds
   cliJson(['create', 'busy', '--from', src], { env });
   const root = cli(['path', 'busy'], { env }).stdout.trim();
   const gate = join(t.dir, 'gate');
-  const child = spawn(process.execPath, [CLI, 'run', 'busy', '--', 'sh', '-c', `touch started; while [ ! -e ${gate} ]; do sleep 0.05; done`], { env: { ...process.env, ...env }, stdio: 'ignore' });
+  const child = spawn(
+    process.execPath,
+    [CLI, 'run', 'busy', '--', 'sh', '-c', `touch started; while [ ! -e ${gate} ]; do sleep 0.05; done`],
+    { env: { ...process.env, ...env }, stdio: 'ignore' },
+  );
   while (!existsSync(join(root, 'started'))) await new Promise((r) => setTimeout(r, 20));
   const r = cli(['checkpoint', 'busy', '--json'], { env });
   assert.is(r.code, 1);
@@ -71,7 +79,10 @@ test('a lease left by a dead process is released', () => {
   cliJson(['create', 'stale', '--from', src], { env });
   const leaseDir = join(store, 'sessions', 'stale', 'lease');
   mkdirSync(leaseDir, { recursive: true });
-  writeFileSync(join(leaseDir, 'writer-1-dead.json'), JSON.stringify({ kind: 'writer', pid: 2 ** 22 + 3, pidStart: null, purpose: 'run', acquiredAt: '' }));
+  writeFileSync(
+    join(leaseDir, 'writer-1-dead.json'),
+    JSON.stringify({ kind: 'writer', pid: 2 ** 22 + 3, pidStart: null, purpose: 'run', acquiredAt: '' }),
+  );
   assert.is(cliJson(['checkpoint', 'stale'], { env }).changes, 0);
   assert.equal(readdirSync(leaseDir), []);
 });
@@ -118,7 +129,10 @@ test('verify finds a flipped byte in an object', () => {
 
 test('backends --json lists all seven with securityIsolation false', () => {
   const r = cliJson(['backends'], { env });
-  assert.equal(r.backends.map((b: any) => b.name), ['full-copy', 'reflink', 'btrfs-snapshot', 'overlay', 'apfs-clone', 'git-worktree', 'agentfs']);
+  assert.equal(
+    r.backends.map((b: any) => b.name),
+    ['full-copy', 'reflink', 'btrfs-snapshot', 'overlay', 'apfs-clone', 'git-worktree', 'agentfs'],
+  );
   for (const b of r.backends) {
     assert.is(b.securityIsolation, false);
     assert.is(typeof b.available, 'boolean');

@@ -51,7 +51,10 @@ test('SIGINT leaves a resumable run; --resume finishes it without repeating fini
     const journal = join(out, '.pdb-runs', runId!, 'cases.jsonl');
     const done = readFileSync(journal, 'utf8').trim().split('\n').filter(Boolean).length;
     assert.ok(done >= 1 && done < 4, `finished before the interruption: ${done}`);
-    assert.equal(readdirSync(out).filter((f) => f.endsWith('.json')), []);
+    assert.equal(
+      readdirSync(out).filter((f) => f.endsWith('.json')),
+      [],
+    );
 
     const second = cli(['bench', '--resume', runId!, '--out', out, '--store', t.dir]);
     assert.is(second.code, 0, second.stdout + second.stderr);
@@ -60,10 +63,17 @@ test('SIGINT leaves a resumable run; --resume finishes it without repeating fini
     const receiptFile = readdirSync(out).find((f) => f.endsWith('.json'))!;
     const receipt = JSON.parse(readFileSync(join(out, receiptFile), 'utf8')) as Receipt;
     assert.is(receipt.runId, runId);
-    assert.equal(receipt.cases.map((c) => c.id), ['b0-p0', 'b1-p0', 'b2-p0', 'b3-p0']);
+    assert.equal(
+      receipt.cases.map((c) => c.id),
+      ['b0-p0', 'b1-p0', 'b2-p0', 'b3-p0'],
+    );
     assert.ok(receipt.cases.every((c) => c.outcome === 'ok'));
     assert.not.ok(existsSync(join(out, '.pdb-runs')));
-    assert.equal(readdirSync(t.dir).filter((f) => f.startsWith('pdb-bench-')), [], 'the interrupted attempt’s store was removed by the resume');
+    assert.equal(
+      readdirSync(t.dir).filter((f) => f.startsWith('pdb-bench-')),
+      [],
+      'the interrupted attempt’s store was removed by the resume',
+    );
   } finally {
     t.cleanup();
   }

@@ -14,7 +14,17 @@ import { WORKLOADS } from '../../workloads/registry.js';
 import type { Workload } from '../../workloads/types.js';
 import { skipReason, tempDir } from '../helpers.js';
 
-const base = (over: Partial<Plan>): Plan => ({ kind: 'pdb-env-plan', name: 'unit', backends: ['full-copy'], workloads: [], blocks: 1, warmupBlocks: 0, seed: 3, caseTimeoutMs: 120_000, ...over });
+const base = (over: Partial<Plan>): Plan => ({
+  kind: 'pdb-env-plan',
+  name: 'unit',
+  backends: ['full-copy'],
+  workloads: [],
+  blocks: 1,
+  warmupBlocks: 0,
+  seed: 3,
+  caseTimeoutMs: 120_000,
+  ...over,
+});
 
 function tinyFixture(name: string): Workload['prepareFixture'] {
   return async (workDir) => {
@@ -52,7 +62,10 @@ const sleepWorkload: Workload = {
       name: 'sleep',
       timeoutMs: 60_000,
       async run(ctx) {
-        const r = await ctx.proc.run('sh', ['-c', `echo $$ > '${String(params.pidFile)}'; exec sleep 30`], { cwd: ctx.session.root, timeoutMs: 60_000 });
+        const r = await ctx.proc.run('sh', ['-c', `echo $$ > '${String(params.pidFile)}'; exec sleep 30`], {
+          cwd: ctx.session.root,
+          timeoutMs: 60_000,
+        });
         return { process: r };
       },
     },
@@ -112,7 +125,12 @@ const projectedWorkload: Workload = {
   projectionNote: 'everything but the random stamp',
 };
 
-const workloads = { ...(WORKLOADS as Record<string, Workload>), 'test-sleep': sleepWorkload, 'test-count': countWorkload, 'test-projected': projectedWorkload };
+const workloads = {
+  ...(WORKLOADS as Record<string, Workload>),
+  'test-sleep': sleepWorkload,
+  'test-count': countWorkload,
+  'test-projected': projectedWorkload,
+};
 
 test('the hardlink-farm negative control produces oracle failures that end up in the receipt', async () => {
   try {
@@ -161,7 +179,13 @@ test('the hardlink-farm negative control produces oracle failures that end up in
 test('without a precomputed expectation the full-copy case of the block is the oracle, through the projection', async () => {
   const t = tempDir();
   try {
-    const plan = base({ name: 'deferred', backends: ['full-copy', 'hardlink-farm'], allowTestOnlyBackends: true, workloads: [{ name: 'test-projected' }], blocks: 3 });
+    const plan = base({
+      name: 'deferred',
+      backends: ['full-copy', 'hardlink-farm'],
+      allowTestOnlyBackends: true,
+      workloads: [{ name: 'test-projected' }],
+      blocks: 3,
+    });
     const { receipt } = await runBench({ plan, outDir: join(t.dir, 'out'), storeParent: t.dir, workloads });
     const full = receipt.cases.filter((c) => c.backend === 'full-copy');
     assert.is(full.length, 3);
@@ -195,7 +219,10 @@ test('a case killed by its timeout is recorded, not lost, and its processes are 
     assert.is(c.failure?.code, 'E_TIMEOUT');
     assert.is(c.failure?.phase, 'step:sleep');
     assert.ok(c.phases.some((p) => p.name === 'step:sleep' && p.outcome === 'timeout'));
-    assert.ok(c.checks.some((k) => k.name === 'cleanup' && k.passed), 'the session was discarded after the timeout');
+    assert.ok(
+      c.checks.some((k) => k.name === 'cleanup' && k.passed),
+      'the session was discarded after the timeout',
+    );
     assert.is(receipt.summary.timeout, 1);
     const pid = Number(readFileSync(pidFile, 'utf8').trim());
     assert.ok(pid > 0);
@@ -222,14 +249,28 @@ test('--resume continues an interrupted run without repeating finished cases', a
     assert.is(counted, 2);
     const journal = join(outDir, '.pdb-runs', runId, 'cases.jsonl');
     assert.is(readFileSync(journal, 'utf8').trim().split('\n').length, 2);
-    assert.equal(readdirSync(outDir).filter((f) => f.endsWith('.json')), [], 'no receipt for an interrupted run');
-    assert.equal(readdirSync(t.dir).filter((f) => f.startsWith('pdb-bench-')), [], 'the interrupted attempt removed its store');
+    assert.equal(
+      readdirSync(outDir).filter((f) => f.endsWith('.json')),
+      [],
+      'no receipt for an interrupted run',
+    );
+    assert.equal(
+      readdirSync(t.dir).filter((f) => f.startsWith('pdb-bench-')),
+      [],
+      'the interrupted attempt removed its store',
+    );
 
     const { receipt } = await runBench({ outDir, resume: runId, storeParent: t.dir, workloads });
     assert.is(counted, 4, 'only the two unfinished cases ran again');
     assert.is(receipt.runId, runId);
-    assert.equal(receipt.cases.map((c) => c.id), ['b0-p0', 'b1-p0', 'b2-p0', 'b3-p0']);
-    assert.ok(receipt.cases.every((c) => c.outcome === 'ok'), JSON.stringify(receipt.cases.map((c) => c.failure)));
+    assert.equal(
+      receipt.cases.map((c) => c.id),
+      ['b0-p0', 'b1-p0', 'b2-p0', 'b3-p0'],
+    );
+    assert.ok(
+      receipt.cases.every((c) => c.outcome === 'ok'),
+      JSON.stringify(receipt.cases.map((c) => c.failure)),
+    );
     assert.not.ok(existsSync(join(outDir, '.pdb-runs')), 'the journal is removed once the receipt is written');
 
     await runBench({ outDir, resume: runId, workloads }).then(
@@ -254,7 +295,10 @@ test('bad plans fail before any filesystem work', async () => {
     await attempt(base({ workloads: [{ name: 'no-such-workload' }] }), 'E_WORKLOAD_UNKNOWN');
     await attempt(base({ workloads: [{ name: 'fileops', params: { smallFile: 3 } }] }), 'E_PLAN_INVALID');
     await attempt({ ...base({ workloads: [{ name: 'test-count' }] }), surprise: true }, 'E_PLAN_INVALID');
-    assert.equal(readdirSync(t.dir).filter((f) => f.startsWith('pdb-bench-')), []);
+    assert.equal(
+      readdirSync(t.dir).filter((f) => f.startsWith('pdb-bench-')),
+      [],
+    );
   } finally {
     t.cleanup();
   }

@@ -22,7 +22,19 @@ function caseRecord(): CaseRecord {
     fixture: 'fileops@1-10f-1m',
     outcome: 'ok',
     failure: null,
-    phases: [{ name: 'create', outcome: 'ok', durationMs: 12.5, exitCode: null, cpuUserMs: null, cpuSystemMs: null, peakRssBytes: null, timeoutMs: null, milestones: {} }],
+    phases: [
+      {
+        name: 'create',
+        outcome: 'ok',
+        durationMs: 12.5,
+        exitCode: null,
+        cpuUserMs: null,
+        cpuSystemMs: null,
+        peakRssBytes: null,
+        timeoutMs: null,
+        milestones: {},
+      },
+    ],
     checks: [{ name: 'oracle', passed: true, mismatches: null, detail: null }],
     diskBytes: 4096,
     cloneObserved: null,
@@ -46,8 +58,27 @@ function receipt(): Receipt {
     seed: 1,
     startedAt: '2026-11-30T01:02:03.000Z',
     finishedAt: '2026-11-30T01:03:03.000Z',
-    host: { hostId: 'cd'.repeat(32), os: 'linux', kernel: '6.1.0', arch: 'x64', cpuModel: 'Some CPU', cores: 2, memoryBytes: 1024, storeFs: { type: 'ext4', mountOptions: ['rw', 'relatime'] }, tools: { node: '20.0.0', npm: null } },
-    backends: [{ name: 'full-copy', available: true, reason: null, detail: 'always available', experimental: false, evidence: { method: 'userspace read/write' } }],
+    host: {
+      hostId: 'cd'.repeat(32),
+      os: 'linux',
+      kernel: '6.1.0',
+      arch: 'x64',
+      cpuModel: 'Some CPU',
+      cores: 2,
+      memoryBytes: 1024,
+      storeFs: { type: 'ext4', mountOptions: ['rw', 'relatime'] },
+      tools: { node: '20.0.0', npm: null },
+    },
+    backends: [
+      {
+        name: 'full-copy',
+        available: true,
+        reason: null,
+        detail: 'always available',
+        experimental: false,
+        evidence: { method: 'userspace read/write' },
+      },
+    ],
     blocks: [{ index: 0, workload: 'fileops', warmup: false, order: ['full-copy'] }],
     cases,
     summary: summarize(cases, 1, 0),
@@ -71,7 +102,16 @@ test('a well-formed receipt passes schema and path-free checks', () => {
 });
 
 test('an injected absolute path is caught, with its JSON pointer', () => {
-  for (const leak of ['/tmp/pdb-bench-x/store', 'failed at /home/alice/src', '/root', 'see /work/main/x', '/mnt/btrfs', 'C:\\Users\\x', 'file:///etc/passwd', '/Users/bob/repo']) {
+  for (const leak of [
+    '/tmp/pdb-bench-x/store',
+    'failed at /home/alice/src',
+    '/root',
+    'see /work/main/x',
+    '/mnt/btrfs',
+    'C:\\Users\\x',
+    'file:///etc/passwd',
+    '/Users/bob/repo',
+  ]) {
     const r = receipt();
     r.cases[0]!.failure = { code: 'E_IO', phase: 'create', message: leak };
     const msg = rejects(r, 'E_RECEIPT_NOT_PATH_FREE');

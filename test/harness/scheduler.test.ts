@@ -25,7 +25,10 @@ test('every block is a permutation of the backends; rounds hold one block per wo
     assert.is(block.index, i);
     assert.equal([...block.order].sort(), [...BACKENDS].sort());
     assert.is(block.warmup, i < 2);
-    assert.equal(block.cases.map((c) => c.id), block.order.map((_, p) => `b${i}-p${p}`));
+    assert.equal(
+      block.cases.map((c) => c.id),
+      block.order.map((_, p) => `b${i}-p${p}`),
+    );
   }
   for (let r = 0; r < 6; r++) assert.equal([s[2 * r]!.workload, s[2 * r + 1]!.workload].sort(), ['fileops', 'two-agent']);
 });
@@ -37,12 +40,20 @@ test('orders vary across blocks (the shuffle is not a fixed permutation)', () =>
 
 test('a pinned seed keeps its order across versions (replay guarantee)', () => {
   // If this changes, receipts written before the change can no longer be replayed: bump deliberately.
-  const first = buildSchedule({ backends: ['a', 'b', 'c', 'd'], workloads: ['w'], blocks: 2, warmupBlocks: 0, seed: 1 }).map((b) => b.order.join(''));
-  assert.equal(first, buildSchedule({ backends: ['a', 'b', 'c', 'd'], workloads: ['w'], blocks: 2, warmupBlocks: 0, seed: 1 }).map((b) => b.order.join('')));
+  const first = buildSchedule({ backends: ['a', 'b', 'c', 'd'], workloads: ['w'], blocks: 2, warmupBlocks: 0, seed: 1 }).map((b) =>
+    b.order.join(''),
+  );
+  assert.equal(
+    first,
+    buildSchedule({ backends: ['a', 'b', 'c', 'd'], workloads: ['w'], blocks: 2, warmupBlocks: 0, seed: 1 }).map((b) => b.order.join('')),
+  );
   const r = createRandom(123456789);
   const draws = Array.from({ length: 5 }, () => r.int(1000));
   const again = createRandom(123456789);
-  assert.equal(draws, Array.from({ length: 5 }, () => again.int(1000)));
+  assert.equal(
+    draws,
+    Array.from({ length: 5 }, () => again.int(1000)),
+  );
 });
 
 test('shuffle is roughly uniform over the positions', () => {

@@ -8,10 +8,13 @@ type S = Record<string, any>;
 function audit(schema: S): string[] {
   const problems: string[] = [];
   const defs: S = schema.$defs ?? {};
-  const described = (s: S): boolean => typeof s.description === 'string' || (typeof s.$ref === 'string' && s.$ref.startsWith('#/$defs/') && typeof defs[s.$ref.slice(8)]?.description === 'string');
+  const described = (s: S): boolean =>
+    typeof s.description === 'string' ||
+    (typeof s.$ref === 'string' && s.$ref.startsWith('#/$defs/') && typeof defs[s.$ref.slice(8)]?.description === 'string');
   const visit = (s: S, at: string): void => {
     if (!s || typeof s !== 'object') return;
-    if (s.type === 'object' && s.properties && s.additionalProperties !== false) problems.push(`${at}: object without additionalProperties: false`);
+    if (s.type === 'object' && s.properties && s.additionalProperties !== false)
+      problems.push(`${at}: object without additionalProperties: false`);
     for (const [k, v] of Object.entries<S>(s.properties ?? {})) {
       if (!described(v)) problems.push(`${at}/properties/${k}: no description`);
       visit(v, `${at}/properties/${k}`);
@@ -34,7 +37,16 @@ for (const name of ['receipt', 'plan', 'snapshot', 'changeset'] as const) {
 
 test('snapshot and changeset schemas accept real documents and reject bad paths', () => {
   const d = `sha256:${'0'.repeat(64)}`;
-  const snap = { version: 1, base: null, excludes: [], entries: [{ path: 'a', kind: 'dir' }, { path: 'a/b.txt', kind: 'file', digest: d, size: 3, exec: false }, { path: 'l', kind: 'symlink', target: '../x' }] };
+  const snap = {
+    version: 1,
+    base: null,
+    excludes: [],
+    entries: [
+      { path: 'a', kind: 'dir' },
+      { path: 'a/b.txt', kind: 'file', digest: d, size: 3, exec: false },
+      { path: 'l', kind: 'symlink', target: '../x' },
+    ],
+  };
   assert.equal(validateAgainst('snapshot', snap), []);
   for (const bad of ['/abs', 'a/../b', './a', 'a//b', 'a/']) {
     const s = { ...snap, entries: [{ path: bad, kind: 'dir' }] };

@@ -28,11 +28,20 @@ test('scan records dirs, files, symlinks and exec bits; never follows symlinks',
 
 test('administrative roots and pdb-env.json excludes are left out; excludes change the identity', async () => {
   const src = join(t.dir, 'src2');
-  writeTree(src, { '.git': { HEAD: 'x' }, '.pdb': { x: 'y' }, node_modules: { p: 'x' }, sub: { node_modules: { q: 'y' }, keep: 'k' }, 'pdb-env.json': '{"excludes":["node_modules"]}' });
+  writeTree(src, {
+    '.git': { HEAD: 'x' },
+    '.pdb': { x: 'y' },
+    node_modules: { p: 'x' },
+    sub: { node_modules: { q: 'y' }, keep: 'k' },
+    'pdb-env.json': '{"excludes":["node_modules"]}',
+  });
   const { excludes } = await readSourceConfig(src);
   assert.equal(excludes, ['node_modules']);
   const { entries } = await scanTree(src, { excludes });
-  assert.equal(entries.map((e) => e.path), ['pdb-env.json', 'sub', 'sub/keep']);
+  assert.equal(
+    entries.map((e) => e.path),
+    ['pdb-env.json', 'sub', 'sub/keep'],
+  );
 });
 
 test('a bad pdb-env.json is a typed error', async () => {
@@ -81,7 +90,11 @@ test('install mode puts every byte in the store once, and the stat cache is trus
   assert.is(first.objectsInstalled, 61, 'deduplicated');
   for (const e of first.entries) if (e.kind === 'file') assert.ok(store.has(e.digest));
   // Make every entry look old enough to be trusted (the racy-clean rule needs ctime < scan - 2 s).
-  const cache = new Map([...first.entries].filter((e) => e.kind === 'file').map((e) => [e.path, { sig: 'forced', digest: (e as any).digest, size: (e as any).size }]));
+  const cache = new Map(
+    [...first.entries]
+      .filter((e) => e.kind === 'file')
+      .map((e) => [e.path, { sig: 'forced', digest: (e as any).digest, size: (e as any).size }]),
+  );
   const second = await scanTree(src, { excludes: [], store, statCache: cache });
   assert.is(second.filesTrusted, 0, 'a stat signature that does not match is never trusted');
   assert.is(snapshotDigest(createSnapshot(second.entries, [])), snapshotDigest(createSnapshot(first.entries, [])));

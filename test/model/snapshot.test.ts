@@ -1,7 +1,15 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { canonicalJson, sha256Digest } from '../../model/canonical-json.js';
-import { assertContractPath, comparePaths, countMismatches, createSnapshot, diffEntries, snapshotDigest, type Entry } from '../../model/snapshot.js';
+import {
+  assertContractPath,
+  comparePaths,
+  countMismatches,
+  createSnapshot,
+  diffEntries,
+  snapshotDigest,
+  type Entry,
+} from '../../model/snapshot.js';
 
 const d = (s: string) => sha256Digest(s);
 
@@ -50,7 +58,8 @@ test('diff classifies add, delete, modify, mode and retype', () => {
 });
 
 test('contract paths refuse absolute, empty, dot and dot-dot components', () => {
-  for (const bad of ['', '/a', 'a//b', './a', 'a/..', 'a\0b']) assert.throws(() => assertContractPath(bad), /E_BAD_PATH|component|relative/);
+  for (const bad of ['', '/a', 'a//b', './a', 'a/..', 'a\0b'])
+    assert.throws(() => assertContractPath(bad), /E_BAD_PATH|component|relative/);
   assertContractPath('a/b.c/d');
 });
 

@@ -4,7 +4,15 @@ import { analyzeReceipts, TOTAL_PHASE } from '../../reports/analyze.js';
 import { syntheticReceipt } from './synthetic.js';
 
 const hostA = () =>
-  syntheticReceipt({ runId: '20260101T000000Z-00000a', hostId: 'a'.repeat(64), cpuModel: 'CPU A', storeFs: 'btrfs', blocks: 10, seed: 1, startedAt: '2026-01-01T00:00:00.000Z' });
+  syntheticReceipt({
+    runId: '20260101T000000Z-00000a',
+    hostId: 'a'.repeat(64),
+    cpuModel: 'CPU A',
+    storeFs: 'btrfs',
+    blocks: 10,
+    seed: 1,
+    startedAt: '2026-01-01T00:00:00.000Z',
+  });
 const hostB = () =>
   syntheticReceipt({
     runId: '20260102T000000Z-00000b',
@@ -20,11 +28,15 @@ const hostB = () =>
 test('a receipt set from two hosts stays two testbeds; no cell mixes them', () => {
   const data = analyzeReceipts([hostA(), hostB()]);
   assert.is(data.testbeds.length, 2);
-  assert.equal(data.testbeds.map((t) => [t.id, t.cpuModel, t.hostId]), [
-    ['T1', 'CPU A', 'a'.repeat(12)],
-    ['T2', 'CPU B', 'b'.repeat(12)],
-  ]);
-  const create = (tb: string, backend: string) => data.cells.find((c) => c.testbed === tb && c.backend === backend && c.phase === 'create')!;
+  assert.equal(
+    data.testbeds.map((t) => [t.id, t.cpuModel, t.hostId]),
+    [
+      ['T1', 'CPU A', 'a'.repeat(12)],
+      ['T2', 'CPU B', 'b'.repeat(12)],
+    ],
+  );
+  const create = (tb: string, backend: string) =>
+    data.cells.find((c) => c.testbed === tb && c.backend === backend && c.phase === 'create')!;
   // 10 blocks on A (1 warm-up), 7 on B (1 warm-up): each testbed keeps its own sample.
   assert.is(create('T1', 'reflink').completed, 9);
   assert.is(create('T2', 'reflink').completed, 6);
@@ -32,31 +44,55 @@ test('a receipt set from two hosts stays two testbeds; no cell mixes them', () =
   // Host B is 3x slower for reflink; pooling would put the median between them.
   assert.ok(create('T1', 'reflink').summary.max! < 120 && create('T2', 'reflink').summary.min! > 200);
   const ratios = data.comparisons.filter((c) => c.phase === 'create');
-  assert.equal(ratios.map((c) => [c.testbed, c.blocks]), [
-    ['T1', 9],
-    ['T2', 6],
-  ]);
+  assert.equal(
+    ratios.map((c) => [c.testbed, c.blocks]),
+    [
+      ['T1', 9],
+      ['T2', 6],
+    ],
+  );
   assert.ok(Math.abs(ratios[0]!.medianRatio! - 0.2) < 0.05 && Math.abs(ratios[1]!.medianRatio! - 1 / 3) < 0.07);
   // Rates are per testbed too.
-  assert.equal(data.rates.filter((r) => r.workload === '*' && r.backend === 'reflink' && r.kind === 'failure').map((r) => [r.testbed, r.bound.trials]), [
-    ['T1', 10],
-    ['T2', 7],
-  ]);
+  assert.equal(
+    data.rates.filter((r) => r.workload === '*' && r.backend === 'reflink' && r.kind === 'failure').map((r) => [r.testbed, r.bound.trials]),
+    [
+      ['T1', 10],
+      ['T2', 7],
+    ],
+  );
 });
 
 test('one host with two store filesystems is two testbeds', () => {
   const btrfs = hostA();
-  const xfs = syntheticReceipt({ runId: '20260103T000000Z-00000c', hostId: 'a'.repeat(64), cpuModel: 'CPU A', storeFs: 'xfs', blocks: 6, startedAt: '2026-01-03T00:00:00.000Z' });
+  const xfs = syntheticReceipt({
+    runId: '20260103T000000Z-00000c',
+    hostId: 'a'.repeat(64),
+    cpuModel: 'CPU A',
+    storeFs: 'xfs',
+    blocks: 6,
+    startedAt: '2026-01-03T00:00:00.000Z',
+  });
   const data = analyzeReceipts([xfs, btrfs]);
-  assert.equal(data.testbeds.map((t) => [t.id, t.storeFs]), [
-    ['T1', 'btrfs'],
-    ['T2', 'xfs'],
-  ]);
+  assert.equal(
+    data.testbeds.map((t) => [t.id, t.storeFs]),
+    [
+      ['T1', 'btrfs'],
+      ['T2', 'xfs'],
+    ],
+  );
 });
 
 test('receipts of one testbed are combined, and the result does not depend on argument order', () => {
   const a1 = hostA();
-  const a2 = syntheticReceipt({ runId: '20260105T000000Z-0000a2', hostId: 'a'.repeat(64), cpuModel: 'CPU A', storeFs: 'btrfs', blocks: 5, seed: 9, startedAt: '2026-01-05T00:00:00.000Z' });
+  const a2 = syntheticReceipt({
+    runId: '20260105T000000Z-0000a2',
+    hostId: 'a'.repeat(64),
+    cpuModel: 'CPU A',
+    storeFs: 'btrfs',
+    blocks: 5,
+    seed: 9,
+    startedAt: '2026-01-05T00:00:00.000Z',
+  });
   const one = analyzeReceipts([a1, a2, hostB()]);
   const two = analyzeReceipts([hostB(), a2, a1]);
   assert.equal(one, two);
@@ -88,7 +124,13 @@ test('failures, mismatches and clone fallbacks are counted with bounds; phases a
         c.phases = c.phases.filter((p) => p.name !== 'discard');
         c.phases.find((p) => p.name === 'checkpoint')!.outcome = 'failed';
       }
-      if (c.block === 5) c.checks[0] = { name: 'oracle', passed: false, mismatches: { content: 1, mode: 0, symlink: 0, missing: 0, extra: 0, kind: 0 }, detail: null };
+      if (c.block === 5)
+        c.checks[0] = {
+          name: 'oracle',
+          passed: false,
+          mismatches: { content: 1, mode: 0, symlink: 0, missing: 0, extra: 0, kind: 0 },
+          detail: null,
+        };
       if (c.block === 6) c.cloneObserved = false;
     },
   });
@@ -120,7 +162,10 @@ test('planned slots come from the block orders: an unavailable backend is planne
   r.cases = r.cases.filter((c) => c.block !== 3);
   const data = analyzeReceipts([r]);
   const reflink = data.cells.filter((c) => c.backend === 'reflink');
-  assert.equal(reflink.map((c) => [c.phase, c.planned, c.warmup, c.unavailable, c.completed]), [[TOTAL_PHASE, 4, 1, 4, 0]]);
+  assert.equal(
+    reflink.map((c) => [c.phase, c.planned, c.warmup, c.unavailable, c.completed]),
+    [[TOTAL_PHASE, 4, 1, 4, 0]],
+  );
   const full = data.cells.find((c) => c.backend === 'full-copy' && c.phase === TOTAL_PHASE)!;
   assert.equal([full.planned, full.completed, full.notRun, full.unavailable], [4, 2, 1, 0]);
   assert.equal(data.testbeds[0]!.unavailable, [{ backend: 'reflink', reason: 'E_CLONE_UNSUPPORTED' }]);

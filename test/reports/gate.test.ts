@@ -35,7 +35,16 @@ function testPolicy(overrides: Partial<Policy> = {}): Policy {
 
 function twoHosts(a: Partial<SyntheticOptions> = {}, b: Partial<SyntheticOptions> = {}): Receipt[] {
   return [
-    syntheticReceipt({ runId: '20260101T000000Z-00000a', hostId: 'a'.repeat(64), cpuModel: 'CPU A', storeFs: 'btrfs', blocks: 10, seed: 1, startedAt: '2026-01-01T00:00:00.000Z', ...a }),
+    syntheticReceipt({
+      runId: '20260101T000000Z-00000a',
+      hostId: 'a'.repeat(64),
+      cpuModel: 'CPU A',
+      storeFs: 'btrfs',
+      blocks: 10,
+      seed: 1,
+      startedAt: '2026-01-01T00:00:00.000Z',
+      ...a,
+    }),
     syntheticReceipt({
       runId: '20260102T000000Z-00000b',
       hostId: 'b'.repeat(64),
@@ -65,11 +74,33 @@ function ext4Probe(): Receipt {
 
 test('PROMOTE: two hosts on distinct platforms, enough blocks, clones observed, typed fallback seen, 5x faster', () => {
   const gate = evaluateGate([...twoHosts(), ext4Probe()], testPolicy());
-  assert.is(gate.verdict, 'PROMOTE', JSON.stringify(gate.findings.filter((f) => f.status !== 'met'), null, 1));
+  assert.is(
+    gate.verdict,
+    'PROMOTE',
+    JSON.stringify(
+      gate.findings.filter((f) => f.status !== 'met'),
+      null,
+      1,
+    ),
+  );
   assert.equal(gate.countedTestbeds, ['T1', 'T2']);
   assert.ok(gate.findings.every((f) => f.status === 'met'));
-  for (const c of ['hosts', 'blocks', 'fixtures', 'mismatch', 'failure', 'clone-observed', 'typed-failure', 'fallback-evidence', 'speedup', 'slowdown']) {
-    assert.ok(gate.findings.some((f) => f.criterion === c), `criterion ${c} is listed`);
+  for (const c of [
+    'hosts',
+    'blocks',
+    'fixtures',
+    'mismatch',
+    'failure',
+    'clone-observed',
+    'typed-failure',
+    'fallback-evidence',
+    'speedup',
+    'slowdown',
+  ]) {
+    assert.ok(
+      gate.findings.some((f) => f.criterion === c),
+      `criterion ${c} is listed`,
+    );
   }
   // The ext4 testbed is listed as not counting, with the typed reason.
   assert.ok(gate.findings.some((f) => f.testbed === 'T3' && /outside the policy/.test(f.message)));
@@ -80,9 +111,18 @@ test('HOLD: one host, too few blocks and no fallback evidence; each missing item
   const gate = evaluateGate([a!], testPolicy());
   assert.is(gate.verdict, 'HOLD');
   const holds = gate.findings.filter((f) => f.status === 'hold');
-  assert.ok(holds.some((f) => f.criterion === 'blocks' && /T1 workload fileops: 4 of 8/.test(f.message)), 'blocks named');
-  assert.ok(holds.some((f) => f.criterion === 'hosts' && /0 of 2 distinct host/.test(f.message)), 'hosts named');
-  assert.ok(holds.some((f) => f.criterion === 'fallback-evidence'), 'fallback evidence named');
+  assert.ok(
+    holds.some((f) => f.criterion === 'blocks' && /T1 workload fileops: 4 of 8/.test(f.message)),
+    'blocks named',
+  );
+  assert.ok(
+    holds.some((f) => f.criterion === 'hosts' && /0 of 2 distinct host/.test(f.message)),
+    'hosts named',
+  );
+  assert.ok(
+    holds.some((f) => f.criterion === 'fallback-evidence'),
+    'fallback evidence named',
+  );
   assert.not.ok(gate.findings.some((f) => f.status === 'reject'));
 });
 
@@ -96,13 +136,17 @@ test('REJECT: an oracle mismatch, every reason listed', () => {
   const mismatch = { content: 1, mode: 0, symlink: 0, missing: 0, extra: 0, kind: 0 };
   const receipts = twoHosts({
     mutate: (c) => {
-      if (c.backend === 'reflink' && c.block === 4) c.checks[0] = { name: 'oracle', passed: false, mismatches: mismatch, detail: 'content differs' };
+      if (c.backend === 'reflink' && c.block === 4)
+        c.checks[0] = { name: 'oracle', passed: false, mismatches: mismatch, detail: 'content differs' };
     },
   });
   const gate = evaluateGate([...receipts, ext4Probe()], testPolicy());
   assert.is(gate.verdict, 'REJECT');
   const rejects = gate.findings.filter((f) => f.status === 'reject');
-  assert.equal(rejects.map((f) => f.criterion), ['mismatch']);
+  assert.equal(
+    rejects.map((f) => f.criterion),
+    ['mismatch'],
+  );
   assert.match(rejects[0]!.message, /1 oracle mismatch/);
 });
 
@@ -124,7 +168,10 @@ test('REJECT: a completed clone case that did not observe a clone (silent copy) 
   );
   const gate = evaluateGate([...receipts, ext4Probe()], testPolicy());
   assert.is(gate.verdict, 'REJECT');
-  const rejects = gate.findings.filter((f) => f.status === 'reject').map((f) => f.criterion).sort();
+  const rejects = gate.findings
+    .filter((f) => f.status === 'reject')
+    .map((f) => f.criterion)
+    .sort();
   assert.equal(rejects, ['clone-observed', 'typed-failure']);
 });
 
@@ -142,7 +189,10 @@ test('HOLD, not REJECT: a slow-looking candidate with fewer blocks than the poli
   assert.is(gate.verdict, 'HOLD');
   const speed = gate.findings.filter((f) => f.criterion === 'speedup');
   assert.is(speed.length, 2);
-  assert.ok(speed.every((f) => f.status === 'hold' && /from 3 of 8 blocks/.test(f.message)), JSON.stringify(speed));
+  assert.ok(
+    speed.every((f) => f.status === 'hold' && /from 3 of 8 blocks/.test(f.message)),
+    JSON.stringify(speed),
+  );
 });
 
 test('reusing the report analysis gives the same verdict and findings as recomputing it', () => {
@@ -168,7 +218,12 @@ test('shipped policies validate; the schema rejects unknown fields and backends;
     assert.is(`${p.name}.json`, f);
   }
   const good = JSON.parse(readFileSync(join(REPO_ROOT, 'policies', 'reflink-linux.json'), 'utf8'));
-  for (const bad of [{ ...good, extra: 1 }, { ...good, candidate: 'zfs-clone' }, { ...good, speedup: { ...good.speedup, phases: ['Not A Phase'] } }, { ...good, minFixtures: 0 }]) {
+  for (const bad of [
+    { ...good, extra: 1 },
+    { ...good, candidate: 'zfs-clone' },
+    { ...good, speedup: { ...good.speedup, phases: ['Not A Phase'] } },
+    { ...good, minFixtures: 0 },
+  ]) {
     try {
       validatePolicy(bad);
       assert.unreachable('invalid policy accepted');

@@ -35,7 +35,10 @@ test('Markdown, HTML and JSON carry the same numbers', () => {
     assert.ok(doc.includes('HOLD'));
     assert.ok(doc.includes('SYNTHETIC'));
   }
-  assert.is(json.comparisons.find((c: { testbed: string; phase: string }) => c.testbed === 'T1' && c.phase === 'create').medianRatio, cmp.medianRatio);
+  assert.is(
+    json.comparisons.find((c: { testbed: string; phase: string }) => c.testbed === 'T1' && c.phase === 'create').medianRatio,
+    cmp.medianRatio,
+  );
   // Same rendering twice: reports are deterministic.
   assert.is(renderHtml(input), html);
 });
@@ -58,7 +61,10 @@ test('HTML is self-contained: inline CSS and SVG, no script, no external resourc
   assert.not.ok(/<script|<link|<img|@import|url\(/i.test(html));
   // The only URL is the SVG namespace identifier.
   const urls = [...html.matchAll(/https?:\/\/[^\s"'<>]+/g)].map((m) => m[0]);
-  assert.ok(urls.every((u) => u === 'http://www.w3.org/2000/svg'), urls.join(' '));
+  assert.ok(
+    urls.every((u) => u === 'http://www.w3.org/2000/svg'),
+    urls.join(' '),
+  );
   const blocks = buildDocument(input);
   assert.is(html.split('<svg').length - 1, blocks.filter((b) => b.kind === 'chart').length);
 });

@@ -20,7 +20,8 @@ test('pdb-env report writes Markdown (+ SVG charts), HTML and JSON and names the
     assert.ok(charts.length >= 4 && charts.every((c) => c.endsWith('.svg')));
     const md = readFileSync(join(out, 'report.md'), 'utf8');
     for (const c of charts) assert.ok(md.includes(`charts/${c}`), c);
-    for (const f of ['report.md', 'report.html', 'report.json']) assert.not.ok(readFileSync(join(out, f), 'utf8').includes(t.dir), `${f} holds no absolute path`);
+    for (const f of ['report.md', 'report.html', 'report.json'])
+      assert.not.ok(readFileSync(join(out, f), 'utf8').includes(t.dir), `${f} holds no absolute path`);
     const json = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
     assert.is(json.gate.verdict, 'HOLD');
     assert.is(json.testbeds.length, 2);

@@ -96,7 +96,11 @@ test('regularized incomplete beta against closed forms and the binomial tail', (
   close(regularizedIncompleteBeta(0.7, 3, 1), 0.7 ** 3, 1e-12, 'I_x(a,1)');
   // I_p(k, n-k+1) = P(Bin(n, p) >= k): I_0.3(2, 5) = 1 - 0.7^6 - 6 * 0.3 * 0.7^5.
   close(regularizedIncompleteBeta(0.3, 2, 5), 1 - 0.7 ** 6 - 6 * 0.3 * 0.7 ** 5, 1e-12, 'binomial tail');
-  for (const [p, a, b] of [[0.9, 2, 30], [0.05, 12, 3], [0.5, 0.5, 0.5]] as const) {
+  for (const [p, a, b] of [
+    [0.9, 2, 30],
+    [0.05, 12, 3],
+    [0.5, 0.5, 0.5],
+  ] as const) {
     close(regularizedIncompleteBeta(betaQuantile(p, a, b), a, b), p, 1e-9, `quantile inverts (${p}, ${a}, ${b})`);
   }
   assert.throws(() => regularizedIncompleteBeta(0.5, 0, 1));
@@ -106,7 +110,10 @@ test('the seeded random source is reproducible', () => {
   const a = createRandom(7);
   const b = createRandom(7);
   const xs = Array.from({ length: 5 }, () => a());
-  assert.equal(xs, Array.from({ length: 5 }, () => b()));
+  assert.equal(
+    xs,
+    Array.from({ length: 5 }, () => b()),
+  );
   assert.ok(xs.every((x) => x >= 0 && x < 1));
   assert.not.equal(xs, Array.from({ length: 5 }, createRandom(8)));
 });
@@ -130,7 +137,10 @@ test('sign-flip permutation p is exact for few blocks and never 0', () => {
   assert.is(exact.method, 'exact');
   close(exact.p, 2 / 32, 1e-15, 'exact p');
   assert.ok(signFlipTest(logs, 1)!.p > 0.05, 'mixed signs are not significant');
-  const mc = signFlipTest(Array.from({ length: 24 }, () => Math.log(0.5)), 1)!;
+  const mc = signFlipTest(
+    Array.from({ length: 24 }, () => Math.log(0.5)),
+    1,
+  )!;
   assert.is(mc.method, 'monte-carlo');
   assert.ok(mc.p > 0 && mc.p <= 3 / 10000, `Monte Carlo p ${mc.p}`);
   close(mc.minAttainableP, 1 / 10000, 1e-15);
@@ -141,7 +151,10 @@ test('sign-flip permutation p is exact for few blocks and never 0', () => {
 test('modified z-score flags the one far value and keeps it in the data', () => {
   const values = [10, 10, 11, 10, 12, 11, 10, 50];
   const out = modifiedZOutliers(values);
-  assert.equal(out.map((o) => o.index), [7]);
+  assert.equal(
+    out.map((o) => o.index),
+    [7],
+  );
   assert.ok(out[0]!.score > 3.5);
   assert.is(values.length, 8);
   assert.equal(modifiedZOutliers([5, 5, 5, 5]), []);

@@ -65,7 +65,12 @@ export function syntheticReceipt(o: SyntheticOptions): Receipt {
           timeoutMs: null,
           milestones: {},
         });
-        const phases = [phase('create', isWarm ? base * 2.5 : base), phase('step:edit', 120), phase('checkpoint', 200), phase('discard', base / 4)];
+        const phases = [
+          phase('create', isWarm ? base * 2.5 : base),
+          phase('step:edit', 120),
+          phase('checkpoint', 200),
+          phase('discard', base / 4),
+        ];
         const sum = phases.reduce((s, p) => s + p.durationMs, 0);
         const c: CaseRecord = {
           id: `b${index}-p${position}`,
@@ -120,7 +125,14 @@ export function syntheticReceipt(o: SyntheticOptions): Receipt {
     },
     backends: [
       ...backends.map((name) => ({ name, available: true, reason: null, detail: 'synthetic', experimental: false, evidence: {} })),
-      ...(o.unavailable ?? []).map((u) => ({ name: u.name, available: false, reason: u.reason, detail: 'synthetic', experimental: false, evidence: {} })),
+      ...(o.unavailable ?? []).map((u) => ({
+        name: u.name,
+        available: false,
+        reason: u.reason,
+        detail: 'synthetic',
+        experimental: false,
+        evidence: {},
+      })),
     ],
     blocks: blockRecords,
     cases,

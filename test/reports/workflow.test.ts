@@ -30,7 +30,10 @@ const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as
 
 /** Shell words of every command line, with `sudo`, `sudo -E env PATH=...` and `$SUDO` removed. */
 function commandLines(): string[][] {
-  const lines = runs.flatMap((r) => r.split('\n')).map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  const lines = runs
+    .flatMap((r) => r.split('\n'))
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
   return lines.map((l) =>
     l
       .replace(/^(for|if|then|else|do)\b.*?;\s*(do|then)\s*/, '')
@@ -72,13 +75,31 @@ test('a matrix over Linux btrfs/XFS (host-setup) and macOS APFS, then a job that
   const pairs = include.map((m) => `${m.runner.startsWith('macos') ? 'macos' : 'linux'}/${m.fs}`);
   for (const want of ['linux/btrfs', 'linux/xfs', 'macos/apfs']) assert.ok(pairs.includes(want), want);
   const steps = evidence.steps;
-  assert.ok(steps.some((s) => s.run?.includes('npm ci')), 'npm ci');
-  assert.ok(steps.some((s) => s.run?.includes('sudo node scripts/host-setup.mjs up')), 'host-setup up as root');
-  assert.ok(steps.some((s) => s.run?.includes('sudo node scripts/host-setup.mjs down') && s.if?.includes('always()')), 'host-setup down always');
-  assert.ok(steps.some((s) => s.run?.includes('npm run proof')), 'npm run proof');
-  assert.ok(steps.some((s) => s.run?.includes('plans/*.json')), 'the plans');
+  assert.ok(
+    steps.some((s) => s.run?.includes('npm ci')),
+    'npm ci',
+  );
+  assert.ok(
+    steps.some((s) => s.run?.includes('sudo node scripts/host-setup.mjs up')),
+    'host-setup up as root',
+  );
+  assert.ok(
+    steps.some((s) => s.run?.includes('sudo node scripts/host-setup.mjs down') && s.if?.includes('always()')),
+    'host-setup down always',
+  );
+  assert.ok(
+    steps.some((s) => s.run?.includes('npm run proof')),
+    'npm run proof',
+  );
+  assert.ok(
+    steps.some((s) => s.run?.includes('plans/*.json')),
+    'the plans',
+  );
   const upload = steps.find((s) => s.uses?.startsWith('actions/upload-artifact@'));
-  assert.ok(upload && upload.if?.includes('always()') && String(upload.with?.path).startsWith('receipts'), 'receipts uploaded even after a failure');
+  assert.ok(
+    upload && upload.if?.includes('always()') && String(upload.with?.path).startsWith('receipts'),
+    'receipts uploaded even after a failure',
+  );
   const report = workflow.jobs.report!;
   assert.equal([report.needs].flat(), ['evidence']);
   assert.ok(report.steps.some((s) => s.uses?.startsWith('actions/download-artifact@')));
@@ -110,7 +131,8 @@ test('every npm script, node file, policy and pdb-env command the workflow calls
   // Policies named in the report loop.
   const loop = /for policy in ([^;]+);/.exec(runs.join('\n'));
   assert.ok(loop, 'report loop over policies');
-  for (const name of loop![1]!.trim().split(/\s+/)) assert.ok(existsSync(join(REPO_ROOT, 'policies', `${name}.json`)), `policies/${name}.json`);
+  for (const name of loop![1]!.trim().split(/\s+/))
+    assert.ok(existsSync(join(REPO_ROOT, 'policies', `${name}.json`)), `policies/${name}.json`);
 });
 
 test('every pdb-env command and option the workflow uses is in the CLI', () => {
@@ -131,9 +153,13 @@ test('every pdb-env command and option the workflow uses is in the CLI', () => {
       else {
         // A script entry (scripts/proof.mjs): it exists and declares every flag passed after `--`.
         const file = script.find((w) => w.endsWith('.mjs'));
-        assert.ok(file && existsSync(join(REPO_ROOT, file)), `npm run proof runs ${script.join(' ')}, which is neither the CLI nor a script file`);
+        assert.ok(
+          file && existsSync(join(REPO_ROOT, file)),
+          `npm run proof runs ${script.join(' ')}, which is neither the CLI nor a script file`,
+        );
         const text = readFileSync(join(REPO_ROOT, file!), 'utf8');
-        for (const flag of extra.filter((w) => w.startsWith('--'))) assert.ok(text.includes(`${flag.slice(2)}: { type:`), `${file} takes no ${flag}`);
+        for (const flag of extra.filter((w) => w.startsWith('--')))
+          assert.ok(text.includes(`${flag.slice(2)}: { type:`), `${file} takes no ${flag}`);
       }
     }
   }

@@ -1,4 +1,18 @@
-import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync, symlinkSync, unlinkSync, writeFileSync, chmodSync, appendFileSync, readlinkSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  statSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+  chmodSync,
+  appendFileSync,
+  readlinkSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -70,8 +84,26 @@ test('two sessions from one base stay private; source and base unchanged; change
   const cb = await svc.checkpoint('b');
   const changesA = svc.store.getDocument<Changeset>(ca.changeset).changes.map((c) => `${c.kind} ${c.path}`);
   const changesB = svc.store.getDocument<Changeset>(cb.changeset).changes.map((c) => `${c.kind} ${c.path}`);
-  assert.equal(changesA, ['add lib/link-a', 'add out', 'add out/a', 'add out/a/deep', 'add out/a/deep/n.txt', 'delete remove-me.txt', 'delete rename-me.txt', 'add renamed-by-a.txt', 'modify shared.txt', 'mode tool.sh']);
-  assert.equal(changesB, ['modify lib/a.ts', 'add lib/link-b', 'delete remove-me.txt', 'delete rename-me.txt', 'add renamed-by-b.txt', 'modify shared.txt']);
+  assert.equal(changesA, [
+    'add lib/link-a',
+    'add out',
+    'add out/a',
+    'add out/a/deep',
+    'add out/a/deep/n.txt',
+    'delete remove-me.txt',
+    'delete rename-me.txt',
+    'add renamed-by-a.txt',
+    'modify shared.txt',
+    'mode tool.sh',
+  ]);
+  assert.equal(changesB, [
+    'modify lib/a.ts',
+    'add lib/link-b',
+    'delete remove-me.txt',
+    'delete rename-me.txt',
+    'add renamed-by-b.txt',
+    'modify shared.txt',
+  ]);
   assert.is(readlinkSync(join(a.root, 'lib', 'link-a')), '../shared.txt');
 
   // The source did not change, and the base Snapshot in the store is what was imported.
@@ -91,7 +123,10 @@ test('checkpointing an unchanged session twice gives the same snapshot; diff agr
   assert.is(one.changes, 0);
   writeFileSync(join(s.root, 'new.txt'), 'n');
   const d = await svc.diff('s');
-  assert.equal(d.changes.map((c) => `${c.kind} ${c.path}`), ['add new.txt']);
+  assert.equal(
+    d.changes.map((c) => `${c.kind} ${c.path}`),
+    ['add new.txt'],
+  );
 });
 
 test('names: duplicates and unsafe names are refused; discard is idempotent', async () => {
@@ -183,7 +218,18 @@ test('an abandoned create is listed by doctor and removed by gc', async () => {
   const file = join(svc.sessionDir('crashed'), 'session.json');
   const rec = JSON.parse(readFileSync(file, 'utf8'));
   writeFileSync(file, JSON.stringify({ ...rec, state: 'creating' }));
-  writeFileSync(join(svc.store.paths.journal, 'x-dead.json'), JSON.stringify({ id: 'x-dead', op: 'create', session: 'crashed', pid: 2 ** 22 + 1, pidStart: null, startedAt: new Date().toISOString(), detail: {} }));
+  writeFileSync(
+    join(svc.store.paths.journal, 'x-dead.json'),
+    JSON.stringify({
+      id: 'x-dead',
+      op: 'create',
+      session: 'crashed',
+      pid: 2 ** 22 + 1,
+      pidStart: null,
+      startedAt: new Date().toISOString(),
+      detail: {},
+    }),
+  );
   writeFileSync(join(svc.store.paths.tmp, `obj-${2 ** 22 + 1}-abc`), 'partial');
   const findings = await svc.doctor();
   assert.equal(findings.map((f) => f.kind).sort(), ['abandoned-intent', 'temp-file', 'unfinished-session']);

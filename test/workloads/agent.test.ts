@@ -59,7 +59,8 @@ async function runCase(params: Record<string, unknown>, backend = 'full-copy'): 
     sharedDir: scratch,
     params: p,
     proc,
-    pdbEnvRun: (s, command, args, options) => proc.run(process.execPath, [CLI, 'run', s.name, '--store', storeDir, '--', command, ...args], { ...options, cwd: scratch }),
+    pdbEnvRun: (s, command, args, options) =>
+      proc.run(process.execPath, [CLI, 'run', s.name, '--store', storeDir, '--', command, ...args], { ...options, cwd: scratch }),
     metric: (k, v) => {
       metrics[k] = v;
     },
@@ -84,11 +85,20 @@ async function discard(r: CaseRun) {
 async function assertProof(r: CaseRun) {
   assert.is(r.error, null, String(r.error));
   const checks = await agentWorkload.check!(r.ctx, r.results);
-  assert.equal(checks.filter((c) => !c.passed).map((c) => `${c.name}: ${c.detail}`), []);
-  assert.equal(checks.map((c) => c.name), ['contract-a', 'identity-a', 'contract-b', 'identity-b', 'distinct-sessions']);
+  assert.equal(
+    checks.filter((c) => !c.passed).map((c) => `${c.name}: ${c.detail}`),
+    [],
+  );
+  assert.equal(
+    checks.map((c) => c.name),
+    ['contract-a', 'identity-a', 'contract-b', 'identity-b', 'distinct-sessions'],
+  );
   // The case session is exactly role a's contract result; the peer exactly role b's.
   assert.equal(agentWorkload.project(r.results[0]!, r.ctx.params), await agentWorkload.expected!(baseEntries(), r.ctx.params));
-  assert.equal(r.results[1]!.filter((e) => !e.path.endsWith('report.json')), expectedEntries('b'));
+  assert.equal(
+    r.results[1]!.filter((e) => !e.path.endsWith('report.json')),
+    expectedEntries('b'),
+  );
   // The base did not change: the source still scans to the contract's base, and the store's base Snapshot is intact.
   assert.equal((await scanTree(fixtureDir, { excludes: [] })).entries, baseEntries());
   assert.equal(svc.readSnapshot(r.base).entries, baseEntries());
@@ -156,7 +166,7 @@ test('a missing agent binary fails as E_AGENT_NOT_INSTALLED before any file is t
   await discard(r);
 });
 
-test('no login: E_AGENT_AUTH by preflight (not launched) and from the launched tool\'s own error (fake claude)', async () => {
+test("no login: E_AGENT_AUTH by preflight (not launched) and from the launched tool's own error (fake claude)", async () => {
   const pre = await withEnv({ PDB_ENV_CLAUDE_BIN: FAKE_CLAUDE }, () => runCase({ agentA: 'claude' }));
   assert.ok(isPdbError(pre.error, 'E_AGENT_AUTH'), String(pre.error));
   assert.is(pre.metrics.agentALaunched, false);
@@ -175,7 +185,9 @@ test('no login: E_AGENT_AUTH by preflight (not launched) and from the launched t
 });
 
 test('a CLI that waits for the network is killed at its timeout and classified E_AGENT_NETWORK, not a timeout (fake codex)', async () => {
-  const r = await withEnv({ PDB_ENV_CODEX_BIN: FAKE_CODEX }, () => runCase({ agentA: 'codex', agentB: 'scripted', preflight: false, agentTimeoutMs: 1500 }));
+  const r = await withEnv({ PDB_ENV_CODEX_BIN: FAKE_CODEX }, () =>
+    runCase({ agentA: 'codex', agentB: 'scripted', preflight: false, agentTimeoutMs: 1500 }),
+  );
   assert.ok(isPdbError(r.error, 'E_AGENT_NETWORK'), String(r.error));
   assert.is(r.metrics.agentAFilesTouched, false);
   assert.ok(Number(r.metrics.agentADurationMs) >= 1500);
@@ -200,12 +212,21 @@ test('receipt metrics are path-free: no absolute path, user or host name', async
 });
 
 test('a case whose failing agents only failed in their adapters, touching nothing, is unavailable; otherwise failed', () => {
-  const m = (a: string, aTouched: boolean, b = 'ok', bTouched = true) => ({ agentAOutcome: a, agentAFilesTouched: aTouched, agentBOutcome: b, agentBFilesTouched: bTouched });
+  const m = (a: string, aTouched: boolean, b = 'ok', bTouched = true) => ({
+    agentAOutcome: a,
+    agentAFilesTouched: aTouched,
+    agentBOutcome: b,
+    agentBFilesTouched: bTouched,
+  });
   assert.is(classifyAgentCase({ code: 'E_AGENT_AUTH' }, m('E_AGENT_AUTH', false)), 'unavailable');
   assert.is(classifyAgentCase({ code: 'E_AGENT_NETWORK' }, m('E_AGENT_NETWORK', false, 'E_AGENT_AUTH', false)), 'unavailable');
   assert.is(classifyAgentCase({ code: 'E_AGENT_AUTH' }, m('E_AGENT_AUTH', true)), 'failed', 'it touched files before failing');
   assert.is(classifyAgentCase({ code: 'E_AGENT_CONTRACT' }, m('E_AGENT_CONTRACT', false)), 'failed');
-  assert.is(classifyAgentCase({ code: 'E_AGENT_AUTH' }, m('E_AGENT_AUTH', false, 'E_AGENT_CONTRACT', true)), 'failed', 'the peer failed its contract');
+  assert.is(
+    classifyAgentCase({ code: 'E_AGENT_AUTH' }, m('E_AGENT_AUTH', false, 'E_AGENT_CONTRACT', true)),
+    'failed',
+    'the peer failed its contract',
+  );
   assert.is(classifyAgentCase({ code: 'E_ORACLE_MISMATCH' }, m('ok', true)), 'failed');
 });
 

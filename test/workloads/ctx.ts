@@ -7,7 +7,13 @@ import type { Entry } from '../../model/snapshot.js';
 import type { SessionHandle, StepContext } from '../../workloads/types.js';
 import { CLI } from '../helpers.js';
 
-export function stepContext(svc: SessionService, names: string[], scratch: string, params: Record<string, unknown>, baseEntries: Entry[]): StepContext {
+export function stepContext(
+  svc: SessionService,
+  names: string[],
+  scratch: string,
+  params: Record<string, unknown>,
+  baseEntries: Entry[],
+): StepContext {
   const proc = createProcessRunner();
   const sessions: SessionHandle[] = names.map((name) => ({ name, root: svc.sessionRoot(name) }));
   mkdirSync(scratch, { recursive: true });
@@ -18,7 +24,11 @@ export function stepContext(svc: SessionService, names: string[], scratch: strin
     sharedDir: join(scratch, 'shared'),
     params,
     proc,
-    pdbEnvRun: (s, command, args, options) => proc.run(process.execPath, [CLI, 'run', s.name, '--store', svc.store.paths.root, '--', command, ...args], { ...options, cwd: scratch }),
+    pdbEnvRun: (s, command, args, options) =>
+      proc.run(process.execPath, [CLI, 'run', s.name, '--store', svc.store.paths.root, '--', command, ...args], {
+        ...options,
+        cwd: scratch,
+      }),
     metric() {},
     log() {},
     baseEntries,

@@ -103,7 +103,11 @@ async function runLaneCase(kind: LaneKind): Promise<void> {
     for (const w of ['jest-watch', 'vitest-watch']) assert.ok(milestones[w]!.rerunMs! > 0, `${w} rerun recorded`);
     assert.type(metrics.installedPackages, 'number');
     assert.ok((metrics.installedPackages as number) > 100);
-    if (kind === 'pnpm') assert.ok(['clone', 'hardlink', 'copy'].includes(String(metrics.pnpmImportMethod)), `pnpm import method recorded: ${metrics.pnpmImportMethod}`);
+    if (kind === 'pnpm')
+      assert.ok(
+        ['clone', 'hardlink', 'copy'].includes(String(metrics.pnpmImportMethod)),
+        `pnpm import method recorded: ${metrics.pnpmImportMethod}`,
+      );
     assert.is(installedSet(kind, made.root).length, metrics.installedPackages);
 
     const checks = await lane.check!(ctx, []);
@@ -130,7 +134,10 @@ async function runLaneCase(kind: LaneKind): Promise<void> {
     const expected = await lane.expected!(base.entries, lane.defaultParams);
     assert.is(totalMismatches(countMismatches(expected, result)), 0, 'result sources equal the expected sources');
     assert.is(cp.changes, 3, 'exactly the three edited source files changed');
-    assert.ok(!result.some((e) => e.path.startsWith('node_modules/') || e.path.startsWith('.next/')), 'generated output is not compared byte for byte');
+    assert.ok(
+      !result.some((e) => e.path.startsWith('node_modules/') || e.path.startsWith('.next/')),
+      'generated output is not compared byte for byte',
+    );
   } finally {
     await svc.discard('lane');
   }

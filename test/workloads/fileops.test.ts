@@ -35,7 +35,20 @@ test('every step runs in a real session and the result equals the expectation co
       const out = await step.run(ctx);
       if (step.name === 'reentry') assert.is(out?.process?.exitCode, 0, 'the second process (pdb-env run) succeeded');
     }
-    assert.equal(names, ['create', 'read', 'edit', 'append', 'truncate', 'delete', 'rename', 'symlink', 'exec', 'small-tree', 'reentry', 'cleanup']);
+    assert.equal(names, [
+      'create',
+      'read',
+      'edit',
+      'append',
+      'truncate',
+      'delete',
+      'rename',
+      'symlink',
+      'exec',
+      'small-tree',
+      'reentry',
+      'cleanup',
+    ]);
     const expected = await fileopsWorkload.expected!(base, PARAMS);
     const cp = await svc.checkpoint('s1');
     const result = svc.readSnapshot(cp.snapshot).entries;
@@ -48,8 +61,16 @@ test('every step runs in a real session and the result equals the expectation co
     assert.is((byPath.get('bin/was-exec.sh') as { exec: boolean }).exec, false);
     assert.is((byPath.get('src/truncate-me.bin') as { size: number }).size, 100);
     assert.is((byPath.get('large/blob.bin') as { size: number }).size, PARAMS.largeFileBytes + 1024 * 1024);
-    for (const gone of ['tmp', 'doomed-dir', 'src/delete-me.txt', 'src/rename-me.txt', 'src/moving-dir']) assert.not.ok(byPath.has(gone), gone);
-    for (const made of ['reentry/marker.txt', 'out/a/b/c/new.txt', 'out/empty-dir', 'src/moved-dir/deep/b.txt', 'generated/g0000/n000029.txt']) assert.ok(byPath.has(made), made);
+    for (const gone of ['tmp', 'doomed-dir', 'src/delete-me.txt', 'src/rename-me.txt', 'src/moving-dir'])
+      assert.not.ok(byPath.has(gone), gone);
+    for (const made of [
+      'reentry/marker.txt',
+      'out/a/b/c/new.txt',
+      'out/empty-dir',
+      'src/moved-dir/deep/b.txt',
+      'generated/g0000/n000029.txt',
+    ])
+      assert.ok(byPath.has(made), made);
   } finally {
     t.cleanup();
   }

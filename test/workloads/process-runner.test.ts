@@ -10,7 +10,11 @@ const proc = createProcessRunner();
 const hasTime = existsSync('/usr/bin/time');
 
 test('run: exit code, output and (with GNU time) child CPU and peak RSS', async () => {
-  const r = await proc.run(process.execPath, ['-e', 'let x = 0; for (let i = 0; i < 3e7; i++) x += i; console.log("sum", x > 0); process.exit(3)'], { cwd: t.dir, timeoutMs: 30_000 });
+  const r = await proc.run(
+    process.execPath,
+    ['-e', 'let x = 0; for (let i = 0; i < 3e7; i++) x += i; console.log("sum", x > 0); process.exit(3)'],
+    { cwd: t.dir, timeoutMs: 30_000 },
+  );
   assert.is(r.exitCode, 3);
   assert.match(r.stdout, /sum true/);
   assert.is(r.timedOut, false);
@@ -37,16 +41,20 @@ test('start/stop: a watcher is stopped through its own signal, and GNU time stil
 
 test('waitForOutput rejects with E_TIMEOUT when the signal never comes, and with E_STEP_FAILED when the process exits first', async () => {
   const quiet = proc.start('sh', ['-c', 'sleep 30'], { cwd: t.dir });
-  await quiet.waitForOutput((o) => o.includes('never'), 200, 'a line').then(
-    () => assert.unreachable(),
-    (err) => assert.is(err.code, 'E_TIMEOUT'),
-  );
+  await quiet
+    .waitForOutput((o) => o.includes('never'), 200, 'a line')
+    .then(
+      () => assert.unreachable(),
+      (err) => assert.is(err.code, 'E_TIMEOUT'),
+    );
   await quiet.stop();
   const quick = proc.start('sh', ['-c', 'echo bye'], { cwd: t.dir });
-  await quick.waitForOutput((o) => o.includes('never'), 20_000, 'a line').then(
-    () => assert.unreachable(),
-    (err) => assert.is(err.code, 'E_STEP_FAILED'),
-  );
+  await quick
+    .waitForOutput((o) => o.includes('never'), 20_000, 'a line')
+    .then(
+      () => assert.unreachable(),
+      (err) => assert.is(err.code, 'E_STEP_FAILED'),
+    );
   await quick.stop();
 });
 

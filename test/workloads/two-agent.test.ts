@@ -44,7 +44,14 @@ test('two agents in two sessions at once: each sees only its own work; the base 
     const expected = await twoAgentWorkload.expected!(base, PARAMS);
     assert.is(totalMismatches(countMismatches(expected, a)), 0);
     const checks = await twoAgentWorkload.check!(ctx, [a, b]);
-    assert.equal(checks.map((c) => [c.name, c.passed]), [['peer-oracle', true], ['agent-a-sees-own-work', true], ['agent-b-sees-own-work', true]]);
+    assert.equal(
+      checks.map((c) => [c.name, c.passed]),
+      [
+        ['peer-oracle', true],
+        ['agent-a-sees-own-work', true],
+        ['agent-b-sees-own-work', true],
+      ],
+    );
     // Same paths, different results.
     const notes = (es: typeof a) => es.find((e) => e.path === 'shared/notes.md');
     assert.not.equal(notes(a), notes(b));
@@ -83,7 +90,20 @@ test('an agent checks PDB_ENV_SESSION against the session it was given', async (
     const barrier = join(t.dir, 'barrier');
     mkdirSync(barrier);
     writeFileSync(join(barrier, 'b.done'), '');
-    const r = cli(['run', 'named', '--store', svc.store.paths.root, '--', process.execPath, WORKER_SCRIPT, 'a', 'someone-else', barrier, '2', '5000']);
+    const r = cli([
+      'run',
+      'named',
+      '--store',
+      svc.store.paths.root,
+      '--',
+      process.execPath,
+      WORKER_SCRIPT,
+      'a',
+      'someone-else',
+      barrier,
+      '2',
+      '5000',
+    ]);
     assert.is(r.code, 1, r.stderr);
     const v = JSON.parse(r.stdout.trim().split('\n').pop()!) as AgentVerdict;
     assert.is(v.session, 'named');

@@ -1,0 +1,83 @@
+// The layers of the README, enforced: an import may only point down. Reads every source file's
+// import specifiers (static, dynamic and type-only) and fails on the first upward edge it finds,
+// listing every offending edge.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { REPO_ROOT } from './helpers.js';
+
+/** What each top-level folder may import (besides itself). Workloads never reach into the store or scheduler. */
+const ALLOWED: Record<string, readonly string[]> = {
+  model: [],
+  backends: ['model'],
+  sessions: ['model', 'backends'],
+  agents: ['model'],
+  workloads: ['model', 'agents'],
+  harness: ['model', 'backends', 'sessions', 'agents', 'workloads'],
+  reports: ['model', 'harness/receipt-types', 'harness/schemas'],
+  cli: ['model', 'backends', 'sessions', 'agents', 'workloads', 'harness', 'reports', 'index'],
+  scripts: ['model', 'backends', 'sessions', 'agents', 'workloads', 'harness', 'reports', 'cli', 'index'],
+};
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    if (name === 'fixtures' || name === 'node_modules') continue;
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...sourceFiles(p));
+    else if (/\.(ts|mts|mjs)$/.test(name) && !name.endsWith('.d.ts')) out.push(p);
+  }
+  return out;
+}
+
+const IMPORT = /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
+
+/** The module path of `spec` relative to the repository root, without extension ('harness/receipt-types'). */
+function target(file: string, spec: string): string | null {
+  if (!spec.startsWith('.')) return null;
+  const abs = resolve(dirname(file), spec);
+  // A script that loads the build (`../dist/sessions/service.js`) is judged by the source it loads.
+  return relative(REPO_ROOT, abs)
+    .split(sep)
+    .join('/')
+    .replace(/^dist\//, '')
+    .replace(/\.(js|ts|mjs)$/, '');
+}
+
+function allowed(fromTop: string, to: string): boolean {
+  const toTop = to.split('/')[0]!;
+  if (toTop === fromTop) return true;
+  return (ALLOWED[fromTop] ?? []).some((a) => to === a || toTop === a);
+}
+
+test('every import points down the layers', () => {
+  const bad: string[] = [];
+  let edges = 0;
+  for (const top of Object.keys(ALLOWED)) {
+    for (const file of sourceFiles(join(REPO_ROOT, top))) {
+      const text = readFileSync(file, 'utf8');
+      for (const m of text.matchAll(IMPORT)) {
+        const to = target(file, (m[1] ?? m[2] ?? m[3])!);
+        if (to === null) continue;
+        edges++;
+        if (to.startsWith('test/')) bad.push(`${relative(REPO_ROOT, file)} -> ${to} (product code never imports tests)`);
+        else if (!allowed(top, to)) bad.push(`${relative(REPO_ROOT, file)} -> ${to}`);
+      }
+    }
+  }
+  assert.ok(edges > 100, `found only ${edges} internal imports: the scanner is broken`);
+  assert.equal(bad, [], `imports that run up the layers:\n${bad.join('\n')}`);
+});
+
+test('the checker sees an upward import', () => {
+  assert.not.ok(allowed('model', 'sessions/service'));
+  assert.not.ok(allowed('reports', 'harness/bench'));
+  assert.ok(allowed('reports', 'harness/receipt-types'));
+  assert.not.ok(allowed('workloads', 'sessions/service'));
+  const text = "import type { X } from '../sessions/service.js';\nconst y = await import('../harness/bench.js');";
+  const found = [...text.matchAll(IMPORT)].map((m) => m[1] ?? m[2] ?? m[3]);
+  assert.equal(found, ['../sessions/service.js', '../harness/bench.js']);
+});
+
+test.run();
