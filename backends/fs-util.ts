@@ -1,7 +1,7 @@
 // Small filesystem helpers the backends share: forced removal, mount table look-ups, statfs type.
-import { readFileSync, realpathSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { realpathOr } from '../model/paths.js';
 
 /** Remove a tree we own (read-only directories included); the model's one implementation. */
 export { removeTree as removeTreeForce } from '../model/remove-tree.js';
@@ -11,17 +11,9 @@ function unescapeMountPath(s: string): string {
   return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
 }
 
-function canonical(p: string): string {
-  try {
-    return realpathSync(p);
-  } catch {
-    return resolve(p);
-  }
-}
-
 /** The filesystem type mounted exactly at `path`, or null when nothing is mounted there. */
 export function mountedFsType(path: string): string | null {
-  const want = canonical(path);
+  const want = realpathOr(path);
   let found: string | null = null;
   for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
     const fields = line.split(' ');

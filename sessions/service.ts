@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { lstat, mkdir, open, readdir, readFile, rm, unlink } from 'node:fs/promises';
@@ -15,7 +14,7 @@ import { createChangeset, createSnapshot, diffEntries, type Change, type Entry, 
 import { Journal, type Intent } from './journal.js';
 import { acquireLease, liveLeases } from './lease.js';
 import { isProcessAlive, processStartTime } from './process-identity.js';
-import { realpathOr } from './store-location.js';
+import { realpathOr, sourceKey } from '../model/paths.js';
 
 export const SESSION_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
@@ -93,10 +92,6 @@ export function assertSessionName(name: string): void {
 export function assertEnvName(name: string): void {
   if (!SESSION_NAME_PATTERN.test(name))
     throw new PdbError('E_BAD_NAME', `"${name}" is not a safe environment name`, { hint: 'Use letters, digits, ".", "_" or "-".' });
-}
-
-function sourceKey(dir: string): string {
-  return createHash('sha256').update(realpathOr(dir)).digest('hex').slice(0, 16);
 }
 
 /** The session lifecycle over one store: create, run, checkpoint, diff, publish, discard, doctor, gc. */

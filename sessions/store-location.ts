@@ -1,24 +1,16 @@
-import { createHash } from 'node:crypto';
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { STORE_MARKER } from '../model/object-store.js';
+import { realpathOr, sourceKey } from '../model/paths.js';
 
 /** The per-source default store: `$XDG_DATA_HOME/pdb-env/stores/<name>-<hash of the source path>`. */
 export function defaultStoreFor(sourceDir: string): string {
   const real = realpathOr(sourceDir);
   const dataHome = process.env.XDG_DATA_HOME || join(homedir(), '.local', 'share');
-  const key = createHash('sha256').update(real).digest('hex').slice(0, 12);
+  const key = sourceKey(real, 12);
   const name = (basename(real) || 'root').replace(/[^A-Za-z0-9._-]/g, '_');
   return join(dataHome, 'pdb-env', 'stores', `${name}-${key}`);
-}
-
-export function realpathOr(p: string): string {
-  try {
-    return realpathSync(p);
-  } catch {
-    return resolve(p);
-  }
 }
 
 /** The store whose tree holds `dir` (a session root or anything under the store), if any. */

@@ -1,0 +1,46 @@
+// Where things are: real paths of user directories, the stable key of a source directory, and
+// the files this package ships (schemas, fixtures, package.json), found the same way from
+// sources run by tsc's output (dist/<layer>/x.js) and from scripts.
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The real path of `p`, or its absolute form when it does not exist (yet). */
+export function realpathOr(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return resolve(p);
+  }
+}
+
+/** A short stable key for a source directory (hash of its real path); never written into receipts. */
+export function sourceKey(dir: string, length = 16): string {
+  return createHash('sha256').update(realpathOr(dir)).digest('hex').slice(0, length);
+}
+
+let root: string | null = null;
+
+/** The package's root directory: the nearest ancestor of this module holding package.json. */
+export function packageRoot(): string {
+  if (root) return root;
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json'))) {
+    const up = dirname(dir);
+    if (up === dir) throw new Error('pdb-env: package.json not found above the model directory');
+    dir = up;
+  }
+  root = dir;
+  return dir;
+}
+
+/** A file shipped with the package: `packageFile('schemas', 'receipt.schema.json')`. */
+export function packageFile(...segments: string[]): string {
+  return join(packageRoot(), ...segments);
+}
+
+/** The package version from package.json. */
+export function packageVersion(): string {
+  return (JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version: string }).version;
+}
