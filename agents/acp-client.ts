@@ -7,8 +7,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { lstat, mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { Readable, Writable } from 'node:stream';
-import { client, ndJsonStream, PROTOCOL_VERSION, RequestError, type ClientApp } from '@agentclientprotocol/sdk';
+import { client, ndJsonStream, PROTOCOL_VERSION, RequestError, type ClientApp, type ClientContext } from '@agentclientprotocol/sdk';
 import { PdbError, osErrorCode, type PdbErrorCode } from '../model/errors.js';
+import { createTerminals, killGroup, type Terminals } from './acp-terminals.js';
 
 /** Counts only: the transcript itself is never kept. */
 export interface AcpClientStats {
@@ -100,24 +101,6 @@ function toRequestError(err: unknown): RequestError {
   return RequestError.internalError({ code: code ?? 'E_INTERNAL' }, err instanceof Error ? err.message : String(err));
 }
 
-interface Terminal {
-  readonly child: ChildProcess;
-  readonly output: Buffer;
-  readonly truncated: boolean;
-  readonly limit: number | null;
-  readonly exit: Promise<{ exitCode: number | null; signal: string | null }>;
-  readonly exited: { exitCode: number | null; signal: string | null } | null;
-}
-
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    /* already gone */
-  }
-}
-
 export interface RootClient {
   app: ClientApp;
   stats: AcpClientStats;
@@ -125,39 +108,22 @@ export interface RootClient {
   closeTerminals(): Promise<void>;
 }
 
-/**
- * The client side of ACP for one session root: fs/read_text_file, fs/write_text_file and the
- * terminal methods, all confined to `root`; permission requests are answered with the first
- * "allow" option (agents here are trusted and cooperative); session/update is only counted.
- */
-export function createRootClient(root: string, options: { env?: Record<string, string | undefined> } = {}): RootClient {
-  const stats = emptyStats();
-  const terminals = new Map<string, Terminal>();
-  let nextTerminal = 0;
-  const confined = async (path: string): Promise<string> => {
+/** Run a request handler, answering its failure as a JSON-RPC error the agent can read. */
+const wrap =
+  <P, R>(fn: (params: P) => Promise<R>) =>
+  async ({ params }: { params: P }): Promise<R> => {
     try {
-      return await resolveInsideRoot(root, path);
+      return await fn(params);
     } catch (err) {
-      if (err instanceof PdbError && err.code === 'E_PATH_OUTSIDE_ROOT') stats.refusedOutsideRoot++;
-      throw err;
+      throw toRequestError(err);
     }
   };
-  const wrap =
-    <P, R>(fn: (params: P) => Promise<R>) =>
-    async ({ params }: { params: P }): Promise<R> => {
-      try {
-        return await fn(params);
-      } catch (err) {
-        throw toRequestError(err);
-      }
-    };
-  const terminal = (id: string): Terminal => {
-    const t = terminals.get(id);
-    if (!t) throw new RequestError(-32002, `no terminal ${id}`);
-    return t;
-  };
 
-  const app = client({ name: 'pdb-env' })
+/** Resolves a requested path inside the root (counting refusals), as every handler must before touching it. */
+type Confine = (path: string) => Promise<string>;
+
+function serveFiles(app: ClientApp, confined: Confine, stats: AcpClientStats): void {
+  app
     .onRequest(
       'fs/read_text_file',
       wrap(async (p) => {
@@ -183,90 +149,66 @@ export function createRootClient(root: string, options: { env?: Record<string, s
         stats.fsWrites++;
         return {};
       }),
-    )
+    );
+}
+
+function serveTerminals(app: ClientApp, terminals: Terminals, confined: Confine, root: string, stats: AcpClientStats): void {
+  app
     .onRequest(
       'terminal/create',
       wrap(async (p) => {
-        const cwd = await confined(p.cwd ?? root);
-        const env: Record<string, string | undefined> = { ...process.env, ...options.env };
-        for (const v of p.env ?? []) env[v.name] = v.value;
-        // Agents send either a program and its arguments or one shell command line.
-        const [cmd, args] =
-          (p.args?.length ?? 0) === 0 && /\s/.test(p.command) ? ['/bin/sh', ['-c', p.command]] : [p.command, p.args ?? []];
-        const child = spawn(cmd, args, { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-        const id = `term-${++nextTerminal}`;
-        const limit = p.outputByteLimit ?? null;
-        const state = { output: Buffer.alloc(0), truncated: false, exited: null as Terminal['exited'] };
-        // Output beyond the limit is dropped from the start, as the protocol asks.
-        const append = (d: Buffer) => {
-          state.output = Buffer.concat([state.output, d]);
-          if (limit !== null && state.output.length > limit) {
-            state.output = state.output.subarray(state.output.length - limit);
-            state.truncated = true;
-          }
-        };
-        child.stdout?.on('data', append);
-        child.stderr?.on('data', append);
-        const exit = new Promise<NonNullable<Terminal['exited']>>((res) => {
-          child.on('error', (err) => {
-            append(Buffer.from(`${err.message}\n`));
-            state.exited ??= { exitCode: 127, signal: null };
-            res(state.exited);
-          });
-          child.on('close', (code, signal) => {
-            state.exited ??= { exitCode: code, signal: signal ?? null };
-            res(state.exited);
-          });
-        });
-        terminals.set(id, {
-          child,
-          limit,
-          exit,
-          get output() {
-            return state.output;
-          },
-          get truncated() {
-            return state.truncated;
-          },
-          get exited() {
-            return state.exited;
-          },
-        });
+        const terminalId = terminals.create(await confined(p.cwd ?? root), p);
         stats.terminals++;
-        return { terminalId: id };
+        return { terminalId };
       }),
     )
     .onRequest(
       'terminal/output',
-      wrap(async (p) => {
-        const t = terminal(p.terminalId);
-        return { output: t.output.toString('utf8'), truncated: t.truncated, exitStatus: t.exited };
-      }),
+      wrap(async (p) => terminals.output(p.terminalId)),
     )
     .onRequest(
       'terminal/wait_for_exit',
       wrap(async (p) => {
-        const s = await terminal(p.terminalId).exit;
+        const s = await terminals.waitForExit(p.terminalId);
         return { exitCode: s.exitCode, signal: s.signal };
       }),
     )
     .onRequest(
       'terminal/kill',
       wrap(async (p) => {
-        const t = terminal(p.terminalId);
-        if (!t.exited) killGroup(t.child, 'SIGKILL');
+        terminals.kill(p.terminalId);
         return {};
       }),
     )
     .onRequest(
       'terminal/release',
       wrap(async (p) => {
-        const t = terminal(p.terminalId);
-        if (!t.exited) killGroup(t.child, 'SIGKILL');
-        terminals.delete(p.terminalId);
+        terminals.release(p.terminalId);
         return {};
       }),
-    )
+    );
+}
+
+/**
+ * The client side of ACP for one session root: fs/read_text_file, fs/write_text_file and the
+ * terminal methods, all confined to `root`; permission requests are answered with the first
+ * "allow" option (agents here are trusted and cooperative); session/update is only counted.
+ */
+export function createRootClient(root: string, options: { env?: Record<string, string | undefined> } = {}): RootClient {
+  const stats = emptyStats();
+  const terminals = createTerminals(options.env);
+  const confined: Confine = async (path) => {
+    try {
+      return await resolveInsideRoot(root, path);
+    } catch (err) {
+      if (err instanceof PdbError && err.code === 'E_PATH_OUTSIDE_ROOT') stats.refusedOutsideRoot++;
+      throw err;
+    }
+  };
+  const app = client({ name: 'pdb-env' });
+  serveFiles(app, confined, stats);
+  serveTerminals(app, terminals, confined, root, stats);
+  app
     .onRequest(
       'session/request_permission',
       wrap(async (p) => {
@@ -277,16 +219,7 @@ export function createRootClient(root: string, options: { env?: Record<string, s
     )
     // Updates of the prompted session are counted from its ActiveSession queue in runAcpAgent.
     .onNotification('session/update', () => {});
-
-  return {
-    app,
-    stats,
-    async closeTerminals() {
-      for (const t of terminals.values()) if (!t.exited) killGroup(t.child, 'SIGKILL');
-      await Promise.all([...terminals.values()].map((t) => t.exit));
-      terminals.clear();
-    },
-  };
+  return { app, stats, closeTerminals: () => terminals.closeAll() };
 }
 
 export interface AcpRunOptions {
@@ -322,15 +255,8 @@ export interface AcpRunResult {
   stderr: string;
 }
 
-/**
- * Start an ACP agent in `root`, initialize, open one session with cwd = root, send the prompt and
- * wait for the turn to end. Never throws for agent failures: the result says how far it got and
- * what was reported, and the adapter classifies it. Throws E_AGENT_NOT_INSTALLED when the program
- * cannot be started at all.
- */
-export async function runAcpAgent(o: AcpRunOptions): Promise<AcpRunResult> {
-  const t0 = performance.now();
-  const rc = createRootClient(o.root, { env: { ...o.env, PDB_ENV_SESSION: o.sessionName } });
+/** Start the agent program in the root, its own process group; E_AGENT_NOT_INSTALLED when it cannot start at all. */
+async function spawnAgent(o: AcpRunOptions): Promise<{ child: ChildProcess; stderr(): string }> {
   const child = spawn(o.command, o.args, {
     cwd: o.root,
     env: { ...process.env, NO_COLOR: '1', ...o.env, PDB_ENV_SESSION: o.sessionName },
@@ -355,33 +281,40 @@ export async function runAcpAgent(o: AcpRunOptions): Promise<AcpRunResult> {
       },
     );
   }
-  const exited = new Promise<{ exitCode: number | null; signal: string | null }>((res) =>
-    child.once('close', (code, signal) => res({ exitCode: code, signal })),
-  );
-  // Write errors after the agent exits are reported through the closed connection, not thrown.
-  child.stdin!.on('error', () => {});
-  const stream = ndJsonStream(
-    Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>,
-    Readable.toWeb(child.stdout!) as unknown as ReadableStream<Uint8Array>,
-  );
+  return { child, stderr: () => stderr };
+}
 
-  const result: AcpRunResult = {
-    agentName: null,
-    agentVersion: null,
-    protocolVersion: null,
-    authMethods: 0,
-    stopReason: null,
-    stats: rc.stats,
-    durationMs: 0,
-    exitCode: null,
-    signal: null,
-    timedOut: false,
-    phase: 'initialize',
-    error: null,
-    stderr: '',
-  };
+/** One turn with the agent: initialize, a session with cwd = root, the prompt, every update counted until the turn ends. */
+async function converse(agent: ClientContext, o: AcpRunOptions, result: AcpRunResult): Promise<void> {
+  const init = await agent.request('initialize', {
+    protocolVersion: PROTOCOL_VERSION,
+    clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+    clientInfo: { name: 'pdb-env', version: '1' },
+  });
+  result.protocolVersion = init.protocolVersion;
+  result.agentName = init.agentInfo?.name ?? null;
+  result.agentVersion = init.agentInfo?.version ?? null;
+  result.authMethods = init.authMethods?.length ?? 0;
+  result.phase = 'session/new';
+  const session = await agent.buildSession(o.root).start();
+  try {
+    result.phase = 'prompt';
+    const response = await session.prompt(o.prompt);
+    // The active session queued every update of the turn before its stop message: count them here,
+    // in arrival order (the app-level handler may run after the response has resolved).
+    for (let m = await session.nextUpdate(); m.kind !== 'stop'; m = await session.nextUpdate())
+      countUpdate(result.stats, m.update.sessionUpdate);
+    result.stopReason = response.stopReason;
+    result.phase = 'done';
+  } finally {
+    session.dispose();
+  }
+}
+
+/** Rejects when the run's time is up or its signal aborts (marking the result timed out); `clear` stops the clock. */
+function runLimit(o: AcpRunOptions, result: AcpRunResult): { limit: Promise<never>; clear(): void } {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
+  const limit = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       result.timedOut = true;
       reject(new PdbError('E_AGENT_TIMEOUT', `the ACP agent did not finish within ${o.timeoutMs} ms`));
@@ -391,6 +324,48 @@ export async function runAcpAgent(o: AcpRunOptions): Promise<AcpRunResult> {
       reject(new PdbError('E_AGENT_TIMEOUT', 'the run was aborted (the case timed out)'));
     });
   });
+  return { limit, clear: () => clearTimeout(timer) };
+}
+
+function emptyResult(stats: AcpClientStats): AcpRunResult {
+  return {
+    agentName: null,
+    agentVersion: null,
+    protocolVersion: null,
+    authMethods: 0,
+    stopReason: null,
+    stats,
+    durationMs: 0,
+    exitCode: null,
+    signal: null,
+    timedOut: false,
+    phase: 'initialize',
+    error: null,
+    stderr: '',
+  };
+}
+
+/**
+ * Start an ACP agent in `root`, initialize, open one session with cwd = root, send the prompt and
+ * wait for the turn to end. Never throws for agent failures: the result says how far it got and
+ * what was reported, and the adapter classifies it. Throws E_AGENT_NOT_INSTALLED when the program
+ * cannot be started at all.
+ */
+export async function runAcpAgent(o: AcpRunOptions): Promise<AcpRunResult> {
+  const t0 = performance.now();
+  const rc = createRootClient(o.root, { env: { ...o.env, PDB_ENV_SESSION: o.sessionName } });
+  const { child, stderr } = await spawnAgent(o);
+  const exited = new Promise<{ exitCode: number | null; signal: string | null }>((res) =>
+    child.once('close', (code, signal) => res({ exitCode: code, signal })),
+  );
+  // Write errors after the agent exits are reported through the closed connection, not thrown.
+  child.stdin!.on('error', () => {});
+  const stream = ndJsonStream(
+    Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>,
+    Readable.toWeb(child.stdout!) as unknown as ReadableStream<Uint8Array>,
+  );
+  const result = emptyResult(rc.stats);
+  const { limit, clear } = runLimit(o, result);
   const agentGone = exited.then((s) => {
     throw new PdbError(
       'E_STEP_FAILED',
@@ -398,43 +373,15 @@ export async function runAcpAgent(o: AcpRunOptions): Promise<AcpRunResult> {
     );
   });
   try {
-    await Promise.race([
-      timeout,
-      agentGone,
-      rc.app.connectWith(stream, async (agent) => {
-        const init = await agent.request('initialize', {
-          protocolVersion: PROTOCOL_VERSION,
-          clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
-          clientInfo: { name: 'pdb-env', version: '1' },
-        });
-        result.protocolVersion = init.protocolVersion;
-        result.agentName = init.agentInfo?.name ?? null;
-        result.agentVersion = init.agentInfo?.version ?? null;
-        result.authMethods = init.authMethods?.length ?? 0;
-        result.phase = 'session/new';
-        const session = await agent.buildSession(o.root).start();
-        try {
-          result.phase = 'prompt';
-          const response = await session.prompt(o.prompt);
-          // The active session queued every update of the turn before its stop message: count them here,
-          // in arrival order (the app-level handler below may run after the response has resolved).
-          for (let m = await session.nextUpdate(); m.kind !== 'stop'; m = await session.nextUpdate())
-            countUpdate(rc.stats, m.update.sessionUpdate);
-          result.stopReason = response.stopReason;
-          result.phase = 'done';
-        } finally {
-          session.dispose();
-        }
-      }),
-    ]);
+    await Promise.race([limit, agentGone, rc.app.connectWith(stream, (agent) => converse(agent, o, result))]);
   } catch (err) {
     if (err instanceof RequestError)
       result.error = { rpcCode: err.code, message: `${err.message}${err.data ? ` ${JSON.stringify(err.data)}` : ''}` };
     else result.error = { rpcCode: null, message: err instanceof Error ? err.message : String(err) };
   } finally {
-    clearTimeout(timer);
-    agentGone.catch(() => {});
-    timeout.catch(() => {});
+    clear();
+    agentGone.catch(() => {}); // settled by the race above or moot once the run is over
+    limit.catch(() => {});
     child.stdin!.end();
     killGroup(child, 'SIGTERM');
     const hard = setTimeout(() => killGroup(child, 'SIGKILL'), 2000);
@@ -444,7 +391,7 @@ export async function runAcpAgent(o: AcpRunOptions): Promise<AcpRunResult> {
     await rc.closeTerminals();
     result.exitCode = s.exitCode;
     result.signal = s.signal;
-    result.stderr = stderr;
+    result.stderr = stderr();
     result.durationMs = performance.now() - t0;
   }
   return result;

@@ -6,13 +6,14 @@
 // Over ACP it does its text reads and writes through the client's fs methods and its deletes,
 // renames, symlinks and chmods through client terminals, so the client's confinement is in the
 // path of every change; as a command it uses the filesystem of its working directory directly.
-import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { chmod, lstat, mkdir, readdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { agent, ndJsonStream, PROTOCOL_VERSION, type AgentContext } from '@agentclientprotocol/sdk';
+import { packageVersion } from '../model/paths.js';
 import {
   CONTRACT_VERSION,
   contractPaths,
@@ -29,9 +30,9 @@ export const SCRIPTED_AGENT_NAME = 'pdb-env-scripted-agent';
 
 export function scriptedAgentVersion(): string {
   try {
-    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    return packageVersion();
   } catch {
-    return '0.0.0';
+    return '0.0.0'; // a version is reported, never required
   }
 }
 

@@ -7,9 +7,6 @@ import type { ProcessRunner } from '../workloads/types.js';
 
 export const CASE_TOKEN_ENV = 'PDB_ENV_CASE_TOKEN';
 
-/** Tokens of cases running now (an interrupted run kills their processes). */
-export const activeCaseTokens = new Set<string>();
-
 export function newCaseToken(): string {
   return randomBytes(8).toString('hex');
 }
@@ -79,4 +76,21 @@ export function killCaseProcesses(token: string): number {
     }
   }
   return found.length;
+}
+
+/** The tokens of the cases one run has going now, so an interrupted run can kill all their processes. */
+export interface CaseProcessRegistry {
+  add(token: string): void;
+  remove(token: string): void;
+  /** Kill every process of every registered case; returns how many were found. */
+  killAll(): number;
+}
+
+export function createCaseProcessRegistry(): CaseProcessRegistry {
+  const tokens = new Set<string>();
+  return {
+    add: (token) => void tokens.add(token),
+    remove: (token) => void tokens.delete(token),
+    killAll: () => [...tokens].reduce((n, token) => n + killCaseProcesses(token), 0),
+  };
 }

@@ -1,32 +1,23 @@
 // One case: a fresh session made by the backend under test from the run's imported base, the
 // workload's steps, a checkpoint, the checks, and discard, each phase timed with a monotonic clock.
 // A failed or timed-out case is a result: it is recorded with a typed code and the phase it
-// happened in, and cleanup still runs.
-import { existsSync, readFileSync, statfsSync } from 'node:fs';
-import { mkdir, readdir } from 'node:fs/promises';
+// happened in, and cleanup still runs. The checks live in case-checks.ts, the measuring in
+// case-measure.ts; this file only puts them in order.
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import type { Digest } from '../model/canonical-json.js';
 import { PdbError, toPdbError, type PdbErrorCode } from '../model/errors.js';
-import { scanTree } from '../model/scan.js';
-import { countMismatches, createSnapshot, snapshotDigest, totalMismatches, type Entry, type MismatchCounts } from '../model/snapshot.js';
-import type { SessionService } from '../sessions/service.js';
-import type { Fixture, ProcessOptions, ProcessResult, ProcessRunner, SessionHandle, StepContext, Workload } from '../workloads/types.js';
-import { activeCaseTokens, createCaseRunner, findCaseProcesses, killCaseProcesses, newCaseToken } from './case-processes.js';
-import { parseMountInfo } from './host.js';
+import type { Entry } from '../model/snapshot.js';
+import type { Fixture, ProcessOptions, ProcessRunner, SessionHandle, StepContext, Workload } from '../workloads/types.js';
+import { checkFailure, cleanupCheck, oracleDigest, verifyCase, type BaseInfo, type CheckEnv } from './case-checks.js';
+import { CaseAborted, createPhaseTimer, diskGrowth, freeBytesAfterSync, mountsUnder, type PhaseTimer } from './case-measure.js';
+import { createCaseRunner, findCaseProcesses, killCaseProcesses, newCaseToken, type CaseProcessRegistry } from './case-processes.js';
 import { scrubText } from './path-free.js';
-import type { CaseOutcome, CaseRecord, CheckRecord, PhaseRecord } from './receipt-types.js';
+import type { CaseOutcome, CaseRecord, CheckRecord, FailureRecord } from './receipt-types.js';
 import type { ScheduledCase } from './scheduler.js';
 
-export interface BaseInfo {
-  digest: Digest;
-  entries: Entry[];
-  excludes: string[];
-}
-
-export interface CaseEnv {
-  svc: SessionService;
-  storeDir: string;
+export interface CaseEnv extends CheckEnv {
   /** The built CLI (dist/cli/main.js), for `pdb-env run` re-entry. */
   cliPath: string;
   proc: ProcessRunner;
@@ -37,10 +28,12 @@ export interface CaseEnv {
   /** Prefix of session names (unique per run). */
   sessionPrefix: string;
   log(message: string): void;
-  /** State of each base location after the previous case (source and materialized bases), by base digest and directory. */
-  baseState?: Map<string, Entry[]>;
   /** How long to wait for a timed-out case's in-process work to settle before cleaning up. */
   graceMs?: number;
+  /** The run's cases and their processes: the case registers its token while it runs. */
+  processes: CaseProcessRegistry;
+  /** The run's interruption: the case stops as at its timeout and records E_INTERRUPTED. */
+  signal?: AbortSignal;
 }
 
 export interface CaseInput {
@@ -61,414 +54,282 @@ export interface CaseResult {
   projected: Entry[] | null;
 }
 
-const ZERO: MismatchCounts = { content: 0, mode: 0, symlink: 0, missing: 0, extra: 0, kind: 0 };
+/** One case in progress: what it made, what it recorded so far, and how it is stopped. */
+interface CaseRun {
+  env: CaseEnv;
+  input: CaseInput;
+  /** Session names: the one under test first, then the workload's peers. */
+  names: string[];
+  created: string[];
+  scratchDir: string;
+  token: string;
+  proc: ProcessRunner;
+  abort: AbortController;
+  timer: PhaseTimer;
+  checks: CheckRecord[];
+  metrics: Record<string, string | number | boolean>;
+  /** The first failure; later ones stay visible in the phases and checks. */
+  failure: FailureRecord | null;
+  diskBytes: number | null;
+  cloneObserved: boolean | null;
+  resultSnapshot: Digest | null;
+  projected: Entry[] | null;
+  /** Why the case was stopped from outside, if it was. */
+  stopped: 'timeout' | 'interrupted' | null;
+}
 
-function addCounts(a: MismatchCounts, b: MismatchCounts): MismatchCounts {
-  return {
-    content: a.content + b.content,
-    mode: a.mode + b.mode,
-    symlink: a.symlink + b.symlink,
-    missing: a.missing + b.missing,
-    extra: a.extra + b.extra,
-    kind: a.kind + b.kind,
+export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResult> {
+  const started = performance.now();
+  const run = await startCase(env, input);
+  await withinCaseLimits(run, () => caseBody(run));
+  await discardSessions(run);
+  for (const c of run.checks) if (!c.passed) recordFailure(run, checkFailure(c));
+  return { record: caseRecord(run, performance.now() - started), projected: run.projected };
+}
+
+function fail(run: CaseRun, code: PdbErrorCode | string, phase: string, message: string): void {
+  run.failure ??= { code, phase, message: scrubText(message) };
+}
+
+function recordFailure(run: CaseRun, f: FailureRecord): void {
+  fail(run, f.code, f.phase, f.message);
+}
+
+async function startCase(env: CaseEnv, input: CaseInput): Promise<CaseRun> {
+  const sc = input.scheduled;
+  const token = newCaseToken();
+  env.processes.add(token);
+  const abort = new AbortController();
+  const scratchDir = join(env.scratchRoot, sc.id);
+  await mkdir(scratchDir, { recursive: true });
+  const run: CaseRun = {
+    env,
+    input,
+    names: Array.from(
+      { length: Math.max(1, input.workload.sessions) },
+      (_, i) => `${env.sessionPrefix}-${sc.id}${i === 0 ? '' : `-peer${i}`}`,
+    ),
+    created: [],
+    scratchDir,
+    token,
+    proc: createCaseRunner(env.proc, token),
+    abort,
+    timer: createPhaseTimer({
+      signal: abort.signal,
+      onFailure: (e, phase) => {
+        if (e.code === 'E_TIMEOUT') killCaseProcesses(token);
+        fail(run, e.code, phase, e.message);
+      },
+    }),
+    checks: [],
+    metrics: {},
+    failure: null,
+    diskBytes: null,
+    cloneObserved: null,
+    resultSnapshot: null,
+    projected: null,
+    stopped: null,
   };
-}
-
-/** Flush dirty data of the store's filesystem so the free-space delta sees real allocation. */
-async function syncFs(dir: string): Promise<void> {
-  const r = await execa('sync', ['-f', dir], { reject: false, timeout: 120_000 });
-  if (r.exitCode !== 0) await execa('sync', [], { reject: false, timeout: 120_000 });
-}
-
-function freeBytes(dir: string): number | null {
-  try {
-    const s = statfsSync(dir, { bigint: true });
-    return Number(s.bfree * s.bsize);
-  } catch {
-    return null;
-  }
-}
-
-/** Mount points at or under `dir` (a session left mounted). */
-export function mountsUnder(dir: string): number {
-  if (!existsSync('/proc/self/mountinfo')) return 0;
-  const mounts = parseMountInfo(readFileSync('/proc/self/mountinfo', 'utf8'));
-  return mounts.filter((m) => m.mountPoint === dir || m.mountPoint.startsWith(`${dir}/`)).length;
-}
-
-function phaseRecord(
-  name: string,
-  outcome: CaseOutcome,
-  durationMs: number,
-  timeoutMs: number | null,
-  p?: ProcessResult,
-  milestones: Record<string, number> = {},
-): PhaseRecord {
-  return {
-    name,
-    outcome,
-    durationMs: Math.max(0, durationMs),
-    exitCode: p?.exitCode ?? null,
-    cpuUserMs: p?.cpuUserMs ?? null,
-    cpuSystemMs: p?.cpuSystemMs ?? null,
-    peakRssBytes: p?.peakRssBytes ?? null,
-    timeoutMs,
-    milestones,
-  };
-}
-
-function treeCheck(name: string, expected: Entry[], actual: Entry[], what: string): CheckRecord {
-  const m = countMismatches(expected, actual);
-  const n = totalMismatches(m);
-  return { name, passed: n === 0, mismatches: n === 0 ? null : m, detail: n === 0 ? null : `${what} differs in ${n} entries` };
+  return run;
 }
 
 /**
- * Re-scan the source and every materialized base of this digest. The check asks whether *this case*
- * changed them: each location is compared with its state after the previous case (or with the
- * imported base when it is new), so a base corrupted earlier is not blamed on every later case.
+ * Run the case's work under its timeout and the run's interruption. Either stops it: in-process work
+ * is aborted, every process of the case is killed, and the work gets a bounded time to notice
+ * before cleanup starts.
  */
-async function baseUnchangedCheck(env: CaseEnv, fixture: Fixture, base: BaseInfo): Promise<CheckRecord> {
-  let total = ZERO;
-  const bad: string[] = [];
-  const already: string[] = [];
-  const compare = async (label: string, dir: string) => {
-    const scan = await scanTree(dir, { excludes: base.excludes, excludeAbsolute: [env.storeDir] });
-    const key = `${base.digest} ${dir}`;
-    const before = env.baseState?.get(key) ?? base.entries;
-    const m = countMismatches(before, scan.entries);
-    if (totalMismatches(m)) {
-      total = addCounts(total, m);
-      bad.push(`${label} (${totalMismatches(m)})`);
-    } else if (before !== base.entries && totalMismatches(countMismatches(base.entries, scan.entries))) {
-      already.push(label);
-    }
-    env.baseState?.set(key, scan.entries);
-  };
-  await compare('source', fixture.sourceDir);
-  const basesDir = join(env.svc.store.paths.bases, base.digest.slice('sha256:'.length));
-  let families: string[] = [];
-  try {
-    families = (await readdir(basesDir, { withFileTypes: true }))
-      .filter((d) => d.isDirectory())
-      .map((d) => d.name)
-      .sort();
-  } catch {
-    /* no materialized base: full-copy copies straight from objects */
-  }
-  for (const f of families) await compare(`materialized ${f} base`, join(basesDir, f));
-  const n = totalMismatches(total);
-  const note = already.length ? `; already different from the import before this case: ${already.join(', ')}` : '';
-  return {
-    name: 'base-unchanged',
-    passed: n === 0,
-    mismatches: n === 0 ? null : total,
-    detail:
-      n === 0
-        ? `source and ${families.length} materialized base(s) re-scanned${note}`
-        : `changed during this case: ${bad.join(', ')}${note}`,
-  };
-}
-
-const CHECK_CODES: Record<string, PdbErrorCode> = {
-  oracle: 'E_ORACLE_MISMATCH',
-  'base-unchanged': 'E_BASE_CHANGED',
-  'sibling-unchanged': 'E_SIBLING_CHANGED',
-  cleanup: 'E_CLEANUP_INCOMPLETE',
-};
-
-class CaseTimeout extends Error {}
-
-export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResult> {
-  const { scheduled: sc, workload, params, fixture, base } = input;
-  const started = performance.now();
-  const phases: PhaseRecord[] = [];
-  const checks: CheckRecord[] = [];
-  const metrics: Record<string, string | number | boolean> = {};
-  let failure: CaseRecord['failure'] = null;
-  let timedOut = false;
-  let diskBytes: number | null = null;
-  let cloneObserved: boolean | null = null;
-  let resultSnapshot: Digest | null = null;
-  let projected: Entry[] | null = null;
-  let current = 'create';
-
-  const token = newCaseToken();
-  activeCaseTokens.add(token);
-  const proc = createCaseRunner(env.proc, token);
-  const abort = new AbortController();
-  const names = Array.from(
-    { length: Math.max(1, workload.sessions) },
-    (_, i) => `${env.sessionPrefix}-${sc.id}${i === 0 ? '' : `-peer${i}`}`,
-  );
-  const created: string[] = [];
-  const scratchDir = join(env.scratchRoot, sc.id);
-  await mkdir(scratchDir, { recursive: true });
-
-  const fail = (code: PdbErrorCode | string, phase: string, message: string) => {
-    failure ??= { code, phase, message: scrubText(message) };
-  };
-
-  const phase = async <T>(
-    name: string,
-    timeoutMs: number | null,
-    fn: () => Promise<{ value: T; process?: ProcessResult; milestones?: Record<string, number> }>,
-  ): Promise<T | undefined> => {
-    if (abort.signal.aborted) throw new CaseTimeout();
-    current = name;
-    const t0 = performance.now();
-    let stepTimer: NodeJS.Timeout | undefined;
-    try {
-      const work = fn();
-      const limit =
-        timeoutMs === null
-          ? null
-          : new Promise<never>((_, reject) => {
-              stepTimer = setTimeout(
-                () => reject(new PdbError('E_TIMEOUT', `${name} did not finish within its ${timeoutMs} ms timeout`)),
-                timeoutMs,
-              );
-            });
-      const out = await (limit ? Promise.race([work, limit]) : work);
-      if (abort.signal.aborted) throw new CaseTimeout();
-      phases.push(phaseRecord(name, 'ok', performance.now() - t0, timeoutMs, out.process, out.milestones));
-      return out.value;
-    } catch (err) {
-      const e = err instanceof CaseTimeout ? new PdbError('E_TIMEOUT', 'the case timed out') : toPdbError(err);
-      const outcome: CaseOutcome = abort.signal.aborted || e.code === 'E_TIMEOUT' ? 'timeout' : 'failed';
-      phases.push(phaseRecord(name, outcome, performance.now() - t0, timeoutMs));
-      if (abort.signal.aborted) throw new CaseTimeout();
-      if (e.code === 'E_TIMEOUT') killCaseProcesses(token);
-      fail(e.code, name, e.message);
-      throw e;
-    } finally {
-      clearTimeout(stepTimer);
-    }
-  };
-
-  const sessionHandles = (): SessionHandle[] => created.map((name) => ({ name, root: env.svc.sessionRoot(name) }));
-  const ctx = (): StepContext => {
-    const sessions = sessionHandles();
-    return {
-      session: sessions[0]!,
-      sessions,
-      scratchDir,
-      sharedDir: env.sharedDir,
-      params,
-      proc,
-      pdbEnvRun: (s: SessionHandle, command: string, args: string[], options: Omit<ProcessOptions, 'cwd'>) =>
-        proc.run(process.execPath, [env.cliPath, 'run', s.name, '--store', env.storeDir, '--', command, ...args], {
-          ...options,
-          cwd: scratchDir,
-        }),
-      metric: (name, value) => {
-        metrics[name] = typeof value === 'string' ? scrubText(value) : value;
-      },
-      log: env.log,
-      signal: abort.signal,
-      baseEntries: base.entries,
-    };
-  };
-
-  const body = async (): Promise<void> => {
-    // create: the session under test; its disk growth is the free-space delta around it.
-    await syncFs(env.storeDir);
-    const free0 = freeBytes(env.storeDir);
-    const made = await phase('create', null, async () => {
-      const r = await env.svc.create(names[0]!, {
-        from: fixture.sourceDir,
-        base: base.digest,
-        backend: sc.backend,
-        allowTestOnly: env.allowTestOnly,
-      });
-      created.push(names[0]!);
-      return { value: r };
-    });
-    await syncFs(env.storeDir);
-    const free1 = freeBytes(env.storeDir);
-    if (free0 !== null && free1 !== null) diskBytes = free0 - free1;
-    cloneObserved = made?.cloneObserved ?? null;
-    if (made && made.base !== base.digest) {
-      fail('E_SOURCE_CHANGED', 'create', 'the session was made from a different base than the run imported');
-      return;
-    }
-    if (names.length > 1) {
-      await phase('create:peers', null, async () => {
-        for (const n of names.slice(1)) {
-          await env.svc.create(n, { from: fixture.sourceDir, base: base.digest, backend: sc.backend, allowTestOnly: env.allowTestOnly });
-          created.push(n);
-        }
-        return { value: undefined };
-      });
-    }
-
-    // steps: the first failure stops the steps; checkpoint and checks still run, so the receipt
-    // shows what the failed step left behind.
-    let stepsOk = true;
-    for (const step of workload.steps(params)) {
-      try {
-        await phase(`step:${step.name}`, step.timeoutMs, async () => {
-          const out = (await step.run(ctx())) ?? {};
-          return { value: undefined, process: out.process, milestones: out.milestones };
-        });
-      } catch (err) {
-        if (err instanceof CaseTimeout) throw err;
-        stepsOk = false;
-        break;
-      }
-    }
-    metrics.stepsCompleted = stepsOk;
-
-    const cp = await phase('checkpoint', null, async () => ({ value: await env.svc.checkpoint(names[0]!) }));
-    if (!cp) return;
-    resultSnapshot = cp.snapshot;
-
-    await phase('verify', null, async () => {
-      const result = env.svc.readSnapshot(cp.snapshot).entries;
-      projected = workload.project(result, params);
-      if (input.expected) checks.push(treeCheck('oracle', input.expected, projected, 'the result'));
-      const results: Entry[][] = [result];
-      for (const n of created.slice(1)) results.push(await env.svc.scanEntries(n));
-      if (workload.check) {
-        for (const c of await workload.check(ctx(), results)) {
-          checks.push({
-            name: c.name,
-            passed: c.passed,
-            mismatches: c.mismatches && totalMismatches(c.mismatches) ? c.mismatches : null,
-            detail: c.detail ? scrubText(c.detail) : null,
-          });
-        }
-      }
-      checks.push(await baseUnchangedCheck(env, fixture, base));
-      if (input.sibling)
-        checks.push(treeCheck('sibling-unchanged', base.entries, await env.svc.scanEntries(input.sibling), 'the block sibling session'));
-      return { value: undefined };
-    });
-  };
-
-  // Case timeout: abort in-process work, kill every process of the case, record "timeout".
+async function withinCaseLimits(run: CaseRun, body: () => Promise<void>): Promise<void> {
+  const { env } = run;
   let caseTimer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => {
-    caseTimer = setTimeout(() => {
-      timedOut = true;
-      abort.abort();
-      killCaseProcesses(token);
-      resolve('timeout');
-    }, env.caseTimeoutMs);
+  let onInterrupt: (() => void) | undefined;
+  const stopped = new Promise<'timeout' | 'interrupted'>((resolve) => {
+    const stop = (why: 'timeout' | 'interrupted') => {
+      run.stopped ??= why;
+      run.abort.abort();
+      killCaseProcesses(run.token);
+      resolve(why);
+    };
+    caseTimer = setTimeout(() => stop('timeout'), env.caseTimeoutMs);
+    onInterrupt = () => stop('interrupted');
+    if (env.signal?.aborted) onInterrupt();
+    else env.signal?.addEventListener('abort', onInterrupt, { once: true });
   });
   const work = body().then(
     () => 'done' as const,
     (err: unknown) => {
-      if (!(err instanceof CaseTimeout) && !(err instanceof PdbError && failure))
-        fail(toPdbError(err).code, current, toPdbError(err).message);
+      if (!(err instanceof CaseAborted) && !(err instanceof PdbError && run.failure))
+        fail(run, toPdbError(err).code, run.timer.current, toPdbError(err).message);
       return 'done' as const;
     },
   );
-  const first = await Promise.race([work, timeout]);
+  const first = await Promise.race([work, stopped]);
   clearTimeout(caseTimer);
-  if (first === 'timeout') {
-    fail('E_TIMEOUT', current, `the case did not finish within its ${env.caseTimeoutMs} ms timeout (in ${current})`);
-    // In-process work cannot be killed; give it a bounded time to notice the abort before cleanup.
-    let grace: NodeJS.Timeout | undefined;
-    await Promise.race([work, new Promise((r) => (grace = setTimeout(r, env.graceMs ?? 60_000)))]);
-    clearTimeout(grace);
-  }
+  if (onInterrupt) env.signal?.removeEventListener('abort', onInterrupt);
+  if (first === 'done') return;
+  const current = run.timer.current;
+  if (first === 'timeout')
+    fail(run, 'E_TIMEOUT', current, `the case did not finish within its ${env.caseTimeoutMs} ms timeout (in ${current})`);
+  else fail(run, 'E_INTERRUPTED', current, `the run was interrupted (in ${current})`);
+  // In-process work cannot be killed; give it a bounded time to notice the abort before cleanup.
+  let grace: NodeJS.Timeout | undefined;
+  await Promise.race([work, new Promise((r) => (grace = setTimeout(r, env.graceMs ?? 60_000)))]);
+  clearTimeout(grace);
+}
 
-  // discard, always: the case session first (timed), then its peers.
+async function caseBody(run: CaseRun): Promise<void> {
+  if (!(await createSessions(run))) return;
+  // The first failed step stops the steps; checkpoint and checks still run, so the receipt shows
+  // what the failed step left behind.
+  run.metrics.stepsCompleted = await runSteps(run);
+  const { env, input, timer } = run;
+  const cp = await timer.run('checkpoint', null, async () => ({ value: await env.svc.checkpoint(run.names[0]!) }));
+  run.resultSnapshot = cp.snapshot;
+  await timer.run('verify', null, async () => {
+    const { workload, params, fixture, base, expected, sibling } = input;
+    const v = {
+      workload,
+      params,
+      sourceDir: fixture.sourceDir,
+      base,
+      expected,
+      sibling,
+      sessions: run.created,
+      resultSnapshot: cp.snapshot,
+    };
+    await verifyCase(env, { ...v, ctx: () => stepContext(run) }, run);
+    return { value: undefined };
+  });
+}
+
+/** The session under test (its disk growth is the free-space delta around it), then its peers. False when the case cannot go on. */
+async function createSessions(run: CaseRun): Promise<boolean> {
+  const { env, input, names, timer } = run;
+  const options = {
+    from: input.fixture.sourceDir,
+    base: input.base.digest,
+    backend: input.scheduled.backend,
+    allowTestOnly: env.allowTestOnly,
+  };
+  const free0 = await freeBytesAfterSync(env.storeDir);
+  const made = await timer.run('create', null, async () => {
+    const r = await env.svc.create(names[0]!, options);
+    run.created.push(names[0]!);
+    return { value: r };
+  });
+  run.diskBytes = diskGrowth(free0, await freeBytesAfterSync(env.storeDir));
+  run.cloneObserved = made.cloneObserved ?? null;
+  if (made.base !== input.base.digest) {
+    fail(run, 'E_SOURCE_CHANGED', 'create', 'the session was made from a different base than the run imported');
+    return false;
+  }
+  if (names.length > 1) {
+    await timer.run('create:peers', null, async () => {
+      for (const n of names.slice(1)) {
+        await env.svc.create(n, options);
+        run.created.push(n);
+      }
+      return { value: undefined };
+    });
+  }
+  return true;
+}
+
+/** The workload's steps, each timed under its own timeout; false when one failed. */
+async function runSteps(run: CaseRun): Promise<boolean> {
+  for (const step of run.input.workload.steps(run.input.params)) {
+    try {
+      await run.timer.run(`step:${step.name}`, step.timeoutMs, async () => {
+        const out = (await step.run(stepContext(run))) ?? {};
+        return { value: undefined, process: out.process, milestones: out.milestones };
+      });
+    } catch (err) {
+      if (err instanceof CaseAborted) throw err;
+      return false;
+    }
+  }
+  return true;
+}
+
+function stepContext(run: CaseRun): StepContext {
+  const { env, proc, scratchDir } = run;
+  const sessions: SessionHandle[] = run.created.map((name) => ({ name, root: env.svc.sessionRoot(name) }));
+  return {
+    session: sessions[0]!,
+    sessions,
+    scratchDir,
+    sharedDir: env.sharedDir,
+    params: run.input.params,
+    proc,
+    pdbEnvRun: (s: SessionHandle, command: string, args: string[], options: Omit<ProcessOptions, 'cwd'>) =>
+      proc.run(process.execPath, [env.cliPath, 'run', s.name, '--store', env.storeDir, '--', command, ...args], {
+        ...options,
+        cwd: scratchDir,
+      }),
+    metric: (name, value) => {
+      run.metrics[name] = typeof value === 'string' ? scrubText(value) : value;
+    },
+    log: env.log,
+    signal: run.abort.signal,
+    baseEntries: run.input.base.entries,
+  };
+}
+
+/** Discard, always: the case session first (timed), then its peers; then check nothing is left. */
+async function discardSessions(run: CaseRun): Promise<void> {
+  const { env, token, created } = run;
   killCaseProcesses(token);
-  const discardOne = async (n: string) => env.svc.discard(n, { force: timedOut });
+  const discard = (n: string) => env.svc.discard(n, { force: run.stopped !== null });
   if (created.length) {
     const t0 = performance.now();
     try {
-      await discardOne(created[0]!);
-      phases.push(phaseRecord('discard', 'ok', performance.now() - t0, null));
+      await discard(created[0]!);
+      run.timer.record('discard', 'ok', t0);
     } catch (err) {
-      phases.push(phaseRecord('discard', 'failed', performance.now() - t0, null));
-      fail(toPdbError(err).code, 'discard', toPdbError(err).message);
+      run.timer.record('discard', 'failed', t0);
+      fail(run, toPdbError(err).code, 'discard', toPdbError(err).message);
     }
-    for (const n of created.slice(1)) {
-      await discardOne(n).catch((err) => fail(toPdbError(err).code, 'discard:peers', toPdbError(err).message));
-    }
+    for (const n of created.slice(1))
+      await discard(n).catch((err) => fail(run, toPdbError(err).code, 'discard:peers', toPdbError(err).message));
   }
   // A session whose create failed half-way is removed by create itself; check every name anyway.
-  const left = names.filter((n) => existsSync(env.svc.sessionDir(n)));
-  const mounted = names.reduce((sum, n) => sum + mountsUnder(env.svc.sessionDir(n)), 0);
-  const strays = findCaseProcesses(token).length;
-  if (strays) killCaseProcesses(token);
-  activeCaseTokens.delete(token);
-  const cleanOk = left.length === 0 && mounted === 0 && strays === 0;
-  checks.push({
-    name: 'cleanup',
-    passed: cleanOk,
-    mismatches: null,
-    detail: cleanOk
-      ? null
-      : [
-          left.length ? `${left.length} session dir(s) left` : '',
-          mounted ? `${mounted} mount(s) left` : '',
-          strays ? `${strays} process(es) still running` : '',
-        ]
-          .filter(Boolean)
-          .join(', '),
-  });
+  const left = {
+    sessionDirs: run.names.filter((n) => existsSync(env.svc.sessionDir(n))).length,
+    mounts: run.names.reduce((sum, n) => sum + mountsUnder(env.svc.sessionDir(n)), 0),
+    processes: findCaseProcesses(token).length,
+  };
+  if (left.processes) killCaseProcesses(token);
+  env.processes.remove(token);
+  run.checks.push(cleanupCheck(left));
+}
 
-  for (const c of checks)
-    if (!c.passed)
-      fail(
-        CHECK_CODES[c.name] ?? (c.name.endsWith('oracle') ? 'E_ORACLE_MISMATCH' : 'E_STEP_FAILED'),
-        c.name === 'cleanup' ? 'discard' : 'verify',
-        `check ${c.name} failed${c.detail ? `: ${c.detail}` : ''}`,
-      );
-
-  const wallMs = performance.now() - started;
+function caseRecord(run: CaseRun, wallMs: number): CaseRecord {
+  const { input, failure, metrics } = run;
+  const sc = input.scheduled;
+  const phases = run.timer.phases;
   const inPhases = phases.reduce((s, p) => s + p.durationMs, 0);
   // A step that ran out of its own time is a timeout too, just a narrower one than the case's.
-  let outcome: CaseOutcome = timedOut || (failure as CaseRecord['failure'])?.code === 'E_TIMEOUT' ? 'timeout' : failure ? 'failed' : 'ok';
+  let outcome: CaseOutcome = run.stopped === 'timeout' || failure?.code === 'E_TIMEOUT' ? 'timeout' : failure ? 'failed' : 'ok';
   // The workload may say a failure means "cannot run here" (e.g. an agent without credentials
   // that touched nothing); the failure and every check stay in the receipt either way.
-  if (outcome === 'failed' && failure && workload.classifyFailure?.(failure, metrics) === 'unavailable') outcome = 'unavailable';
-  const record: CaseRecord = {
+  if (outcome === 'failed' && failure && input.workload.classifyFailure?.(failure, metrics) === 'unavailable') outcome = 'unavailable';
+  return {
     id: sc.id,
     block: sc.block,
     position: sc.position,
     warmup: sc.warmup,
     backend: sc.backend,
-    workload: workload.name,
-    fixture: fixture.name,
+    workload: input.workload.name,
+    fixture: input.fixture.name,
     outcome,
     failure,
     phases,
-    checks,
-    diskBytes,
-    cloneObserved,
-    resultSnapshot,
-    oracleSnapshot: input.expected ? snapshotDigest(createSnapshot(input.expected, base.excludes, base.digest)) : null,
+    checks: run.checks,
+    diskBytes: run.diskBytes,
+    cloneObserved: run.cloneObserved,
+    resultSnapshot: run.resultSnapshot,
+    oracleSnapshot: input.expected ? oracleDigest(input.expected, input.base) : null,
     wallMs,
     overheadMs: Math.max(0, wallMs - inPhases),
     metrics,
   };
-  return { record, projected };
-}
-
-/** The deferred oracle: compare a case with the full-copy case of its block (workloads without `expected`). */
-export function applyDeferredOracle(
-  record: CaseRecord,
-  projected: Entry[] | null,
-  oracle: { projected: Entry[] | null; record: CaseRecord } | null,
-  base: BaseInfo,
-): void {
-  let check: CheckRecord;
-  if (!oracle || !oracle.projected) {
-    check = { name: 'oracle', passed: false, mismatches: null, detail: 'no full-copy result in this block to compare with' };
-  } else if (!projected) {
-    check = { name: 'oracle', passed: false, mismatches: null, detail: 'the case has no result to compare' };
-  } else {
-    check = treeCheck('oracle', oracle.projected, projected, "the projected result (vs full-copy's)");
-    record.oracleSnapshot = snapshotDigest(createSnapshot(oracle.projected, base.excludes, base.digest));
-  }
-  record.checks.unshift(check);
-  if (!check.passed && record.outcome === 'ok') {
-    record.outcome = 'failed';
-    record.failure = { code: 'E_ORACLE_MISMATCH', phase: 'verify', message: scrubText(`check oracle failed: ${check.detail ?? ''}`) };
-  }
 }

@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { BACKEND_NAMES, type AnyBackendName } from '../backends/types.js';
 import { canonicalBytes, type Digest } from '../model/canonical-json.js';
 import { PdbError, osErrorCode } from '../model/errors.js';
+import { assertSchema } from '../model/schema-validator.js';
 import type { Workload } from '../workloads/types.js';
-import { formatIssues, validateAgainst } from './schemas.js';
 
 export type ParamValue = string | number | boolean;
 
@@ -34,12 +34,11 @@ export function planDigest(plan: Plan): Digest {
 
 /** Validate a parsed plan: schema, test-only backends, known workloads and their parameter names. */
 export function checkPlan(doc: unknown, workloads: Record<string, Workload>): Plan {
-  const issues = validateAgainst('plan', doc);
-  if (issues.length)
-    throw new PdbError('E_PLAN_INVALID', `the plan does not match schemas/plan.schema.json: ${formatIssues(issues)}`, {
-      hint: 'pdb-env validate PLAN shows every problem with its JSON pointer.',
-    });
-  const plan = doc as Plan;
+  const plan = assertSchema<Plan>('plan', doc, {
+    code: 'E_PLAN_INVALID',
+    what: 'the plan',
+    hint: 'pdb-env validate PLAN shows every problem with its JSON pointer.',
+  });
   const userNames = new Set<string>(BACKEND_NAMES);
   for (const [i, b] of plan.backends.entries()) {
     if (!userNames.has(b) && !plan.allowTestOnlyBackends) {

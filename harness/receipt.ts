@@ -1,12 +1,19 @@
-// Receipts: summarized, checked against schemas/receipt.schema.json (ajv strict) and the path-free
-// rule, and only then written (atomically). A receipt that fails either check is never written.
+// Receipts: built from a run's finished cases, summarized, checked against
+// schemas/receipt.schema.json (ajv strict) and the path-free rule, and only then written
+// (atomically). A receipt that fails either check is never written.
 import { randomBytes } from 'node:crypto';
 import { rename, unlink, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { execa } from 'execa';
 import { median } from 'simple-statistics';
+import type { Digest } from '../model/canonical-json.js';
 import { PdbError } from '../model/errors.js';
+import { packageRoot, packageVersion } from '../model/paths.js';
 import { findPathIssues, type PathFreeOptions } from './path-free.js';
-import type { CaseRecord, Receipt, ReceiptSummary } from './receipt-types.js';
+import type { Plan } from './plan.js';
+import type { BackendAvailability, CaseRecord, HostFingerprint, Receipt, ReceiptSummary } from './receipt-types.js';
+import type { ScheduledBlock } from './scheduler.js';
 import { formatIssues, validateAgainst } from './schemas.js';
 
 export function summarize(cases: CaseRecord[], planned: number, skippedUnavailable: number): ReceiptSummary {
@@ -21,6 +28,63 @@ export function summarize(cases: CaseRecord[], planned: number, skippedUnavailab
     oracleMismatches: cases.filter((c) => c.outcome !== 'unavailable' && c.checks.some((k) => k.name === 'oracle' && !k.passed)).length,
     overheadShareMedian: shares.length ? median(shares) : null,
     overheadShareMax: shares.length ? Math.max(...shares) : null,
+  };
+}
+
+function toolVersion(): string {
+  try {
+    return packageVersion();
+  } catch {
+    return '0.0.0'; // an unreadable package.json must not cost the run its receipt
+  }
+}
+
+/** The commit pdb-env runs from, "-dirty" when tracked files differ; null outside a git checkout. */
+async function toolCommit(): Promise<string | null> {
+  const root = packageRoot();
+  if (!existsSync(join(root, '.git'))) return null;
+  const head = await execa('git', ['rev-parse', 'HEAD'], { cwd: root, reject: false });
+  if (head.exitCode !== 0) return null;
+  const dirty = await execa('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, reject: false });
+  return `${String(head.stdout).trim()}${dirty.exitCode === 0 && String(dirty.stdout).trim() ? '-dirty' : ''}`;
+}
+
+export interface ReceiptInput {
+  runId: string;
+  plan: Plan;
+  planDigest: Digest;
+  seed: number;
+  startedAt: string;
+  host: HostFingerprint;
+  backends: BackendAvailability[];
+  schedule: ScheduledBlock[];
+  /** Backends available on this host; the others' slots count as unavailable. */
+  available: Set<string>;
+  /** Finished cases (any order; cases not in the schedule are left out). */
+  cases: Iterable<CaseRecord>;
+}
+
+/** The receipt of a run: its cases in schedule order, its blocks, and the summary; finishedAt is now. */
+export async function buildReceipt(r: ReceiptInput): Promise<Receipt> {
+  const slots = r.schedule.flatMap((b) => b.cases);
+  const order = new Map(slots.map((c, i) => [c.id, i]));
+  const cases = [...r.cases].filter((c) => order.has(c.id)).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+  const runnable = slots.filter((c) => r.available.has(c.backend)).length;
+  return {
+    schemaVersion: 1,
+    kind: 'pdb-env-receipt',
+    tool: { name: 'pdb-env', version: toolVersion(), commit: await toolCommit() },
+    runId: r.runId,
+    planName: r.plan.name,
+    planDigest: r.planDigest,
+    seed: r.seed,
+    startedAt: r.startedAt,
+    finishedAt: new Date().toISOString(),
+    host: r.host,
+    backends: r.backends,
+    blocks: r.schedule.map((b) => ({ index: b.index, workload: b.workload, warmup: b.warmup, order: b.order })),
+    cases,
+    summary: summarize(cases, slots.length, slots.length - runnable),
   };
 }
 

@@ -13,6 +13,21 @@ function cell(values: number[], fmt: (n: number) => string): string {
 }
 
 export function receiptMarkdown(receipt: Receipt): string {
+  const backends = receipt.backends.filter((b) => b.available).map((b) => b.name);
+  const workloads = [...new Set(receipt.cases.map((c) => c.workload))];
+  return [
+    ...overview(receipt),
+    ...unavailableBackends(receipt),
+    ...workloads.flatMap((w) => [...durationTable(receipt, w, backends), ...checkTable(receipt, w, backends)]),
+    ...failures(receipt),
+    'Block orders (seeded shuffle):',
+    '',
+    ...receipt.blocks.map((b) => `- block ${b.index}${b.warmup ? ' (warm-up)' : ''}, ${b.workload}: ${b.order.join(', ')}`),
+    '',
+  ].join('\n');
+}
+
+function overview(receipt: Receipt): string[] {
   const lines: string[] = [];
   const s = receipt.summary;
   lines.push(`# pdb-env bench: ${receipt.planName} (${receipt.runId})`, '');
@@ -31,91 +46,72 @@ export function receiptMarkdown(receipt: Receipt): string {
       `Harness overhead: median ${(s.overheadShareMedian * 100).toFixed(1)} % of case wall time (max ${((s.overheadShareMax ?? 0) * 100).toFixed(1)} %).`,
     );
   lines.push('');
+  return lines;
+}
 
+function unavailableBackends(receipt: Receipt): string[] {
   const unavailable = receipt.backends.filter((b) => !b.available);
-  if (unavailable.length) {
-    lines.push('## Unavailable backends (skipped, not failures)', '');
-    for (const b of unavailable) lines.push(`- ${b.name}: ${b.reason ?? 'unavailable'}: ${b.detail}`);
-    lines.push('');
-  }
+  if (!unavailable.length) return [];
+  return [
+    '## Unavailable backends (skipped, not failures)',
+    '',
+    ...unavailable.map((b) => `- ${b.name}: ${b.reason ?? 'unavailable'}: ${b.detail}`),
+    '',
+  ];
+}
 
-  const measured = receipt.cases.filter((c) => !c.warmup);
-  const workloads = [...new Set(receipt.cases.map((c) => c.workload))];
-  const backends = receipt.backends.filter((b) => b.available).map((b) => b.name);
-  for (const w of workloads) {
-    const cases = measured.filter((c) => c.workload === w);
-    const phaseNames: string[] = [];
-    for (const c of cases) for (const p of c.phases) if (!phaseNames.includes(p.name)) phaseNames.push(p.name);
-    lines.push(`## ${w}: median durations (measured cases that ended ok)`, '');
-    lines.push(`| phase | ${backends.join(' | ')} |`);
-    lines.push(`| --- | ${backends.map(() => '---:').join(' | ')} |`);
-    const ok = (b: string): CaseRecord[] => cases.filter((c) => c.backend === b && c.outcome === 'ok');
-    lines.push(`| n (ok / all) | ${backends.map((b) => `${ok(b).length} / ${cases.filter((c) => c.backend === b).length}`).join(' | ')} |`);
-    for (const p of phaseNames)
-      lines.push(
-        `| ${p} | ${backends
-          .map((b) =>
-            cell(
-              ok(b).flatMap((c) => c.phases.filter((x) => x.name === p).map((x) => x.durationMs)),
-              fmtMs,
-            ),
-          )
-          .join(' | ')} |`,
-      );
-    lines.push(
-      `| case wall | ${backends
-        .map((b) =>
-          cell(
-            ok(b).map((c) => c.wallMs),
-            fmtMs,
-          ),
-        )
-        .join(' | ')} |`,
-    );
-    lines.push(
-      `| disk growth on create | ${backends
-        .map((b) =>
-          cell(
-            ok(b).flatMap((c) => (c.diskBytes === null ? [] : [c.diskBytes])),
-            fmtBytes,
-          ),
-        )
-        .join(' | ')} |`,
-    );
-    lines.push('');
-    lines.push(`Checks (passed / run, all cases incl. warm-up):`, '');
-    const checkNames: string[] = [];
-    for (const c of receipt.cases.filter((x) => x.workload === w))
-      for (const k of c.checks) if (!checkNames.includes(k.name)) checkNames.push(k.name);
-    lines.push(`| check | ${backends.join(' | ')} |`);
-    lines.push(`| --- | ${backends.map(() => '---:').join(' | ')} |`);
-    for (const k of checkNames) {
-      lines.push(
-        `| ${k} | ${backends
-          .map((b) => {
-            const rs = receipt.cases
-              .filter((c) => c.workload === w && c.backend === b)
-              .flatMap((c) => c.checks.filter((x) => x.name === k));
-            const passed = rs.filter((x) => x.passed).length;
-            return rs.length ? `${passed} / ${rs.length}${passed < rs.length ? ' **FAIL**' : ''}` : '-';
-          })
-          .join(' | ')} |`,
-      );
-    }
-    lines.push('');
-  }
-
-  const bad = receipt.cases.filter((c) => c.outcome !== 'ok');
-  if (bad.length) {
-    lines.push('## Failures and timeouts', '');
-    for (const c of bad)
-      lines.push(
-        `- ${c.id} ${c.backend} x ${c.workload}: ${c.outcome}, ${c.failure?.code ?? '?'} in ${c.failure?.phase ?? '?'}: ${c.failure?.message ?? ''}`,
-      );
-    lines.push('');
-  }
-  lines.push('Block orders (seeded shuffle):', '');
-  for (const b of receipt.blocks) lines.push(`- block ${b.index}${b.warmup ? ' (warm-up)' : ''}, ${b.workload}: ${b.order.join(', ')}`);
+/** Median durations per phase of workload `w` (measured cases that ended ok), one column per backend. */
+function durationTable(receipt: Receipt, w: string, backends: string[]): string[] {
+  const lines: string[] = [];
+  const cases = receipt.cases.filter((c) => !c.warmup && c.workload === w);
+  const phaseNames: string[] = [];
+  for (const c of cases) for (const p of c.phases) if (!phaseNames.includes(p.name)) phaseNames.push(p.name);
+  const ok = (b: string): CaseRecord[] => cases.filter((c) => c.backend === b && c.outcome === 'ok');
+  const row = (label: string, values: (b: string) => number[], fmt: (n: number) => string) =>
+    `| ${label} | ${backends.map((b) => cell(values(b), fmt)).join(' | ')} |`;
+  lines.push(`## ${w}: median durations (measured cases that ended ok)`, '');
+  lines.push(`| phase | ${backends.join(' | ')} |`);
+  lines.push(`| --- | ${backends.map(() => '---:').join(' | ')} |`);
+  lines.push(`| n (ok / all) | ${backends.map((b) => `${ok(b).length} / ${cases.filter((c) => c.backend === b).length}`).join(' | ')} |`);
+  for (const p of phaseNames)
+    lines.push(row(p, (b) => ok(b).flatMap((c) => c.phases.filter((x) => x.name === p).map((x) => x.durationMs)), fmtMs));
+  lines.push(row('case wall', (b) => ok(b).map((c) => c.wallMs), fmtMs));
+  lines.push(row('disk growth on create', (b) => ok(b).flatMap((c) => (c.diskBytes === null ? [] : [c.diskBytes])), fmtBytes));
   lines.push('');
-  return lines.join('\n');
+  return lines;
+}
+
+/** Checks passed / run for workload `w` (all cases, warm-up included), one column per backend. */
+function checkTable(receipt: Receipt, w: string, backends: string[]): string[] {
+  const lines: string[] = [];
+  lines.push(`Checks (passed / run, all cases incl. warm-up):`, '');
+  const checkNames: string[] = [];
+  for (const c of receipt.cases.filter((x) => x.workload === w))
+    for (const k of c.checks) if (!checkNames.includes(k.name)) checkNames.push(k.name);
+  lines.push(`| check | ${backends.join(' | ')} |`);
+  lines.push(`| --- | ${backends.map(() => '---:').join(' | ')} |`);
+  for (const k of checkNames) {
+    const counts = backends.map((b) => {
+      const rs = receipt.cases.filter((c) => c.workload === w && c.backend === b).flatMap((c) => c.checks.filter((x) => x.name === k));
+      const passed = rs.filter((x) => x.passed).length;
+      return rs.length ? `${passed} / ${rs.length}${passed < rs.length ? ' **FAIL**' : ''}` : '-';
+    });
+    lines.push(`| ${k} | ${counts.join(' | ')} |`);
+  }
+  lines.push('');
+  return lines;
+}
+
+function failures(receipt: Receipt): string[] {
+  const bad = receipt.cases.filter((c) => c.outcome !== 'ok');
+  if (!bad.length) return [];
+  return [
+    '## Failures and timeouts',
+    '',
+    ...bad.map(
+      (c) =>
+        `- ${c.id} ${c.backend} x ${c.workload}: ${c.outcome}, ${c.failure?.code ?? '?'} in ${c.failure?.phase ?? '?'}: ${c.failure?.message ?? ''}`,
+    ),
+    '',
+  ];
 }

@@ -1,6 +1,6 @@
 // Report numbers -> a neutral document (headings, paragraphs, tables, charts), which the Markdown
 // and HTML renderers print. Both outputs therefore show the same numbers in the same order.
-import type { Comparison, PhaseCell, RateRow, ReportData } from './analyze.js';
+import type { Comparison, PhaseCell, RateRow, ReportData } from './report-data.js';
 import type { GateResult, Policy } from './gate.js';
 import { distributionChart, ratioChart } from './svg.js';
 
@@ -52,69 +52,104 @@ function slug(s: string): string {
 
 export function buildDocument(input: ReportInput): Block[] {
   const { data, gate, policy } = input;
-  const b: Block[] = [];
-  b.push({ kind: 'heading', level: 1, text: 'pdb-env decision report' });
-  const synthetic = data.receipts.filter((r) => r.synthetic).length;
-  b.push({
-    kind: 'paragraph',
-    text:
-      `${data.receipts.length} receipt(s), ${data.testbeds.length} testbed(s), ${data.backends.length} backend(s), ${data.workloads.length} workload(s); ` +
-      `ratios against ${data.baseline}. Testbeds are never pooled: every number below belongs to one testbed (host + store filesystem).` +
-      (synthetic > 0 ? ` ${synthetic} receipt(s) are SYNTHETIC test data, not evidence.` : ''),
-  });
+  return [
+    ...overview(data),
+    ...(gate && policy ? decision(gate, policy) : []),
+    ...testbeds(data),
+    ...ratios(data, policy?.speedup.maxRatioUpper95),
+    ...timings(data),
+    ...rates(data),
+    ...diagnostics(data),
+    ...method(),
+  ];
+}
 
-  if (gate && policy) {
-    b.push({ kind: 'heading', level: 2, text: `Decision: ${gate.candidate} (policy ${gate.policy})` });
-    const counts = { reject: 0, hold: 0, met: 0 };
-    for (const f of gate.findings) counts[f.status]++;
+function overview(data: ReportData): Block[] {
+  const synthetic = data.receipts.filter((r) => r.synthetic).length;
+  return [
+    { kind: 'heading', level: 1, text: 'pdb-env decision report' },
+    {
+      kind: 'paragraph',
+      text:
+        `${data.receipts.length} receipt(s), ${data.testbeds.length} testbed(s), ${data.backends.length} backend(s), ${data.workloads.length} workload(s); ` +
+        `ratios against ${data.baseline}. Testbeds are never pooled: every number below belongs to one testbed (host + store filesystem).` +
+        (synthetic > 0 ? ` ${synthetic} receipt(s) are SYNTHETIC test data, not evidence.` : ''),
+    },
+  ];
+}
+
+function decision(gate: GateResult, policy: Policy): Block[] {
+  const b: Block[] = [];
+  b.push({ kind: 'heading', level: 2, text: `Decision: ${gate.candidate} (policy ${gate.policy})` });
+  const counts = { reject: 0, hold: 0, met: 0 };
+  for (const f of gate.findings) counts[f.status]++;
+  b.push({
+    kind: 'verdict',
+    verdict: gate.verdict,
+    text: `${gate.verdict}: ${counts.reject} reject, ${counts.hold} hold, ${counts.met} met. Counted testbeds: ${gate.countedTestbeds.join(', ') || 'none'}.`,
+  });
+  b.push({ kind: 'paragraph', text: policy.description });
+  if (gate.ignoredReceipts.length > 0) {
     b.push({
-      kind: 'verdict',
-      verdict: gate.verdict,
-      text: `${gate.verdict}: ${counts.reject} reject, ${counts.hold} hold, ${counts.met} met. Counted testbeds: ${gate.countedTestbeds.join(', ') || 'none'}.`,
-    });
-    b.push({ kind: 'paragraph', text: policy.description });
-    if (gate.ignoredReceipts.length > 0) {
-      b.push({
-        kind: 'paragraph',
-        text: `Left out of the decision: ${gate.ignoredReceipts.map((r) => `${r.runId} (${r.reason})`).join('; ')}.`,
-      });
-    }
-    const order = { reject: 0, hold: 1, met: 2 } as const;
-    const findings = [...gate.findings].sort((x, y) => order[x.status] - order[y.status]);
-    b.push({
-      kind: 'table',
-      header: ['status', 'criterion', 'testbed', 'finding'],
-      rows: findings.map((f) => [f.status.toUpperCase(), f.criterion, f.testbed ?? '-', f.message]),
+      kind: 'paragraph',
+      text: `Left out of the decision: ${gate.ignoredReceipts.map((r) => `${r.runId} (${r.reason})`).join('; ')}.`,
     });
   }
-
-  b.push({ kind: 'heading', level: 2, text: 'Testbeds' });
+  const order = { reject: 0, hold: 1, met: 2 } as const;
+  const findings = [...gate.findings].sort((x, y) => order[x.status] - order[y.status]);
   b.push({
     kind: 'table',
-    header: ['testbed', 'host', 'os', 'kernel', 'arch', 'cpu', 'cores', 'memory', 'store fs', 'receipts', 'plans', 'unavailable backends'],
-    rows: data.testbeds.map((t) => [
-      t.id + (t.synthetic ? ' (synthetic)' : ''),
-      t.hostId,
-      t.os,
-      t.kernels.join(', '),
-      t.arch,
-      t.cpuModel,
-      String(t.cores),
-      fmtGiB(t.memoryBytes),
-      t.storeFs,
-      String(t.receipts),
-      t.planNames.join(', '),
-      t.unavailable.map((u) => `${u.backend} (${u.reason ?? '?'})`).join(', ') || '-',
-    ]),
+    header: ['status', 'criterion', 'testbed', 'finding'],
+    rows: findings.map((f) => [f.status.toUpperCase(), f.criterion, f.testbed ?? '-', f.message]),
   });
-  b.push({
-    kind: 'table',
-    header: ['run', 'plan', 'testbed', 'started', 'finished', 'cases'],
-    rows: data.receipts.map((r) => [r.runId, r.planName, r.testbed, r.startedAt, r.finishedAt, String(r.cases)]),
-    align: ['l', 'l', 'l', 'l', 'l', 'r'],
-  });
+  return b;
+}
 
-  const threshold = policy?.speedup.maxRatioUpper95;
+function testbeds(data: ReportData): Block[] {
+  return [
+    { kind: 'heading', level: 2, text: 'Testbeds' },
+    {
+      kind: 'table',
+      header: [
+        'testbed',
+        'host',
+        'os',
+        'kernel',
+        'arch',
+        'cpu',
+        'cores',
+        'memory',
+        'store fs',
+        'receipts',
+        'plans',
+        'unavailable backends',
+      ],
+      rows: data.testbeds.map((t) => [
+        t.id + (t.synthetic ? ' (synthetic)' : ''),
+        t.hostId,
+        t.os,
+        t.kernels.join(', '),
+        t.arch,
+        t.cpuModel,
+        String(t.cores),
+        fmtGiB(t.memoryBytes),
+        t.storeFs,
+        String(t.receipts),
+        t.planNames.join(', '),
+        t.unavailable.map((u) => `${u.backend} (${u.reason ?? '?'})`).join(', ') || '-',
+      ]),
+    },
+    {
+      kind: 'table',
+      header: ['run', 'plan', 'testbed', 'started', 'finished', 'cases'],
+      rows: data.receipts.map((r) => [r.runId, r.planName, r.testbed, r.startedAt, r.finishedAt, String(r.cases)]),
+      align: ['l', 'l', 'l', 'l', 'l', 'r'],
+    },
+  ];
+}
+
+function ratios(data: ReportData, threshold: number | undefined): Block[] {
+  const b: Block[] = [];
   b.push({ kind: 'heading', level: 2, text: `Ratio to ${data.baseline}, paired per block` });
   b.push({
     kind: 'paragraph',
@@ -135,7 +170,11 @@ export function buildDocument(input: ReportInput): Block[] {
     });
     b.push(comparisonTable(cs));
   }
+  return b;
+}
 
+function timings(data: ReportData): Block[] {
+  const b: Block[] = [];
   b.push({ kind: 'heading', level: 2, text: 'Timings per backend, workload, phase and testbed' });
   b.push({
     kind: 'paragraph',
@@ -158,37 +197,48 @@ export function buildDocument(input: ReportInput): Block[] {
       b.push(cellTable(cells, data.phases, data.backends));
     }
   }
+  return b;
+}
 
-  b.push({ kind: 'heading', level: 2, text: 'Failure, mismatch and clone-fallback rates' });
-  b.push({
-    kind: 'paragraph',
-    text: 'One-sided 95% bounds: with 0 events in N trials the upper bound is 1 - 0.05^(1/N); otherwise exact Clopper-Pearson. Failures count failed and timed-out cases (warm-up included); mismatches count failed oracle checks; a fallback is a clone backend case with cloneObserved false or a typed clone failure.',
-  });
-  b.push(rateTable(data.rates));
+function rates(data: ReportData): Block[] {
+  return [
+    { kind: 'heading', level: 2, text: 'Failure, mismatch and clone-fallback rates' },
+    {
+      kind: 'paragraph',
+      text: 'One-sided 95% bounds: with 0 events in N trials the upper bound is 1 - 0.05^(1/N); otherwise exact Clopper-Pearson. Failures count failed and timed-out cases (warm-up included); mismatches count failed oracle checks; a fallback is a clone backend case with cloneObserved false or a typed clone failure.',
+    },
+    rateTable(data.rates),
+  ];
+}
 
-  b.push({ kind: 'heading', level: 2, text: 'Diagnostics' });
-  if (data.diagnostics.length === 0) b.push({ kind: 'paragraph', text: 'None.' });
-  else {
-    b.push({ kind: 'paragraph', text: 'Shown for review; no data point is removed because of them.' });
-    b.push({
+function diagnostics(data: ReportData): Block[] {
+  const heading: Block = { kind: 'heading', level: 2, text: 'Diagnostics' };
+  if (data.diagnostics.length === 0) return [heading, { kind: 'paragraph', text: 'None.' }];
+  return [
+    heading,
+    { kind: 'paragraph', text: 'Shown for review; no data point is removed because of them.' },
+    {
       kind: 'table',
       header: ['kind', 'testbed', 'backend', 'workload', 'phase', 'detail'],
       rows: data.diagnostics.map((d) => [d.kind, d.testbed, d.backend, d.workload, d.phase, d.message]),
-    });
-  }
+    },
+  ];
+}
 
-  b.push({ kind: 'heading', level: 2, text: 'Method' });
-  b.push({
-    kind: 'list',
-    items: [
-      'Testbed = salted host id + OS + CPU model + store filesystem; receipts of one testbed are combined, testbeds never are.',
-      'simple-statistics computes medians, quantiles (p95, IQR), standard deviation, MAD, Spearman rank correlation and the resampling draws (with a seeded mulberry32 source).',
-      'Written here because simple-statistics has no equivalent: the order-statistic ranks of the median CI (exact binomial), the regularized incomplete beta (continued fraction) and its quantile by bisection for Clopper-Pearson, and the paired sign-flip permutation test.',
-      'Outliers: modified z-score 0.6745 (x - median) / MAD above 3.5. Slow first block: first measured case above 1.5x the median of the rest and the slowest. Drift: |Spearman rho| of duration against run position above 1.96 / sqrt(n - 1).',
-      `Gate findings come from the receipts the policy admits; synthetic receipts (plan name "synthetic...") never count toward a promotion.`,
-    ],
-  });
-  return b;
+function method(): Block[] {
+  return [
+    { kind: 'heading', level: 2, text: 'Method' },
+    {
+      kind: 'list',
+      items: [
+        'Testbed = salted host id + OS + CPU model + store filesystem; receipts of one testbed are combined, testbeds never are.',
+        'simple-statistics computes medians, quantiles (p95, IQR), standard deviation, MAD, Spearman rank correlation and the resampling draws (with a seeded mulberry32 source).',
+        'Written here because simple-statistics has no equivalent: the order-statistic ranks of the median CI (exact binomial), the regularized incomplete beta (continued fraction) and its quantile by bisection for Clopper-Pearson, and the paired sign-flip permutation test.',
+        'Outliers: modified z-score 0.6745 (x - median) / MAD above 3.5. Slow first block: first measured case above 1.5x the median of the rest and the slowest. Drift: |Spearman rho| of duration against run position above 1.96 / sqrt(n - 1).',
+        `Gate findings come from the receipts the policy admits; synthetic receipts (plan name "synthetic...") never count toward a promotion.`,
+      ],
+    },
+  ];
 }
 
 function comparisonTable(cs: Comparison[]): Block {

@@ -1,6 +1,6 @@
 // SVG charts as strings: no DOM, no fonts to fetch, no scripts, so the same markup works inline in
 // HTML, as a file next to Markdown, and in a headless browser. Every chart has a <title> for readers.
-import type { Comparison, PhaseCell } from './analyze.js';
+import type { Comparison, PhaseCell } from './report-data.js';
 
 const PALETTE = ['#4b5563', '#2563eb', '#d97706', '#059669', '#7c3aed', '#db2777', '#0891b2', '#65a30d'];
 const FONT = 'font-family="system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif"';

@@ -1,12 +1,12 @@
 import { relative, resolve } from 'node:path';
-import { PdbError } from '../../model/errors.js';
+import { isPdbError, PdbError } from '../../model/errors.js';
 import { WORKLOADS } from '../../workloads/registry.js';
 import type { Workload } from '../../workloads/types.js';
-import { runBench } from '../../harness/bench.js';
+import { runBench, type BenchResult } from '../../harness/bench.js';
 import { loadPlan } from '../../harness/plan.js';
 import { createProgress } from '../../harness/progress.js';
 import type { Command } from '../command.js';
-import { emit } from '../output.js';
+import { emit, emitError } from '../output.js';
 
 export const benchCommand: Command = {
   name: 'bench',
@@ -57,17 +57,36 @@ Examples:
     const workloads = WORKLOADS as Record<string, Workload>;
     const plan = planFile ? loadPlan(planFile, workloads).plan : undefined;
     const outDir = resolve((args.values.out as string | undefined) ?? 'receipts');
-    const { receiptPath, summaryPath, receipt } = await runBench({
-      plan,
-      seed,
-      outDir,
-      resume,
-      summary: args.values.summary === true,
-      storeParent: args.store,
-      workloads,
-      // Progress goes to stderr, so it shows with --json too (stdout stays one JSON document).
-      progress: createProgress(),
-    });
+    // The CLI owns the signals: the first SIGINT/SIGTERM interrupts the run (a second one, with the
+    // handlers gone, ends the process at once); an interrupted run exits 130 like a shell's Ctrl-C.
+    const interrupt = new AbortController();
+    const onSignal = (sig: NodeJS.Signals) => {
+      process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
+      interrupt.abort(sig);
+    };
+    process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
+    let result: BenchResult;
+    try {
+      result = await runBench({
+        plan,
+        seed,
+        outDir,
+        resume,
+        summary: args.values.summary === true,
+        storeParent: args.store,
+        workloads,
+        // Progress goes to stderr, so it shows with --json too (stdout stays one JSON document).
+        progress: createProgress(),
+        signal: interrupt.signal,
+      });
+    } catch (err) {
+      if (!isPdbError(err, 'E_INTERRUPTED')) throw err;
+      emitError(args.json, err);
+      return 130;
+    } finally {
+      process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
+    }
+    const { receiptPath, summaryPath, receipt } = result;
     const show = (p: string) => relative(process.cwd(), p) || p;
     const s = receipt.summary;
     emit(

@@ -125,8 +125,40 @@ const projectedWorkload: Workload = {
   projectionNote: 'everything but the random stamp',
 };
 
+// Its first run finishes at once; its second starts a long sleep (the run is interrupted there).
+let abortableRuns = 0;
+const abortableWorkload: Workload = {
+  name: 'test-abortable',
+  description: 'finishes once, then sleeps in a child process until the run is interrupted',
+  deterministic: true,
+  sessions: 1,
+  defaultParams: { pidFile: '' },
+  prepareFixture: tinyFixture('abortable@1'),
+  steps: (params) => [
+    {
+      name: 'maybe-sleep',
+      timeoutMs: 60_000,
+      async run(ctx) {
+        abortableRuns++;
+        if (abortableRuns !== 2) return;
+        const r = await ctx.proc.run('sh', ['-c', `echo $$ > '${String(params.pidFile)}'; exec sleep 30`], {
+          cwd: ctx.session.root,
+          timeoutMs: 60_000,
+        });
+        return { process: r };
+      },
+    },
+  ],
+  project: (e) => e,
+  projectionNote: 'identity',
+  async expected(entries) {
+    return entries;
+  },
+};
+
 const workloads = {
   ...(WORKLOADS as Record<string, Workload>),
+  'test-abortable': abortableWorkload,
   'test-sleep': sleepWorkload,
   'test-count': countWorkload,
   'test-projected': projectedWorkload,
@@ -276,6 +308,85 @@ test('--resume continues an interrupted run without repeating finished cases', a
     await runBench({ outDir, resume: runId, workloads }).then(
       () => assert.unreachable('a finished run cannot be resumed'),
       (err) => assert.is((err as PdbError).code, 'E_RUN_NOT_FOUND'),
+    );
+  } finally {
+    t.cleanup();
+  }
+});
+
+test('aborting the signal kills the running case, keeps the journal and rejects with E_INTERRUPTED; --resume finishes', async () => {
+  const t = tempDir();
+  try {
+    const outDir = join(t.dir, 'out');
+    const pidFile = join(t.dir, 'abortable.pid');
+    const plan = base({ name: 'abort', workloads: [{ name: 'test-abortable', params: { pidFile } }], blocks: 3 });
+    abortableRuns = 0;
+    const controller = new AbortController();
+    // Interrupt as soon as the second case's child process is running (an event, not a sleep).
+    const watcher = setInterval(() => {
+      if (existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim()) controller.abort('SIGINT');
+    }, 20);
+    const t0 = performance.now();
+    const err = await runBench({ plan, outDir, storeParent: t.dir, workloads, signal: controller.signal }).then(
+      () => assert.unreachable('an interrupted run must reject'),
+      (e: unknown) => e,
+    );
+    clearInterval(watcher);
+    assert.ok(performance.now() - t0 < 25_000, 'the run did not wait for the 30 s sleep');
+    assert.instance(err, PdbError);
+    const e = err as PdbError;
+    assert.is(e.code, 'E_INTERRUPTED', e.message);
+    assert.match(e.message, 'interrupted by SIGINT');
+    const runId = /--resume (\S+) --out /.exec(e.hint ?? '')?.[1];
+    assert.ok(runId, `the hint says how to continue: ${e.hint}`);
+    const pid = Number(readFileSync(pidFile, 'utf8').trim());
+    assert.not.ok(isAlive(pid), `the running case's sleep (pid ${pid}) was killed`);
+    const journal = join(outDir, '.pdb-runs', runId!, 'cases.jsonl');
+    assert.is(readFileSync(journal, 'utf8').trim().split('\n').length, 1, 'the finished case is journaled, the interrupted one is not');
+    assert.equal(
+      readdirSync(outDir).filter((f) => f.endsWith('.json')),
+      [],
+      'no receipt for an interrupted run',
+    );
+    assert.equal(
+      readdirSync(t.dir).filter((f) => f.startsWith('pdb-bench-')),
+      [],
+      'the interrupted attempt removed its store',
+    );
+
+    const { receipt } = await runBench({ outDir, resume: runId, storeParent: t.dir, workloads });
+    assert.is(abortableRuns, 4, 'the interrupted case and the one never started ran on resume');
+    assert.equal(
+      receipt.cases.map((c) => [c.id, c.outcome]),
+      [
+        ['b0-p0', 'ok'],
+        ['b1-p0', 'ok'],
+        ['b2-p0', 'ok'],
+      ],
+    );
+  } finally {
+    t.cleanup();
+  }
+});
+
+test('a signal aborted before the run starts rejects with E_INTERRUPTED and runs no case', async () => {
+  const t = tempDir();
+  try {
+    counted = 0;
+    const plan = base({ name: 'pre-aborted', workloads: [{ name: 'test-count' }], blocks: 2 });
+    const controller = new AbortController();
+    controller.abort();
+    await runBench({ plan, outDir: join(t.dir, 'out'), storeParent: t.dir, workloads, signal: controller.signal }).then(
+      () => assert.unreachable('must reject'),
+      (err) => {
+        assert.is((err as PdbError).code, 'E_INTERRUPTED');
+        assert.match((err as PdbError).hint ?? '', 'continue with: pdb-env bench --resume ');
+      },
+    );
+    assert.is(counted, 0);
+    assert.equal(
+      readdirSync(t.dir).filter((f) => f.startsWith('pdb-bench-')),
+      [],
     );
   } finally {
     t.cleanup();

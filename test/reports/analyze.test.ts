@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { analyzeReceipts, TOTAL_PHASE } from '../../reports/analyze.js';
+import { analyzeReceipts } from '../../reports/analyze.js';
+import { TOTAL_PHASE } from '../../reports/report-data.js';
 import { syntheticReceipt } from './synthetic.js';
 
 const hostA = () =>

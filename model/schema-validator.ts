@@ -1,0 +1,149 @@
+// The JSON Schemas under the package's schemas/ dir, compiled by one ajv instance in strict mode
+// (JSON Schema 2020-12, with ajv-formats). Every layer that validates a document (plans, receipts,
+// policies, Snapshots, Changesets, workspace policies) validates here.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import ajv2020 from 'ajv/dist/2020.js';
+import ajvFormats from 'ajv-formats';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { PdbError, type PdbErrorCode } from './errors.js';
+import { packageFile } from './paths.js';
+
+type AjvCtor = typeof ajv2020.default;
+type Ajv = InstanceType<AjvCtor>;
+// ajv and ajv-formats are CommonJS: under NodeNext their default export is the `default` property.
+const Ajv2020: AjvCtor = (ajv2020 as unknown as { default: AjvCtor }).default;
+const addFormats = (ajvFormats as unknown as { default: typeof ajvFormats.default }).default;
+
+const SUFFIX = '.schema.json';
+
+export interface SchemaIssue {
+  /** JSON pointer into the document ("" is the root). */
+  pointer: string;
+  message: string;
+}
+
+/** The file of schema `name`: `<package>/schemas/<name>.schema.json`. */
+export function schemaFile(name: string): string {
+  return packageFile('schemas', `${name}${SUFFIX}`);
+}
+
+export function hasSchema(name: string): boolean {
+  return existsSync(schemaFile(name));
+}
+
+/** The schema document, or null when it is not installed. */
+export function loadSchema(name: string): Record<string, unknown> | null {
+  const file = schemaFile(name);
+  if (!existsSync(file)) return null;
+  return JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+}
+
+interface Registry {
+  ajv: Ajv;
+  /** Schemas that did not compile, by name, with ajv's reason. */
+  broken: Map<string, string>;
+  compiled: Map<string, ValidateFunction>;
+}
+
+let registry: Registry | null = null;
+
+/** The one ajv instance, holding every installed schema (so one may $ref another), built on first use. */
+function schemas(): Registry {
+  if (registry) return registry;
+  // strict: unknown keywords, ambiguous types and missing `type` next to type keywords are errors.
+  // Union types ("string" | "null") are part of our contract, so they are allowed explicitly.
+  const ajv = new Ajv2020({ strict: true, allErrors: true, allowUnionTypes: true });
+  addFormats(ajv);
+  const broken = new Map<string, string>();
+  const dir = packageFile('schemas');
+  const names = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(SUFFIX)) : [];
+  for (const file of names.sort()) {
+    const name = file.slice(0, -SUFFIX.length);
+    try {
+      ajv.addSchema(loadSchema(name)!);
+    } catch (err) {
+      // A broken schema must not take the others down; validating against it reports this.
+      broken.set(name, (err as Error).message);
+    }
+  }
+  registry = { ajv, broken, compiled: new Map() };
+  return registry;
+}
+
+function validator(name: string): ValidateFunction {
+  const r = schemas();
+  const known = r.compiled.get(name);
+  if (known) return known;
+  const broken = r.broken.get(name);
+  if (broken) throw new PdbError('E_SCHEMA_INVALID', `schemas/${name}${SUFFIX} is not a valid strict JSON Schema: ${broken}`);
+  const id = loadSchema(name)?.$id;
+  const found = typeof id === 'string' ? r.ajv.getSchema(id) : undefined;
+  if (!found)
+    throw new PdbError('E_SCHEMA_INVALID', `schemas/${name}${SUFFIX} is not installed or has no $id`, {
+      hint: 'Reinstall pdb-env; the schemas ship in its package.',
+    });
+  r.compiled.set(name, found);
+  return found;
+}
+
+function describe(e: ErrorObject): SchemaIssue {
+  const pointer = e.instancePath;
+  switch (e.keyword) {
+    case 'additionalProperties':
+      return {
+        pointer: `${pointer}/${String((e.params as { additionalProperty: string }).additionalProperty)}`,
+        message: 'is not allowed here (no additional properties)',
+      };
+    case 'required':
+      return { pointer, message: `is missing required property "${String((e.params as { missingProperty: string }).missingProperty)}"` };
+    case 'enum':
+      return { pointer, message: `must be one of ${JSON.stringify((e.params as { allowedValues: unknown[] }).allowedValues)}` };
+    case 'const':
+      return { pointer, message: `must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}` };
+    default:
+      return { pointer, message: e.message ?? e.keyword };
+  }
+}
+
+/** Validate a document against schemas/<name>.schema.json; the issues (empty when valid), most specific first, deduplicated. */
+export function validateAgainst(name: string, doc: unknown): SchemaIssue[] {
+  const v = validator(name);
+  if (v(doc)) return [];
+  const seen = new Set<string>();
+  const out: SchemaIssue[] = [];
+  // anyOf/oneOf branches repeat their inner errors; keep one line per pointer + message.
+  for (const e of v.errors ?? []) {
+    if (e.keyword === 'anyOf' || e.keyword === 'oneOf') continue;
+    const issue = describe(e);
+    const key = `${issue.pointer} ${issue.message}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      out.push(issue);
+    }
+  }
+  if (out.length === 0) for (const e of v.errors ?? []) out.push(describe(e));
+  return out.sort((a, b) => b.pointer.length - a.pointer.length);
+}
+
+export function formatIssues(issues: SchemaIssue[], limit = 8): string {
+  const lines = issues.slice(0, limit).map((i) => `${i.pointer || '/'} ${i.message}`);
+  if (issues.length > limit) lines.push(`... and ${issues.length - limit} more`);
+  return lines.join('; ');
+}
+
+export interface SchemaErrorOptions {
+  /** The code of the error thrown when the document does not match (E_PLAN_INVALID, E_POLICY_INVALID, ...). */
+  code: PdbErrorCode;
+  /** What the document is, for the message ("the plan", "policy policies/x.json"). */
+  what: string;
+  hint?: string;
+  /** How many issues the message lists (default 8). */
+  limit?: number;
+}
+
+/** The document as `T` when it matches schemas/<name>.schema.json; otherwise a PdbError with `code` listing the issues. */
+export function assertSchema<T>(name: string, doc: unknown, o: SchemaErrorOptions): T {
+  const issues = validateAgainst(name, doc);
+  if (issues.length === 0) return doc as T;
+  throw new PdbError(o.code, `${o.what} does not match schemas/${name}${SUFFIX}: ${formatIssues(issues, o.limit)}`, { hint: o.hint });
+}
