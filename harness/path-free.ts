@@ -1,6 +1,9 @@
 // The path-free rule for receipts and other evidence: no absolute path, no user name, no host
 // name anywhere (keys included). Checked before anything is written.
-import { hostname, userInfo } from 'node:os';
+import { defaultHostNames, defaultUserNames, nameMatcher } from '../model/scrub.js';
+
+// Scrubbing lives in the model (workloads scrub tool output too); re-exported for the harness's callers.
+export { scrubText } from '../model/scrub.js';
 
 export interface PathFreeIssue {
   /** JSON pointer of the offending string. */
@@ -16,9 +19,6 @@ export interface PathFreeOptions {
   hostNames?: string[];
 }
 
-// Generic account names identify no one and are ordinary words in messages ("needs root").
-const GENERIC_USERS = new Set(['root', 'user', 'runner', 'node', 'admin', 'ubuntu', 'debian', 'nobody', 'vagrant', 'ci']);
-
 const ABSOLUTE_PATTERNS: Array<[RegExp, string]> = [
   // A POSIX absolute path: "/" then a name then another "/" or the end, at a token start.
   [/(^|[\s"'`(=:,;[{<])\/(?:[A-Za-z0-9._@~+-]+)(?:\/|$|[\s"'`),;\]}>])/, 'an absolute POSIX path'],
@@ -31,30 +31,6 @@ const ABSOLUTE_PATTERNS: Array<[RegExp, string]> = [
   [/file:\/\//i, 'a file:// URL'],
   [/(^|[\s"'=:])~\/[A-Za-z0-9._-]/, 'a home-relative path'],
 ];
-
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-function nameMatcher(names: string[]): RegExp | null {
-  const useful = [...new Set(names.map((n) => n.trim()).filter((n) => n.length >= 2 && !GENERIC_USERS.has(n.toLowerCase())))];
-  if (useful.length === 0) return null;
-  // Whole tokens only: a short host name like "vm" must not match inside "vmlinuz".
-  return new RegExp(`(^|[^A-Za-z0-9_-])(${useful.map(escapeRegExp).join('|')})(?![A-Za-z0-9_-])`, 'i');
-}
-
-function defaultHostNames(): string[] {
-  const h = hostname();
-  return [h, h.split('.')[0] ?? h];
-}
-
-function defaultUserNames(): string[] {
-  try {
-    return [userInfo().username];
-  } catch {
-    return [];
-  }
-}
 
 function escapePointer(key: string): string {
   return key.replace(/~/g, '~0').replace(/\//g, '~1');
@@ -94,17 +70,4 @@ export function findPathIssues(doc: unknown, options: PathFreeOptions = {}): Pat
   };
   visit(doc, '');
   return issues;
-}
-
-/** Make a message path-free: absolute paths become "<path>", user and host names "<user>"/"<host>". */
-export function scrubText(s: string, options: PathFreeOptions = {}): string {
-  let out = s
-    .replace(/file:\/\/\S+/gi, '<path>')
-    .replace(/(^|[\s"'`(=:,;[{<])(\/[^\s"'`),;\]}>]*)/g, (_m, pre: string, path: string) => (path === '/' ? `${pre}/` : `${pre}<path>`))
-    .replace(/(^|[^A-Za-z0-9])[A-Za-z]:[\\/][^\s"'`),;]*/g, (_m, pre: string) => `${pre}<path>`);
-  const users = nameMatcher(options.userNames ?? defaultUserNames());
-  if (users) out = out.replace(new RegExp(users.source, 'gi'), (_m, pre: string) => `${pre}<user>`);
-  const hosts = nameMatcher(options.hostNames ?? defaultHostNames());
-  if (hosts) out = out.replace(new RegExp(hosts.source, 'gi'), (_m, pre: string) => `${pre}<host>`);
-  return out;
 }

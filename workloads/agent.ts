@@ -35,7 +35,7 @@ import {
 import { PdbError, toPdbError, type PdbErrorCode } from '../model/errors.js';
 import { scanTree } from '../model/scan.js';
 import { diffEntries, type Entry } from '../model/snapshot.js';
-import { commitFixture } from './fileops.js';
+import { commitFixture } from './commit-fixture.js';
 import type { ProcessResult, SessionHandle, Step, StepContext, Workload, WorkloadCheck } from './types.js';
 
 export interface AgentParams {
@@ -99,6 +99,59 @@ async function scanRoot(root: string): Promise<Entry[]> {
   return (await scanTree(root, { excludes: [] })).entries;
 }
 
+/** The command boundary: the agent's CLI through `pdb-env run`; records into `run`. */
+async function runThroughCommand(
+  ctx: Pick<StepContext, 'pdbEnvRun'>,
+  session: SessionHandle,
+  prompt: string,
+  p: AgentParams,
+  run: AgentRun,
+): Promise<void> {
+  const l = commandLaunch(run.detection, prompt);
+  run.launched = true;
+  const r = await ctx.pdbEnvRun(session, l.command, l.args, { env: l.env, timeoutMs: p.agentTimeoutMs, input: '' });
+  run.exitCode = r.exitCode;
+  run.process = r;
+  run.counts = { stdoutBytes: Buffer.byteLength(r.stdout), stderrBytes: Buffer.byteLength(r.stderr) };
+  if (r.timedOut || r.exitCode !== 0)
+    run.failure = classifyAgentFailure({ exitCode: r.exitCode, timedOut: r.timedOut, output: `${r.stdout}\n${r.stderr}` });
+}
+
+/** The ACP boundary: pdb-env is the client, the session root the agent's workspace; records into `run`. */
+async function runThroughAcp(
+  ctx: Pick<StepContext, 'signal'>,
+  session: SessionHandle,
+  prompt: string,
+  p: AgentParams,
+  run: AgentRun,
+): Promise<void> {
+  const detection = run.detection;
+  const l = acpLaunch(detection);
+  run.launched = true;
+  const r = await runAcpAgent({
+    command: l.command,
+    args: l.args,
+    root: session.root,
+    sessionName: session.name,
+    prompt,
+    env: l.env,
+    timeoutMs: p.agentTimeoutMs,
+    signal: ctx.signal,
+  });
+  run.exitCode = r.exitCode;
+  run.stopReason = r.stopReason;
+  run.counts = { ...r.stats };
+  if (r.agentVersion && !detection.version) detection.version = r.agentVersion;
+  if (r.phase !== 'done')
+    run.failure = classifyAgentFailure({
+      exitCode: r.exitCode,
+      timedOut: r.timedOut,
+      output: `${r.error?.message ?? ''}\n${r.stderr}`,
+      rpcCode: r.error?.rpcCode ?? null,
+    });
+  else if (r.stopReason !== 'end_turn') run.failure = { code: 'E_AGENT_CONTRACT', reason: `the turn ended with ${r.stopReason}` };
+}
+
 /** Run one agent in one session through the chosen boundary. Never throws for agent failures. */
 export async function runAgentInSession(
   ctx: Pick<StepContext, 'pdbEnvRun' | 'signal' | 'baseEntries'>,
@@ -130,39 +183,9 @@ export async function runAgentInSession(
     } else if (p.preflight && detection.auth === 'missing') {
       run.failure = { code: 'E_AGENT_AUTH', reason: `preflight: ${detection.authEvidence}` };
     } else if (boundary === 'command') {
-      const l = commandLaunch(detection, prompt);
-      run.launched = true;
-      const r = await ctx.pdbEnvRun(session, l.command, l.args, { env: l.env, timeoutMs: p.agentTimeoutMs, input: '' });
-      run.exitCode = r.exitCode;
-      run.process = r;
-      run.counts = { stdoutBytes: Buffer.byteLength(r.stdout), stderrBytes: Buffer.byteLength(r.stderr) };
-      if (r.timedOut || r.exitCode !== 0)
-        run.failure = classifyAgentFailure({ exitCode: r.exitCode, timedOut: r.timedOut, output: `${r.stdout}\n${r.stderr}` });
+      await runThroughCommand(ctx, session, prompt, p, run);
     } else {
-      const l = acpLaunch(detection);
-      run.launched = true;
-      const r = await runAcpAgent({
-        command: l.command,
-        args: l.args,
-        root: session.root,
-        sessionName: session.name,
-        prompt,
-        env: l.env,
-        timeoutMs: p.agentTimeoutMs,
-        signal: ctx.signal,
-      });
-      run.exitCode = r.exitCode;
-      run.stopReason = r.stopReason;
-      run.counts = { ...r.stats };
-      if (r.agentVersion && !detection.version) detection.version = r.agentVersion;
-      if (r.phase !== 'done')
-        run.failure = classifyAgentFailure({
-          exitCode: r.exitCode,
-          timedOut: r.timedOut,
-          output: `${r.error?.message ?? ''}\n${r.stderr}`,
-          rpcCode: r.error?.rpcCode ?? null,
-        });
-      else if (r.stopReason !== 'end_turn') run.failure = { code: 'E_AGENT_CONTRACT', reason: `the turn ended with ${r.stopReason}` };
+      await runThroughAcp(ctx, session, prompt, p, run);
     }
   } catch (err) {
     const e = toPdbError(err);

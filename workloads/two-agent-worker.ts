@@ -1,47 +1,14 @@
-#!/usr/bin/env node
-// A scripted agent for the two-agent workload: a plain node process started by `pdb-env run` in
-// its session root. Usage: two-agent-worker ROLE SESSION BARRIER_DIR NESTED_FILES BARRIER_MS
-// It records the tree it starts from, applies its role's operations, signals "done" in the barrier
-// directory and waits for its peer, then checks that its root holds exactly its own work. The last
-// stdout line is a JSON verdict; exit 0 when every check passed, 1 otherwise, 2 on bad usage.
-import { createHash } from 'node:crypto';
+// A scripted agent for the two-agent workload. It records the tree it starts from, applies its
+// role's operations, signals "done" in the barrier directory and waits for its peer, then checks
+// that its root holds exactly its own work. Importing this module starts nothing: the process
+// entry is two-agent-worker-main.ts, which `pdb-env run` starts in the agent's session root.
 import { existsSync, watch } from 'node:fs';
-import { chmod, lstat, mkdir, readdir, readFile, readlink, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { Digest } from '../model/canonical-json.js';
-import { countMismatches, diffEntries, sortEntries, totalMismatches, type Entry } from '../model/snapshot.js';
-import { TreeModel } from './fileops.js';
+import { scanTree } from '../model/scan.js';
+import { countMismatches, diffEntries, totalMismatches } from '../model/snapshot.js';
+import { TreeModel } from './tree-model.js';
 import { agentOps, applyToModel, twoAgentBaseEntries, type AgentOp, type AgentRole, type AgentVerdict } from './two-agent.js';
-
-const ADMIN = new Set(['.git', '.pdb', '.pdb-host']);
-
-async function scan(root: string): Promise<Entry[]> {
-  const out: Entry[] = [];
-  const visit = async (abs: string, rel: string): Promise<void> => {
-    for (const name of await readdir(abs)) {
-      if (rel === '' && ADMIN.has(name)) continue;
-      const a = join(abs, name);
-      const r = rel ? `${rel}/${name}` : name;
-      const st = await lstat(a);
-      if (st.isSymbolicLink()) out.push({ path: r, kind: 'symlink', target: await readlink(a) });
-      else if (st.isDirectory()) {
-        out.push({ path: r, kind: 'dir' });
-        await visit(a, r);
-      } else if (st.isFile()) {
-        const bytes = await readFile(a);
-        out.push({
-          path: r,
-          kind: 'file',
-          digest: `sha256:${createHash('sha256').update(bytes).digest('hex')}` as Digest,
-          size: bytes.length,
-          exec: (st.mode & 0o111) !== 0,
-        });
-      }
-    }
-  };
-  await visit(root, '');
-  return sortEntries(out);
-}
 
 async function apply(root: string, o: AgentOp): Promise<void> {
   switch (o.op) {
@@ -92,46 +59,53 @@ function waitForFile(file: string, timeoutMs: number): Promise<boolean> {
   });
 }
 
-async function main(argv: string[]): Promise<number> {
+/** The process edges a worker uses, injectable for tests. */
+export interface WorkerIo {
+  /** The agent's root (the session root `pdb-env run` starts it in). */
+  root: string;
+  /** PDB_ENV_SESSION as the worker sees it. */
+  session: string | null;
+  /** Written to the barrier's done file, to tell the two agents apart. */
+  pid: number;
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
+
+export const WORKER_USAGE = 'usage: two-agent-worker a|b SESSION BARRIER_DIR NESTED_FILES BARRIER_MS';
+
+/**
+ * Run one agent: argv is `ROLE SESSION BARRIER_DIR NESTED_FILES BARRIER_MS`. The last stdout line
+ * is a JSON verdict; resolves 0 when every check passed, 1 otherwise, 2 on bad usage.
+ */
+export async function runTwoAgentWorker(argv: string[], io: WorkerIo): Promise<number> {
   const [roleArg, expectedSession, barrier, nestedArg, barrierMsArg] = argv;
   if ((roleArg !== 'a' && roleArg !== 'b') || !expectedSession || !barrier) {
-    console.error('usage: two-agent-worker a|b SESSION BARRIER_DIR NESTED_FILES BARRIER_MS');
+    io.stderr(`${WORKER_USAGE}\n`);
     return 2;
   }
   const role: AgentRole = roleArg;
   const peer: AgentRole = role === 'a' ? 'b' : 'a';
-  const root = process.cwd();
-  const session = process.env.PDB_ENV_SESSION ?? null;
 
   // The expected tree starts from the known fixture, not from a scan that a leaking peer could taint.
   const before = twoAgentBaseEntries();
   const ops = agentOps(role, Number(nestedArg ?? 40));
-  for (const o of ops) await apply(root, o);
-  await writeFile(join(barrier, `${role}.done`), `${process.pid}\n`);
+  for (const o of ops) await apply(io.root, o);
+  await writeFile(join(barrier, `${role}.done`), `${io.pid}\n`);
   const peerDone = await waitForFile(join(barrier, `${peer}.done`), Number(barrierMsArg ?? 60_000));
 
   const model = new TreeModel(before);
   applyToModel(model, ops);
-  const after = await scan(root);
+  // The same scan as a checkpoint: the v1 contract, administrative roots left out.
+  const after = (await scanTree(io.root, { excludes: [] })).entries;
   const mismatches = diffEntries(model.result(), after).map((c) => `${c.kind} ${c.path}`);
   const verdict: AgentVerdict = {
     role,
-    session,
-    sessionOk: session === expectedSession,
+    session: io.session,
+    sessionOk: io.session === expectedSession,
     ownWorkOnly: totalMismatches(countMismatches(model.result(), after)) === 0,
     mismatches: peerDone ? mismatches : ['peer never finished writing', ...mismatches],
   };
   if (!peerDone) verdict.ownWorkOnly = false;
-  process.stdout.write(`${JSON.stringify(verdict)}\n`);
+  io.stdout(`${JSON.stringify(verdict)}\n`);
   return verdict.sessionOk && verdict.ownWorkOnly ? 0 : 1;
 }
-
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err) => {
-    console.error(`two-agent-worker: ${(err as Error).stack ?? String(err)}`);
-    process.exitCode = 1;
-  },
-);

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PdbError } from '../model/errors.js';
 import { countMismatches, totalMismatches, type Entry } from '../model/snapshot.js';
-import { commitFixture, TreeModel } from './fileops.js';
+import { commitFixture } from './commit-fixture.js';
+import { TreeModel } from './tree-model.js';
 import type { Fixture, ProcessResult, ProcessRunner, Step, Workload, WorkloadCheck } from './types.js';
 
 export type AgentRole = 'a' | 'b';
@@ -131,7 +132,7 @@ async function prepareTwoAgentFixture(workDir: string, _params: Record<string, u
   return { name, sourceDir: dir };
 }
 
-export const WORKER_SCRIPT = fileURLToPath(new URL('./two-agent-worker.js', import.meta.url));
+export const WORKER_SCRIPT = fileURLToPath(new URL('./two-agent-worker-main.js', import.meta.url));
 
 /** What a worker prints as its last stdout line. */
 export interface AgentVerdict {

@@ -1,0 +1,73 @@
+// The lanes' fixture is composed from one shared dev app and a per-package-manager overlay. The
+// composed trees must stay byte-identical to the npm-app and pnpm-app fixtures they replaced:
+// receipts name those fixtures ("npm-app@1+73eddfd2") and their base Snapshots.
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readSourceConfig, scanTree } from '../../../model/scan.js';
+import { createSnapshot, snapshotDigest, type Entry } from '../../../model/snapshot.js';
+import { composeLaneFixture, prepareLaneFixture, readLaneFixtureFile, type LaneKind } from '../../../workloads/dev-lane/fixture.js';
+import { createProcessRunner } from '../../../workloads/process-runner.js';
+import { tempDir } from '../../helpers.js';
+
+/** Computed from workloads/fixtures/npm-app and pnpm-app before they were split into shared + overlay. */
+const PINNED: Record<LaneKind, { name: string; base: string; entries: number; overlay: string[] }> = {
+  npm: {
+    name: 'npm-app@1+73eddfd2',
+    base: 'sha256:2b66da594870343c94395f7155646e66c50bdd5e926b1d1f7add4055d5c69db3',
+    entries: 31,
+    overlay: ['package-lock.json', 'package.json'],
+  },
+  pnpm: {
+    name: 'pnpm-app@1+46ef2db9',
+    base: 'sha256:8a0ce20900c4b090fab5f13c650311eef3ce3ad7350b196932ad50c8ae9aa2da',
+    entries: 31,
+    overlay: ['package.json', 'pnpm-lock.yaml'],
+  },
+};
+
+const t = tempDir('pdb-lane-fixture-');
+test.after(() => t.cleanup());
+
+async function baseSnapshot(dir: string): Promise<{ digest: string; entries: Entry[] }> {
+  const { excludes } = await readSourceConfig(dir);
+  const { entries } = await scanTree(dir, { excludes });
+  return { digest: snapshotDigest(createSnapshot(entries, excludes)), entries };
+}
+
+const listing = (entries: Entry[]) => entries.map((e) => `${e.path} ${e.kind === 'file' ? e.digest.slice(7, 19) : e.kind}`).join('\n');
+
+for (const kind of ['npm', 'pnpm'] as const) {
+  test(`${kind}: the composed fixture has the pinned name and base Snapshot`, async () => {
+    const fixture = await prepareLaneFixture(kind, join(t.dir, 'prepared'), createProcessRunner());
+    assert.is(fixture.name, PINNED[kind].name);
+    const { digest, entries } = await baseSnapshot(fixture.sourceDir);
+    assert.is(entries.length, PINNED[kind].entries, listing(entries));
+    assert.is(digest, PINNED[kind].base, `the composed ${kind} fixture changed:\n${listing(entries)}`);
+  });
+}
+
+test('the two lanes differ only in their overlays (package.json and the lockfile)', async () => {
+  const trees = {} as Record<LaneKind, Entry[]>;
+  for (const kind of ['npm', 'pnpm'] as const) {
+    composeLaneFixture(kind, join(t.dir, 'composed', kind));
+    const overlay = new Set(PINNED[kind].overlay);
+    const { entries } = await baseSnapshot(join(t.dir, 'composed', kind));
+    assert.equal(
+      entries.filter((e) => overlay.has(e.path)).map((e) => e.path),
+      PINNED[kind].overlay,
+    );
+    trees[kind] = entries.filter((e) => !overlay.has(e.path));
+  }
+  assert.equal(trees.npm, trees.pnpm);
+  assert.ok(trees.npm.some((e) => e.path === 'tests/jest/math.test.ts'));
+});
+
+test('a fixture file is read from the layer that provides it', () => {
+  assert.match(readLaneFixtureFile('pnpm', 'package.json').toString(), '"packageManager": "pnpm@');
+  assert.not.match(readLaneFixtureFile('npm', 'package.json').toString(), 'packageManager');
+  assert.equal(readLaneFixtureFile('npm', 'src/lib/math.ts'), readLaneFixtureFile('pnpm', 'src/lib/math.ts'));
+  assert.throws(() => readLaneFixtureFile('npm', 'pnpm-lock.yaml'), /no file pnpm-lock\.yaml/);
+});
+
+test.run();
