@@ -1,4 +1,4 @@
-import { PdbError, toPdbError } from '../model/errors.js';
+import { toPdbError, type PdbErrorCode } from '../model/errors.js';
 
 /** Print a result: JSON when asked, text otherwise. */
 export function emit(json: boolean, value: unknown, text: () => string): void {
@@ -9,7 +9,22 @@ export function emit(json: boolean, value: unknown, text: () => string): void {
   }
 }
 
-/** Print an error with its stable code; JSON errors are `{ "error": { code, message, hint } }`. */
+/**
+ * Exit statuses that mean something to a shell: 2 is bad usage only; a program that cannot be
+ * started is 127 (not found) or 126 (not executable), as sh reports them; 130 is an interrupt.
+ */
+const EXIT_STATUS: Partial<Record<PdbErrorCode, number>> = {
+  E_USAGE: 2,
+  E_COMMAND_NOT_FOUND: 127,
+  E_COMMAND_NOT_EXECUTABLE: 126,
+  E_INTERRUPTED: 130,
+};
+
+export function exitStatus(code: PdbErrorCode): number {
+  return EXIT_STATUS[code] ?? 1;
+}
+
+/** Print an error with its stable code; JSON errors are `{ "error": { code, message, hint } }`. Returns the exit status. */
 export function emitError(json: boolean, err: unknown): number {
   const e = toPdbError(err);
   if (json) process.stdout.write(`${JSON.stringify({ error: e.toJSON() }, null, 2)}\n`);
@@ -18,7 +33,7 @@ export function emitError(json: boolean, err: unknown): number {
     if (e.hint) process.stderr.write(`  ${e.hint}\n`);
     if (e.code === 'E_INTERNAL' && e.stack) process.stderr.write(`${e.stack}\n`);
   }
-  return e instanceof PdbError && e.code === 'E_USAGE' ? 2 : 1;
+  return exitStatus(e.code);
 }
 
 export function table(rows: string[][]): string {

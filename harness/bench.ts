@@ -73,7 +73,7 @@ export class BenchInterrupted extends Error {
 }
 
 // A sibling in the compiled tree (dist/harness -> dist/cli), not a file the package ships as data.
-const CLI_PATH = fileURLToPath(new URL('../cli/main.js', import.meta.url));
+const CLI_PATH = fileURLToPath(new URL('../cli/bin.js', import.meta.url));
 
 interface PreparedWorkload {
   fixture: Fixture;

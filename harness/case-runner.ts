@@ -18,7 +18,7 @@ import type { CaseOutcome, CaseRecord, CheckRecord, FailureRecord } from './rece
 import type { ScheduledCase } from './scheduler.js';
 
 export interface CaseEnv extends CheckEnv {
-  /** The built CLI (dist/cli/main.js), for `pdb-env run` re-entry. */
+  /** The built CLI (dist/cli/bin.js), for `pdb-env run` re-entry. */
   cliPath: string;
   proc: ProcessRunner;
   sharedDir: string;

@@ -53,6 +53,8 @@ export const ERROR_CODES = [
   'E_AGENT_TIMEOUT',
   'E_AGENT_CONTRACT',
   'E_PATH_OUTSIDE_ROOT',
+  'E_COMMAND_NOT_FOUND',
+  'E_COMMAND_NOT_EXECUTABLE',
   'E_IO',
   'E_INTERNAL',
 ] as const;

@@ -1,5 +1,5 @@
 // Micro-benchmarks of the inner loops (scan, hash, copy, canonical JSON) with tinybench, so a
-// regression in them is visible. In-process only; whole-command timings live in bench-full-copy.mjs.
+// regression in them is visible. In-process only; whole-command timings live in bench-full-copy.ts.
 //   npm run bench:micro
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

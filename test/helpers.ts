@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const CLI = join(REPO_ROOT, 'dist', 'cli', 'main.js');
+export const CLI = join(REPO_ROOT, 'dist', 'cli', 'bin.js');
 
 export function tempDir(prefix = 'pdb-test-'): { dir: string; cleanup(): void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));

@@ -7,7 +7,7 @@ import { analyzeReceipts } from '../../reports/analyze.js';
 import { evaluateGate, type Policy } from '../../reports/gate.js';
 import { validatePolicy } from '../../reports/policy.js';
 import { renderHtml, renderJson, renderMarkdown } from '../../reports/render.js';
-import type { Command } from '../command.js';
+import type { DefineCommand } from '../program.js';
 import { emit } from '../output.js';
 
 /** A name for messages: relative to the working directory, so nothing absolute is printed. */
@@ -123,81 +123,80 @@ async function writeAtomic(file: string, data: string): Promise<void> {
   await rename(tmp, file);
 }
 
-export const reportCommand: Command = {
-  name: 'report',
-  summary: 'roll receipts from one or many hosts into a decision report (Markdown, HTML, JSON)',
-  help: `pdb-env report RECEIPT... [--policy FILE] [--out DIR] [--seed N] [--inline-svg] [--json]
-
-Reads receipts (files, or directories searched for *.json receipts), keeps every testbed
-(host + store filesystem) apart, and computes per backend x workload x phase x testbed:
-counts, median with an order-statistic 95% CI, p95 (n >= 20), min, max, IQR, CV; the paired
-per-block ratio to full-copy with a seeded bootstrap CI and a sign-flip permutation p-value;
-failure, mismatch and clone-fallback rates with 95% upper bounds; and diagnostics.
-
-  --policy FILE  evaluate a promotion policy (schemas/policy.schema.json): PROMOTE, HOLD or
-                 REJECT with every reason
-  --out DIR      write report.md (+ charts/*.svg), report.html and report.json
-                 (default: reports/out; with --json and no --out nothing is written)
-  --seed N       seed for bootstrap and Monte Carlo draws (default 20260101)
-  --inline-svg   embed the SVG charts in report.md instead of charts/*.svg files
-  --json         print the report JSON (numbers and gate) on stdout
+const report: DefineCommand = (cmd) =>
+  cmd
+    .argument('<receipt...>', 'receipt files, or directories searched for *.json receipts')
+    .option('--policy <file>', 'evaluate a promotion policy (schemas/policy.schema.json): PROMOTE, HOLD or REJECT with every reason')
+    .option(
+      '--out <dir>',
+      'write report.md (+ charts/*.svg), report.html and report.json (default: reports/out; with --json and no --out nothing is written)',
+    )
+    .option('--seed <n>', 'seed for bootstrap and Monte Carlo draws (default 20260101)')
+    .option('--inline-svg', 'embed the SVG charts in report.md instead of charts/*.svg files')
+    .addHelpText(
+      'after',
+      `
+Reads receipts, keeps every testbed (host + store filesystem) apart, and computes per
+backend x workload x phase x testbed: counts, median with an order-statistic 95% CI,
+p95 (n >= 20), min, max, IQR, CV; the paired per-block ratio to full-copy with a
+seeded bootstrap CI and a sign-flip permutation p-value; failure, mismatch and
+clone-fallback rates with 95% upper bounds; and diagnostics. --json prints the report
+JSON (numbers and gate) on stdout.
 
 Example:
   pdb-env report receipts/ --policy policies/reflink-linux.json --out reports/current`,
-  options: { policy: { type: 'string' }, out: { type: 'string' }, seed: { type: 'string' }, 'inline-svg': { type: 'boolean' } },
-  positionals: [1, 100000],
-  async run(args) {
-    const seedText = args.values.seed as string | undefined;
-    const seed = seedText === undefined ? undefined : Number(seedText);
-    if (seed !== undefined && !(Number.isInteger(seed) && seed >= 0 && seed < 2 ** 32)) {
-      throw new PdbError('E_USAGE', `--seed must be an integer from 0 to 2^32 - 1, got ${seedText}`);
-    }
-    const policyFile = args.values.policy as string | undefined;
-    const policy = policyFile ? await loadPolicy(policyFile) : null;
-    const loaded = await loadReceipts(args.positionals);
-    if (loaded.receipts.length === 0) {
-      throw new PdbError('E_RECEIPT_NOT_FOUND', `no receipts found in ${args.positionals.join(', ')}`, {
-        hint: 'npm run proof or pdb-env bench --plan FILE writes receipts under receipts/.',
-      });
-    }
-    const data = analyzeReceipts(loaded.receipts, { baseline: policy?.baseline, alpha: policy?.alpha, seed });
-    const gate = policy ? evaluateGate(loaded.receipts, policy, { seed, analysis: data }) : null;
-    const input = { data, gate, policy };
-    const outArg = args.values.out as string | undefined;
-    const written: string[] = [];
-    if (outArg !== undefined || !args.json) {
-      const out = resolve(outArg ?? join('reports', 'out'));
-      const md = renderMarkdown(input, { charts: args.values['inline-svg'] === true ? 'inline' : 'files' });
-      const files: Record<string, string> = {
-        'report.md': md.markdown,
-        'report.html': renderHtml(input),
-        'report.json': renderJson(input),
-        ...md.files,
-      };
-      for (const [name, text] of Object.entries(files)) {
-        await writeAtomic(join(out, name), text);
-        written.push(shown(join(out, name)));
+    )
+    .action(async (paths, _o, command) => {
+      const o = command.optsWithGlobals();
+      const json = o.json === true;
+      const seed = o.seed === undefined ? undefined : Number(o.seed);
+      if (seed !== undefined && !(Number.isInteger(seed) && seed >= 0 && seed < 2 ** 32)) {
+        throw new PdbError('E_USAGE', `--seed must be an integer from 0 to 2^32 - 1, got ${o.seed}`);
       }
-    }
-    if (args.json) {
-      process.stdout.write(renderJson(input));
-      return 0;
-    }
-    const lines: string[] = [];
-    lines.push(
-      `${loaded.receipts.length} receipt(s), ${data.testbeds.length} testbed(s): ${data.testbeds.map((t) => `${t.id} ${t.os}/${t.storeFs}${t.synthetic ? ' (synthetic)' : ''}`).join(', ')}`,
-    );
-    if (loaded.duplicates.length) lines.push(`counted once (same run id): ${loaded.duplicates.join(', ')}`);
-    if (loaded.skipped.length) lines.push(`skipped (not receipts): ${loaded.skipped.join(', ')}`);
-    if (gate) {
-      lines.push(`${gate.verdict}: ${gate.candidate} under policy ${gate.policy}`);
-      for (const f of gate.findings.filter((x) => x.status !== 'met'))
-        lines.push(`  ${f.status.toUpperCase().padEnd(6)} ${f.criterion}: ${f.message}`);
-    }
-    lines.push(
-      `wrote ${written.filter((f) => !f.includes('charts')).join(', ')} (+ ${written.filter((f) => f.includes('charts')).length} chart file(s))`,
-    );
-    emit(false, null, () => lines.join('\n'));
-    return 0;
-  },
-};
+      const policy = o.policy ? await loadPolicy(o.policy) : null;
+      const loaded = await loadReceipts(paths);
+      if (loaded.receipts.length === 0) {
+        throw new PdbError('E_RECEIPT_NOT_FOUND', `no receipts found in ${paths.join(', ')}`, {
+          hint: 'npm run proof or pdb-env bench --plan FILE writes receipts under receipts/.',
+        });
+      }
+      const data = analyzeReceipts(loaded.receipts, { baseline: policy?.baseline, alpha: policy?.alpha, seed });
+      const gate = policy ? evaluateGate(loaded.receipts, policy, { seed, analysis: data }) : null;
+      const input = { data, gate, policy };
+      const written: string[] = [];
+      if (o.out !== undefined || !json) {
+        const out = resolve(o.out ?? join('reports', 'out'));
+        const md = renderMarkdown(input, { charts: o.inlineSvg === true ? 'inline' : 'files' });
+        const files: Record<string, string> = {
+          'report.md': md.markdown,
+          'report.html': renderHtml(input),
+          'report.json': renderJson(input),
+          ...md.files,
+        };
+        for (const [name, text] of Object.entries(files)) {
+          await writeAtomic(join(out, name), text);
+          written.push(shown(join(out, name)));
+        }
+      }
+      if (json) {
+        process.stdout.write(renderJson(input));
+        return;
+      }
+      const lines: string[] = [];
+      lines.push(
+        `${loaded.receipts.length} receipt(s), ${data.testbeds.length} testbed(s): ${data.testbeds.map((t) => `${t.id} ${t.os}/${t.storeFs}${t.synthetic ? ' (synthetic)' : ''}`).join(', ')}`,
+      );
+      if (loaded.duplicates.length) lines.push(`counted once (same run id): ${loaded.duplicates.join(', ')}`);
+      if (loaded.skipped.length) lines.push(`skipped (not receipts): ${loaded.skipped.join(', ')}`);
+      if (gate) {
+        lines.push(`${gate.verdict}: ${gate.candidate} under policy ${gate.policy}`);
+        for (const f of gate.findings.filter((x) => x.status !== 'met'))
+          lines.push(`  ${f.status.toUpperCase().padEnd(6)} ${f.criterion}: ${f.message}`);
+      }
+      lines.push(
+        `wrote ${written.filter((f) => !f.includes('charts')).join(', ')} (+ ${written.filter((f) => f.includes('charts')).length} chart file(s))`,
+      );
+      emit(false, null, () => lines.join('\n'));
+    });
+
+export const commands: Record<string, DefineCommand> = { report };

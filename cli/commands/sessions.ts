@@ -1,345 +1,243 @@
-import { listBackends, probeBackend } from '../../backends/registry.js';
 import { BACKEND_NAMES } from '../../backends/types.js';
 import type { Digest } from '../../model/canonical-json.js';
-import { ObjectStore } from '../../model/object-store.js';
 import { PdbError } from '../../model/errors.js';
 import { SessionService } from '../../sessions/service.js';
 import { resolveStoreDir } from '../../sessions/store-location.js';
-import type { Command, ParsedArgs } from '../command.js';
+import { asStartFailure, checkExecutable } from '../executable.js';
 import { emit, short, table } from '../output.js';
+import type { CliContext, DefineCommand } from '../program.js';
 
-async function openService(args: ParsedArgs): Promise<SessionService> {
-  return SessionService.open(resolveStoreDir({ store: args.store }));
+export async function openService(store: string | undefined): Promise<SessionService> {
+  return SessionService.open(resolveStoreDir({ store }));
 }
 
-const STORE_HELP = `  --store DIR   the store (default: PDB_ENV_STORE, the store around the current
-                directory, or the per-source store under $XDG_DATA_HOME/pdb-env)
-  --json        machine-readable output (errors too)`;
-
-export const createCommand: Command = {
-  name: 'create',
-  summary: 'make a private session from the source (or an environment head)',
-  help: `pdb-env create NAME [--from DIR] [--backend NAME] [--env ENV | --base DIGEST] [--store DIR] [--json]
-
+const create: DefineCommand = (cmd) =>
+  cmd
+    .argument('<name>', 'the new session')
+    .option('--from <dir>', 'source directory (default: .)')
+    .option('--backend <name>', `${BACKEND_NAMES.join(' | ')} (default: full-copy)`)
+    .option('--env <env>', "start from environment ENV's head instead of importing DIR")
+    .option(
+      '--base <digest>',
+      "start from a Snapshot already in the store (a checkpoint's result, an earlier import) instead of importing DIR",
+    )
+    .addHelpText(
+      'after',
+      `
 Imports DIR (default: the current directory) as a content-addressed Snapshot and
 materializes it as an ordinary writable directory for one agent.
-
-  --from DIR      source directory (default: .)
-  --backend NAME  ${BACKEND_NAMES.join(' | ')} (default: full-copy)
-  --env ENV       start from environment ENV's head instead of importing DIR
-  --base DIGEST   start from a Snapshot already in the store (a checkpoint's result,
-                  an earlier import) instead of importing DIR
-${STORE_HELP}
 
 Example:
   pdb-env create agent-a --from ~/src/app
   cd "$(pdb-env path agent-a)"`,
-  options: { from: { type: 'string' }, backend: { type: 'string' }, env: { type: 'string' }, base: { type: 'string' } },
-  positionals: 1,
-  async run(args) {
-    const from = (args.values.from as string | undefined) ?? process.cwd();
-    const svc = await SessionService.open(resolveStoreDir({ store: args.store, sourceDir: from, forCreate: true }), { create: true });
-    const r = await svc.create(args.positionals[0]!, {
-      from,
-      backend: args.values.backend as string | undefined,
-      env: args.values.env as string | undefined,
-      base: args.values.base as Digest | undefined,
+    )
+    .action(async (name, _o, command) => {
+      const o = command.optsWithGlobals();
+      const from = o.from ?? process.cwd();
+      const svc = await SessionService.open(resolveStoreDir({ store: o.store, sourceDir: from, forCreate: true }), { create: true });
+      const r = await svc.create(name, { from, backend: o.backend, env: o.env, base: o.base as Digest | undefined });
+      emit(o.json === true, r, () => `created ${r.session} (${r.backend}) from ${short(r.base)}: ${r.files} files\n${r.root}`);
     });
-    emit(args.json, r, () => `created ${r.session} (${r.backend}) from ${short(r.base)}: ${r.files} files\n${r.root}`);
-    return 0;
-  },
-};
 
-export const runCommand: Command = {
-  name: 'run',
-  summary: 'run a command in a session root (shared writer lease)',
-  help: `pdb-env run NAME -- CMD [ARGS...]
+/**
+ * `run NAME -- CMD ARGS`: commander drops the `--`, so where it was is read from the arguments
+ * (everything after it is the command). Words before it other than NAME are named as the mistake
+ * they are: a forgotten `--`, or an option run does not have.
+ */
+function splitRun(ctx: CliContext, operands: string[]): { name: string; command: string[] } {
+  const dashdash = ctx.argv.indexOf('--');
+  const after = dashdash < 0 ? 0 : ctx.argv.length - dashdash - 1;
+  const command = operands.slice(operands.length - after);
+  // Past an unknown option commander keeps a literal `--` among the words; it is not one of them.
+  const before = operands.slice(0, operands.length - after).filter((w, i, all) => !(w === '--' && i === all.length - 1));
+  const usage = 'pdb-env run NAME -- CMD [ARGS...]';
+  if (before.length === 0) throw new PdbError('E_USAGE', 'run: missing the session name before --', { hint: usage });
+  const stray = before.slice(1);
+  const option = before[0]!.startsWith('-') ? before[0] : dashdash >= 0 ? stray.find((w) => w.startsWith('-')) : undefined;
+  if (option !== undefined)
+    throw new PdbError('E_USAGE', `run: unknown option '${option}'`, { hint: 'pdb-env run --help shows the usage.' });
+  if (stray.length > 0)
+    throw new PdbError('E_USAGE', `run needs -- before the command: "${stray.join(' ')}" came without it`, {
+      hint: `pdb-env run ${before[0]} -- ${[...stray, ...command].join(' ')}`,
+    });
+  if (command.length === 0) throw new PdbError('E_USAGE', 'run needs a command after --', { hint: usage });
+  return { name: before[0]!, command };
+}
 
+/** Run `command` in the session root: a program that cannot start exits 127 or 126, like a shell. */
+async function runIn(store: string | undefined, name: string, command: string, args: string[], purpose?: string): Promise<number> {
+  const svc = await openService(store);
+  checkExecutable(command, await svc.path(name));
+  try {
+    return (await svc.run(name, command, args, purpose ? { purpose } : {})).exitCode;
+  } catch (err) {
+    throw asStartFailure(err);
+  }
+}
+
+const run: DefineCommand = (cmd, ctx) =>
+  cmd
+    .usage('[options] <name> -- <command> [args...]')
+    // The command's own options may come without `--`; splitRun says what is missing.
+    .allowUnknownOption()
+    .argument('<name>', 'the session')
+    .argument('[command...]', 'the command and its arguments, after --')
+    .addHelpText(
+      'after',
+      `
 Runs CMD with the session root as its working directory and PDB_ENV_SESSION=NAME,
 passing stdio and the exit code through. A checkpoint is refused while it runs.
+A command that is not found exits 127, one that cannot be executed 126.
 
 Example:
   pdb-env run agent-a -- npm test`,
-  positionals: 1,
-  async run(args) {
-    if (args.rest.length === 0)
-      throw new PdbError('E_USAGE', 'run needs a command after --', { hint: 'pdb-env run NAME -- CMD [ARGS...]' });
-    const svc = await openService(args);
-    const { exitCode } = await svc.run(args.positionals[0]!, args.rest[0]!, args.rest.slice(1));
-    return exitCode;
-  },
-};
+    )
+    .action(async (first, rest, _o, command) => {
+      const { name, command: words } = splitRun(ctx, [first, ...rest]);
+      ctx.exitCode = await runIn(command.optsWithGlobals().store, name, words[0]!, words.slice(1));
+    });
 
-export const enterCommand: Command = {
-  name: 'enter',
-  summary: 'open a shell in a session root',
-  help: `pdb-env enter NAME
-
+const enter: DefineCommand = (cmd, ctx) =>
+  cmd
+    .argument('<name>', 'the session')
+    .addHelpText(
+      'after',
+      `
 Starts $SHELL (or /bin/sh) in the session root, under a writer lease.
 
 Example:
   pdb-env enter agent-a`,
-  positionals: 1,
-  async run(args) {
-    const svc = await openService(args);
-    const shell = process.env.SHELL || '/bin/sh';
-    const { exitCode } = await svc.run(args.positionals[0]!, shell, [], { purpose: 'enter' });
-    return exitCode;
-  },
-};
+    )
+    .action(async (name, _o, command) => {
+      ctx.exitCode = await runIn(command.optsWithGlobals().store, name, process.env.SHELL || '/bin/sh', [], 'enter');
+    });
 
-export const pathCommand: Command = {
-  name: 'path',
-  summary: 'print a session root',
-  help: `pdb-env path NAME
-
+const path: DefineCommand = (cmd) =>
+  cmd
+    .argument('<name>', 'the session')
+    .addHelpText(
+      'after',
+      `
 Prints the session's root directory (re-mounting it first if its backend needs it).
 
 Example:
   cd "$(pdb-env path agent-a)"`,
-  positionals: 1,
-  async run(args) {
-    const svc = await openService(args);
-    const root = await svc.path(args.positionals[0]!);
-    emit(args.json, { session: args.positionals[0], root }, () => root);
-    return 0;
-  },
-};
+    )
+    .action(async (name, _o, command) => {
+      const o = command.optsWithGlobals();
+      const root = await (await openService(o.store)).path(name);
+      emit(o.json === true, { session: name, root }, () => root);
+    });
 
-export const listCommand: Command = {
-  name: 'list',
-  summary: 'list sessions with backend, base and state',
-  help: `pdb-env list [--json]   (also: bare pdb-env)
-
-Lists the sessions of the store; "*" marks the one holding the current directory.`,
-  positionals: 0,
-  async run(args) {
-    let svc: SessionService;
-    try {
-      svc = await openService(args);
-    } catch (err) {
-      if (err instanceof PdbError && err.code === 'E_STORE_INVALID') {
-        emit(args.json, { store: null, sessions: [] }, () => 'no store here yet: pdb-env create NAME makes one (pdb-env --help for more)');
-        return 0;
+const list: DefineCommand = (cmd) =>
+  cmd
+    .addHelpText('after', '\nLists the sessions of the store (also: bare pdb-env); "*" marks the one holding the current directory.')
+    .action(async (_o, command) => {
+      const o = command.optsWithGlobals();
+      const json = o.json === true;
+      let svc: SessionService;
+      try {
+        svc = await openService(o.store);
+      } catch (err) {
+        if (err instanceof PdbError && err.code === 'E_STORE_INVALID') {
+          emit(json, { store: null, sessions: [] }, () => 'no store here yet: pdb-env create NAME makes one (pdb-env --help for more)');
+          return;
+        }
+        throw err;
       }
-      throw err;
-    }
-    const sessions = await svc.list();
-    emit(args.json, { store: svc.store.paths.root, sessions }, () =>
-      sessions.length === 0
-        ? 'no sessions (pdb-env create NAME makes one)'
-        : table([
-            ['', 'SESSION', 'BACKEND', 'BASE', 'STATE', 'CHECKPOINT'],
-            ...sessions.map((s) => [s.current ? '*' : '', s.name, s.backend, short(s.base), s.state, short(s.lastCheckpoint?.snapshot)]),
-          ]),
-    );
-    return 0;
-  },
-};
+      const sessions = await svc.list();
+      emit(json, { store: svc.store.paths.root, sessions }, () =>
+        sessions.length === 0
+          ? 'no sessions (pdb-env create NAME makes one)'
+          : table([
+              ['', 'SESSION', 'BACKEND', 'BASE', 'STATE', 'CHECKPOINT'],
+              ...sessions.map((s) => [s.current ? '*' : '', s.name, s.backend, short(s.base), s.state, short(s.lastCheckpoint?.snapshot)]),
+            ]),
+      );
+    });
 
-export const checkpointCommand: Command = {
-  name: 'checkpoint',
-  summary: 'scan a quiesced session into a result Snapshot and Changeset',
-  help: `pdb-env checkpoint NAME [--json]
-
+const checkpoint: DefineCommand = (cmd) =>
+  cmd
+    .argument('<name>', 'the session')
+    .addHelpText(
+      'after',
+      `
 Takes an exclusive lease (fails with E_LEASE_BUSY while a run is active), scans the
 whole session root, installs its objects and records the result Snapshot and the
 Changeset against the base. Publishes nothing.
 
 Example:
   pdb-env checkpoint agent-a --json`,
-  positionals: 1,
-  async run(args) {
-    const svc = await openService(args);
-    const r = await svc.checkpoint(args.positionals[0]!);
-    emit(
-      args.json,
-      r,
-      () => `checkpoint ${r.session}: ${r.changes} change(s)\n  base      ${r.base}\n  snapshot  ${r.snapshot}\n  changeset ${r.changeset}`,
-    );
-    return 0;
-  },
-};
+    )
+    .action(async (name, _o, command) => {
+      const o = command.optsWithGlobals();
+      const r = await (await openService(o.store)).checkpoint(name);
+      emit(
+        o.json === true,
+        r,
+        () =>
+          `checkpoint ${r.session}: ${r.changes} change(s)\n  base      ${r.base}\n  snapshot  ${r.snapshot}\n  changeset ${r.changeset}`,
+      );
+    });
 
-export const diffCommand: Command = {
-  name: 'diff',
-  summary: 'list changes since the base',
-  help: `pdb-env diff NAME [--json]
+const diff: DefineCommand = (cmd) =>
+  cmd
+    .argument('<name>', 'the session')
+    .addHelpText('after', '\nLists add, delete, modify, mode and retype changes by relative path.\n\nExample:\n  pdb-env diff agent-a')
+    .action(async (name, _o, command) => {
+      const o = command.optsWithGlobals();
+      const r = await (await openService(o.store)).diff(name);
+      emit(o.json === true, r, () => (r.changes.length ? r.changes.map((c) => `${c.kind.padEnd(6)} ${c.path}`).join('\n') : 'no changes'));
+    });
 
-Lists add, delete, modify, mode and retype changes by relative path.
-
-Example:
-  pdb-env diff agent-a`,
-  positionals: 1,
-  async run(args) {
-    const svc = await openService(args);
-    const r = await svc.diff(args.positionals[0]!);
-    emit(args.json, r, () => (r.changes.length ? r.changes.map((c) => `${c.kind.padEnd(6)} ${c.path}`).join('\n') : 'no changes'));
-    return 0;
-  },
-};
-
-export const publishCommand: Command = {
-  name: 'publish',
-  summary: "advance an environment head to a session's checkpoint (compare-and-set)",
-  help: `pdb-env publish NAME --env ENV --expect DIGEST [--json]
-
+const publish: DefineCommand = (cmd) =>
+  cmd
+    .argument('<name>', 'the session whose last checkpoint is published')
+    .option('--env <env>', 'the environment (default: main)')
+    .option('--expect <digest>', 'the head you based your work on (required)')
+    .addHelpText(
+      'after',
+      `
 Moves ENV's head from DIGEST to NAME's last checkpoint, or fails with E_HEAD_MOVED
 when ENV is no longer at DIGEST.
 
 Example:
   pdb-env publish agent-a --env main --expect sha256:...`,
-  options: { env: { type: 'string' }, expect: { type: 'string' } },
-  positionals: 1,
-  async run(args) {
-    const env = (args.values.env as string | undefined) ?? 'main';
-    const expect = args.values.expect as string | undefined;
-    if (!expect)
-      throw new PdbError('E_USAGE', 'publish needs --expect DIGEST (the head you based your work on)', {
-        hint: 'pdb-env envs prints the heads.',
-      });
-    const svc = await openService(args);
-    const r = await svc.publish(args.positionals[0]!, env, expect);
-    emit(args.json, r, () => `${r.env}: ${short(r.previous)} -> ${r.head}`);
-    return 0;
-  },
-};
+    )
+    .action(async (name, _o, command) => {
+      const o = command.optsWithGlobals();
+      if (!o.expect)
+        throw new PdbError('E_USAGE', 'publish needs --expect DIGEST (the head you based your work on)', {
+          hint: 'pdb-env envs prints the heads.',
+        });
+      const r = await (await openService(o.store)).publish(name, o.env ?? 'main', o.expect);
+      emit(o.json === true, r, () => `${r.env}: ${short(r.previous)} -> ${r.head}`);
+    });
 
-export const envsCommand: Command = {
-  name: 'envs',
-  summary: 'list environments and their heads',
-  help: `pdb-env envs [--json]`,
-  positionals: 0,
-  async run(args) {
-    const svc = await openService(args);
-    const envs = await svc.listEnvs();
-    emit(args.json, { envs }, () => table([['ENV', 'HEAD'], ...envs.map((e) => [e.name, e.head])]));
-    return 0;
-  },
-};
+const envs: DefineCommand = (cmd) =>
+  cmd.action(async (_o, command) => {
+    const o = command.optsWithGlobals();
+    const list = await (await openService(o.store)).listEnvs();
+    emit(o.json === true, { envs: list }, () => table([['ENV', 'HEAD'], ...list.map((e) => [e.name, e.head])]));
+  });
 
-export const discardCommand: Command = {
-  name: 'discard',
-  summary: 'remove a session (idempotent)',
-  help: `pdb-env discard NAME [--force] [--json]
-
+const discard: DefineCommand = (cmd) =>
+  cmd
+    .argument('<name>', 'the session')
+    .option('--force', 'skip the lease check')
+    .addHelpText(
+      'after',
+      `
 Removes only NAME's directory inside the store, never following a symlink out of
-it. Exits 0 when the session is already gone. --force skips the lease check.
+it. Exits 0 when the session is already gone.
 
 Example:
   pdb-env discard agent-a`,
-  options: { force: { type: 'boolean' } },
-  positionals: 1,
-  async run(args) {
-    const svc = await openService(args);
-    const r = await svc.discard(args.positionals[0]!, { force: args.values.force === true });
-    emit(args.json, r, () => (r.discarded ? `discarded ${r.session}` : `${r.session} was already gone`));
-    return 0;
-  },
-};
+    )
+    .action(async (name, _o, command) => {
+      const o = command.optsWithGlobals();
+      const r = await (await openService(o.store)).discard(name, { force: o.force === true });
+      emit(o.json === true, r, () => (r.discarded ? `discarded ${r.session}` : `${r.session} was already gone`));
+    });
 
-export const backendsCommand: Command = {
-  name: 'backends',
-  summary: 'list backends with availability probed on this host',
-  help: `pdb-env backends [--json] [--store DIR]
-
-Probes every backend against the store's filesystem. Unavailable backends carry a
-typed reason; every entry says securityIsolation: false.`,
-  positionals: 0,
-  async run(args) {
-    const storeDir = resolveStoreDir({ store: args.store, forCreate: true });
-    const store = await ObjectStore.init(storeDir);
-    const svc = new SessionService(store);
-    const reports = await Promise.all(listBackends().map((b) => probeBackend(b, svc.backendContext(process.cwd()))));
-    emit(
-      args.json,
-      { backends: reports },
-      () =>
-        table([
-          ['BACKEND', 'AVAILABLE', 'REASON', 'NOTE'],
-          ...reports.map((r) => [
-            r.name + (r.experimental ? ' (experimental)' : ''),
-            r.available ? 'yes' : 'no',
-            r.reason ?? '-',
-            r.detail,
-          ]),
-        ]) + '\n\nsecurityIsolation: false for every backend (workspace isolation for trusted agents, not a sandbox)',
-    );
-    return 0;
-  },
-};
-
-export const doctorCommand: Command = {
-  name: 'doctor',
-  summary: 'list what a crash or reboot left behind',
-  help: `pdb-env doctor [--json]
-
-Lists abandoned intents, unfinished sessions, stale temp files and active leases.
-pdb-env gc finishes or removes what is marked "gc".`,
-  positionals: 0,
-  async run(args) {
-    const svc = await openService(args);
-    const findings = await svc.doctor();
-    emit(args.json, { store: svc.store.paths.root, findings }, () =>
-      findings.length === 0
-        ? 'store is healthy'
-        : table([['KIND', 'ID', 'FIX', 'DETAIL'], ...findings.map((f) => [f.kind, f.id, f.fix ?? '-', f.detail])]),
-    );
-    return 0;
-  },
-};
-
-export const gcCommand: Command = {
-  name: 'gc',
-  summary: 'finish or remove what doctor found',
-  help: `pdb-env gc [--dry-run] [--json]
-
-Undoes interrupted creates, finishes interrupted discards, removes dead temp files.
-Objects are never removed.`,
-  options: { 'dry-run': { type: 'boolean' } },
-  positionals: 0,
-  async run(args) {
-    const svc = await openService(args);
-    const r = await svc.gc({ dryRun: args.values['dry-run'] === true });
-    emit(args.json, r, () =>
-      r.actions.length ? r.actions.map((a) => `${args.values['dry-run'] ? 'would ' : ''}${a}`).join('\n') : 'nothing to do',
-    );
-    return 0;
-  },
-};
-
-export const verifyCommand: Command = {
-  name: 'verify',
-  summary: 're-hash every object in the store',
-  help: `pdb-env verify [--json]
-
-Exits 1 and lists the digests whose bytes no longer match.`,
-  positionals: 0,
-  async run(args) {
-    const svc = await openService(args);
-    const r = await svc.verify();
-    emit(args.json, r, () =>
-      r.corrupt.length
-        ? `E_OBJECT_CORRUPT: ${r.corrupt.length} of ${r.checked} objects are corrupt:\n${r.corrupt.join('\n')}`
-        : `${r.checked} objects verified`,
-    );
-    return r.corrupt.length ? 1 : 0;
-  },
-};
-
-export const SESSION_COMMANDS = [
-  createCommand,
-  runCommand,
-  enterCommand,
-  pathCommand,
-  listCommand,
-  checkpointCommand,
-  diffCommand,
-  publishCommand,
-  envsCommand,
-  discardCommand,
-  backendsCommand,
-  doctorCommand,
-  gcCommand,
-  verifyCommand,
-];
+export const commands: Record<string, DefineCommand> = { create, run, enter, path, list, checkpoint, diff, publish, envs, discard };

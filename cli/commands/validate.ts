@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { PdbError } from '../../model/errors.js';
 import { findPathIssues } from '../../harness/path-free.js';
 import { SCHEMA_NAMES, detectSchema, hasSchema, validateAgainst, type SchemaName } from '../../harness/schemas.js';
-import type { Command } from '../command.js';
 import { emit } from '../output.js';
+import type { DefineCommand } from '../program.js';
 
 interface FileReport {
   file: string;
@@ -45,37 +45,38 @@ export function validateFile(file: string, forced?: SchemaName): FileReport {
   return { file, schema, valid: problems.length === 0, problems };
 }
 
-export const validateCommand: Command = {
-  name: 'validate',
-  summary: 'check receipts, plans and policies against their schemas and the path-free rule',
-  help: `pdb-env validate FILE... [--schema NAME] [--json]
-
+const validate: DefineCommand = (cmd, ctx) =>
+  cmd
+    .argument('<file...>', 'JSON documents to check')
+    .option('--schema <name>', `force the schema: ${SCHEMA_NAMES.join(' | ')}`)
+    .addHelpText(
+      'after',
+      `
 Validates each JSON file against its schema (picked from its "kind": receipt, plan,
 policy; or Snapshot/Changeset by shape) with ajv in strict mode, and checks that it
 holds no absolute path, user name or host name. Every problem names the JSON
 pointer that failed. Exit status 1 when any file is invalid.
 
-  --schema NAME   force the schema: ${SCHEMA_NAMES.join(' | ')}
-
 Example:
   pdb-env validate receipts/*.json plans/default.json`,
-  options: { schema: { type: 'string' } },
-  positionals: [1, 10_000],
-  async run(args) {
-    const forced = args.values.schema as string | undefined;
-    if (forced !== undefined && !(SCHEMA_NAMES as readonly string[]).includes(forced)) {
-      throw new PdbError('E_USAGE', `--schema must be one of ${SCHEMA_NAMES.join(', ')}, got "${forced}"`);
-    }
-    const reports = args.positionals.map((f) => validateFile(f, forced as SchemaName | undefined));
-    emit(args.json, { valid: reports.every((r) => r.valid), files: reports }, () =>
-      reports
-        .map((r) =>
-          r.valid
-            ? `ok       ${r.file} (${r.schema})`
-            : `INVALID  ${r.file}${r.schema ? ` (${r.schema})` : ''}\n${r.problems.map((p) => `  ${p.pointer} ${p.message}`).join('\n')}`,
-        )
-        .join('\n'),
-    );
-    return reports.every((r) => r.valid) ? 0 : 1;
-  },
-};
+    )
+    .action(async (files, _o, command) => {
+      const o = command.optsWithGlobals();
+      const forced = o.schema;
+      if (forced !== undefined && !(SCHEMA_NAMES as readonly string[]).includes(forced)) {
+        throw new PdbError('E_USAGE', `--schema must be one of ${SCHEMA_NAMES.join(', ')}, got "${forced}"`);
+      }
+      const reports = files.map((f) => validateFile(f, forced as SchemaName | undefined));
+      emit(o.json === true, { valid: reports.every((r) => r.valid), files: reports }, () =>
+        reports
+          .map((r) =>
+            r.valid
+              ? `ok       ${r.file} (${r.schema})`
+              : `INVALID  ${r.file}${r.schema ? ` (${r.schema})` : ''}\n${r.problems.map((p) => `  ${p.pointer} ${p.message}`).join('\n')}`,
+          )
+          .join('\n'),
+      );
+      ctx.exitCode = reports.every((r) => r.valid) ? 0 : 1;
+    });
+
+export const commands: Record<string, DefineCommand> = { validate };

@@ -1,34 +1,21 @@
 // Shared by the backend conformance and property tests: per-test loopback filesystems (through
-// scripts/host-setup.mjs, always released), the base fixture, and the oracle checks.
+// scripts/host-setup.ts, always released), the base fixture, and the oracle checks.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { baseDir, type BaseFamily } from '../../backends/base-tree.js';
 import { scanTree } from '../../model/scan.js';
 import { diffEntries, type Entry } from '../../model/snapshot.js';
 import type { Digest } from '../../model/canonical-json.js';
 import { SessionService } from '../../sessions/service.js';
-import { REPO_ROOT } from '../helpers.js';
+import * as hostSetup from '../../scripts/host-setup.js';
+import type { LoopFsType } from '../../scripts/host-setup.js';
 
-export type LoopFsType = 'btrfs' | 'xfs';
+export type { LoopFsType } from '../../scripts/host-setup.js';
 
-interface LoopFs {
-  fsType: LoopFsType;
-  image: string;
-  mountPoint: string;
-  device: string | null;
-}
-
-interface HostSetup {
-  mountLoopFs(o: { fsType: LoopFsType; image: string; mountPoint: string; sizeMiB?: number }): Promise<LoopFs>;
-  releaseLoopFs(made: LoopFs): Promise<void>;
-  loopFsUnavailableReason(fsType: LoopFsType): Promise<string | null>;
-  freeBytesAfterSync(path: string): Promise<number>;
-}
-
-export async function loadHostSetup(): Promise<HostSetup> {
-  return (await import(pathToFileURL(join(REPO_ROOT, 'scripts', 'host-setup.mjs')).href)) as HostSetup;
+/** The host-setup script's functions (loopback filesystems made and always released). */
+export async function loadHostSetup(): Promise<typeof hostSetup> {
+  return hostSetup;
 }
 
 /** Mount a small loopback filesystem under `dir` for the duration of `fn`; always released. */

@@ -1,4 +1,4 @@
-// scripts/host-setup.mjs: a loopback filesystem is mounted, then fully released (no mount, no
+// scripts/host-setup.ts: a loopback filesystem is mounted, then fully released (no mount, no
 // loop device, no image), also when making it fails half-way, and releasing twice is harmless.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';

@@ -17,8 +17,9 @@ const env = { PDB_ENV_STORE: store };
 test('every command answers --help', () => {
   const top = cli(['--help']);
   assert.is(top.code, 0);
-  const names = [...top.stdout.matchAll(/^  ([a-z-]+)  /gm)].map((m) => m[1]!);
+  const names = [...top.stdout.matchAll(/^  ([a-z][a-z-]*)  /gm)].map((m) => m[1]!);
   assert.ok(names.length >= 14, names.join(','));
+  for (const want of ['create', 'run', 'list', 'checkpoint', 'bench', 'report']) assert.ok(names.includes(want), want);
   for (const name of names) {
     const r = cli([name, '--help']);
     assert.is(r.code, 0, name);
@@ -111,6 +112,47 @@ test('usage errors exit 2 with a code; unknown commands too', () => {
   assert.is(cli(['frobnicate'], { env }).code, 2);
   assert.is(cli(['run', 's1'], { env }).code, 2);
   assert.is(cli(['create', 'x', '--bogus'], { env }).code, 2);
+});
+
+test('run without -- says that run needs it', () => {
+  cliJson(['create', 'dd', '--from', src], { env });
+  const r = cli(['run', 'dd', 'ls', '-la'], { env });
+  assert.is(r.code, 2);
+  assert.match(r.stderr, /E_USAGE: run needs -- before the command: "ls -la" came without it/);
+  assert.match(r.stderr, /pdb-env run dd -- ls -la/);
+  assert.not.match(r.stderr, /argument/);
+  const noName = cli(['run', '--', 'ls'], { env });
+  assert.is(noName.code, 2);
+  assert.match(noName.stderr, /missing the session name/);
+  const bogus = cli(['run', 'dd', '--bogus', '--', 'ls'], { env });
+  assert.is(bogus.code, 2);
+  assert.match(bogus.stderr, /E_USAGE: run: unknown option '--bogus'/);
+  // Words after -- belong to the command, options included.
+  const ok = cli(['run', 'dd', '--', 'sh', '-c', 'echo "$1"', 'sh', '--json'], { env });
+  assert.is(ok.code, 0, ok.stderr);
+  assert.is(ok.stdout, '--json\n');
+});
+
+test('a program that cannot start exits 127 (not found) or 126 (not executable), like a shell', () => {
+  cliJson(['create', 'cx', '--from', src], { env });
+  const root = cli(['path', 'cx'], { env }).stdout.trim();
+  const missing = cli(['run', 'cx', '--', 'pdb-env-no-such-command'], { env });
+  assert.is(missing.code, 127);
+  assert.match(missing.stderr, /^pdb-env: E_COMMAND_NOT_FOUND: command not found: "pdb-env-no-such-command"/);
+  const json = cli(['run', 'cx', '--json', '--', './nope.sh'], { env });
+  assert.is(json.code, 127);
+  assert.is(JSON.parse(json.stdout).error.code, 'E_COMMAND_NOT_FOUND');
+  writeFileSync(join(root, 'plain.sh'), '#!/bin/sh\necho hi\n', { mode: 0o644 });
+  const plain = cli(['run', 'cx', '--', './plain.sh'], { env });
+  assert.is(plain.code, 126);
+  assert.match(plain.stderr, /E_COMMAND_NOT_EXECUTABLE: cannot execute "\.\/plain\.sh"/);
+  chmodSync(join(root, 'plain.sh'), 0o755);
+  const runs = cli(['run', 'cx', '--', './plain.sh'], { env });
+  assert.is(runs.code, 0, runs.stderr);
+  assert.is(runs.stdout, 'hi\n');
+  const shell = cli(['enter', 'cx'], { env: { ...env, SHELL: join(t.dir, 'no-shell') } });
+  assert.is(shell.code, 127);
+  assert.match(shell.stderr, /E_COMMAND_NOT_FOUND/);
 });
 
 test('verify finds a flipped byte in an object', () => {

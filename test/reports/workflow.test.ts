@@ -42,11 +42,15 @@ function commandLines(): string[][] {
   );
 }
 
+/** The source of `node dist/x/y.js` (x/y.ts), or the file itself when it is not built. */
+function sourceOf(file: string): string {
+  const m = /^dist\/(.+)\.js$/.exec(file);
+  return m ? `${m[1]}.ts` : file;
+}
+
 /** `node dist/x/y.js` exists once built: its source is x/y.ts (or the file itself for scripts). */
 function sourceExists(file: string): boolean {
-  if (existsSync(join(REPO_ROOT, file))) return true;
-  const m = /^dist\/(.+)\.js$/.exec(file);
-  return m !== null && existsSync(join(REPO_ROOT, `${m[1]}.ts`));
+  return existsSync(join(REPO_ROOT, file)) || existsSync(join(REPO_ROOT, sourceOf(file)));
 }
 
 const cliCommands = (() => {
@@ -80,11 +84,11 @@ test('a matrix over Linux btrfs/XFS (host-setup) and macOS APFS, then a job that
     'npm ci',
   );
   assert.ok(
-    steps.some((s) => s.run?.includes('sudo node scripts/host-setup.mjs up')),
+    steps.some((s) => s.run?.includes('sudo node dist/scripts/host-setup.js up')),
     'host-setup up as root',
   );
   assert.ok(
-    steps.some((s) => s.run?.includes('sudo node scripts/host-setup.mjs down') && s.if?.includes('always()')),
+    steps.some((s) => s.run?.includes('sudo node dist/scripts/host-setup.js down') && s.if?.includes('always()')),
     'host-setup down always',
   );
   assert.ok(
@@ -103,7 +107,7 @@ test('a matrix over Linux btrfs/XFS (host-setup) and macOS APFS, then a job that
   const report = workflow.jobs.report!;
   assert.equal([report.needs].flat(), ['evidence']);
   assert.ok(report.steps.some((s) => s.uses?.startsWith('actions/download-artifact@')));
-  assert.ok(report.steps.some((s) => s.run?.includes('main.js report')));
+  assert.ok(report.steps.some((s) => s.run?.includes('dist/cli/bin.js report')));
 });
 
 test('every npm script, node file, policy and pdb-env command the workflow calls exists', () => {
@@ -120,9 +124,9 @@ test('every npm script, node file, policy and pdb-env command the workflow calls
         const file = words[i + 1]!;
         assert.ok(sourceExists(file), `node ${file}: no such file (or source)`);
         checked++;
-        if (file === 'scripts/host-setup.mjs') {
+        if (file === 'dist/scripts/host-setup.js') {
           const sub = words[i + 2]!;
-          assert.ok(readFileSync(join(REPO_ROOT, file), 'utf8').includes(`cmd === '${sub}'`), `host-setup has no "${sub}"`);
+          assert.ok(readFileSync(join(REPO_ROOT, sourceOf(file)), 'utf8').includes(`cmd === '${sub}'`), `host-setup has no "${sub}"`);
         }
       }
     }
@@ -142,22 +146,22 @@ test('every pdb-env command and option the workflow uses is in the CLI', () => {
   // Direct CLI calls, and the CLI call inside `npm run proof` with the flags passed after `--`.
   const calls: string[][] = [];
   for (const words of commandLines()) {
-    const at = words.findIndex((w) => w === 'dist/cli/main.js' || w === 'pdb-env');
+    const at = words.findIndex((w) => w === 'dist/cli/bin.js' || w === 'pdb-env');
     if (at >= 0) calls.push(words.slice(at + 1));
     const proof = words.findIndex((w, i) => w === 'run' && words[i - 1] === 'npm' && words[i + 1] === 'proof');
     if (proof >= 0) {
       const script = pkg.scripts.proof!.split('&&').pop()!.trim().split(/\s+/);
       const extra = words.indexOf('--') >= 0 ? words.slice(words.indexOf('--') + 1) : [];
-      const direct = script.indexOf('dist/cli/main.js');
+      const direct = script.indexOf('dist/cli/bin.js');
       if (direct >= 0) calls.push([...script.slice(direct + 1), ...extra]);
       else {
-        // A script entry (scripts/proof.mjs): it exists and declares every flag passed after `--`.
-        const file = script.find((w) => w.endsWith('.mjs'));
+        // A script entry (dist/scripts/proof.js): its source exists and declares every flag passed after `--`.
+        const file = script.find((w) => /^dist\/scripts\/.+\.js$/.test(w));
         assert.ok(
-          file && existsSync(join(REPO_ROOT, file)),
+          file && existsSync(join(REPO_ROOT, sourceOf(file))),
           `npm run proof runs ${script.join(' ')}, which is neither the CLI nor a script file`,
         );
-        const text = readFileSync(join(REPO_ROOT, file!), 'utf8');
+        const text = readFileSync(join(REPO_ROOT, sourceOf(file!)), 'utf8');
         for (const flag of extra.filter((w) => w.startsWith('--')))
           assert.ok(text.includes(`${flag.slice(2)}: { type:`), `${file} takes no ${flag}`);
       }

@@ -1,40 +1,45 @@
 #!/usr/bin/env node
 // `npm run proof`: the quick default plan over every backend this host can run, then a report.
 //
-//   node scripts/proof.mjs [--plan plans/default.json] [--out receipts] [--store DIR] [--policy FILE]
-//
 // 1. `pdb-env bench` runs the plan and writes a schema-checked, path-free receipt and a short
 //    Markdown summary under --out (unavailable backends are recorded with their reason, skipped);
 // 2. `pdb-env report` turns that receipt into reports/out/<run>/report.{md,html,json} with a gate
 //    verdict. Exit status is bench's: 1 when any case failed, so CI notices.
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { $ } from 'zx';
+import type { GateResult } from '../index.js';
+import { packageFile } from '../model/paths.js';
+import { CLI, scriptArgs } from './lib.js';
 
-const root = join(fileURLToPath(import.meta.url), '..', '..');
-const cli = join(root, 'dist', 'cli', 'main.js');
-const { values } = parseArgs({
-  options: {
-    plan: { type: 'string', default: join(root, 'plans', 'default.json') },
-    out: { type: 'string', default: join(root, 'receipts') },
+interface BenchJson {
+  receipt: string;
+  markdown: string | null;
+  runId: string;
+  summary: { planned: number; ok: number; failed: number; timeout: number; unavailable: number; oracleMismatches: number };
+  error?: { code: string; message: string };
+}
+
+const { values } = scriptArgs(
+  'usage: npm run proof -- [--plan plans/default.json] [--out receipts] [--store DIR] [--policy FILE]\n   or: node dist/scripts/proof.js [same options]',
+  {
+    plan: { type: 'string', default: packageFile('plans', 'default.json') },
+    out: { type: 'string', default: packageFile('receipts') },
     store: { type: 'string' },
-    policy: { type: 'string', default: join(root, 'policies', 'reflink-linux.json') },
+    policy: { type: 'string', default: packageFile('policies', 'reflink-linux.json') },
   },
-});
-$.verbose = false;
-$.quiet = true;
+);
+const sh = $({ verbose: false, quiet: true, nothrow: true });
 
 const storeArgs = values.store ? ['--store', values.store] : [];
 // Progress goes to stderr (shown live); --json puts the receipt path and summary on stdout.
-const bench = await $({
+const bench = await sh({
   stdio: ['ignore', 'pipe', 'inherit'],
-  nothrow: true,
-})`node ${cli} bench --plan ${values.plan} --out ${values.out} --summary --json ${storeArgs}`;
-let result;
+})`node ${CLI} bench --plan ${values.plan} --out ${values.out} --summary --json ${storeArgs}`;
+let result: BenchJson;
 try {
-  result = JSON.parse(bench.stdout);
+  result = JSON.parse(bench.stdout) as BenchJson;
 } catch {
+  // Not JSON: bench died before it could answer; its output says why.
   console.error(`pdb-env bench did not write a receipt (exit ${bench.exitCode}):\n${bench.stdout}`);
   process.exit(bench.exitCode || 1);
 }
@@ -49,10 +54,10 @@ console.log(
   `cases: ${s.planned} planned, ${s.ok} ok, ${s.failed} failed, ${s.timeout} timeout, ${s.unavailable} unavailable; oracle mismatches ${s.oracleMismatches}`,
 );
 
-const outDir = join(root, 'reports', 'out', result.runId ?? 'latest');
-const report = await $({ nothrow: true })`node ${cli} report ${result.receipt} --policy ${values.policy} --out ${outDir} --json`;
+const outDir = packageFile('reports', 'out', result.runId ?? 'latest');
+const report = await sh`node ${CLI} report ${result.receipt} --policy ${values.policy} --out ${outDir} --json`;
 if (report.exitCode === 0) {
-  const gate = JSON.parse(report.stdout).gate;
+  const gate = (JSON.parse(report.stdout) as { gate: GateResult | null }).gate;
   console.log(`report: ${join(outDir, 'report.md')} (and report.html, report.json)`);
   if (gate) console.log(`gate (${gate.policy ?? 'policy'}): ${gate.verdict}`);
 } else {

@@ -1,23 +1,23 @@
 #!/usr/bin/env node
 // Regenerate the committed decision report from the committed receipts:
-//   reports/current/           full report (Markdown + SVG charts, HTML, JSON) under the reflink policy
+//   reports/current/              full report (Markdown + SVG charts, HTML, JSON) under the reflink policy
 //   reports/current/DECISIONS.md  the verdict of every shipped policy, with every reason
 //
 //   npm run report
-import { readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { $ } from 'zx';
+import type { GateResult } from '../index.js';
+import { packageFile, packageRoot } from '../model/paths.js';
+import { CLI, scriptArgs } from './lib.js';
 
-const root = join(fileURLToPath(import.meta.url), '..', '..');
-const cli = join(root, 'dist', 'cli', 'main.js');
-const out = join(root, 'reports', 'current');
-$.verbose = false;
-$.quiet = true;
-$.cwd = root;
+scriptArgs('usage: npm run report   (or: node dist/scripts/report-current.js)', {});
+const root = packageRoot();
+const out = packageFile('reports', 'current');
+const sh = $({ verbose: false, quiet: true, cwd: root });
 
-await $`rm -rf ${out}`;
-await $`node ${cli} report receipts --policy policies/reflink-linux.json --out ${out}`;
+rmSync(out, { recursive: true, force: true });
+await sh`node ${CLI} report receipts --policy policies/reflink-linux.json --out ${out}`;
 
 const lines = [
   '# Current decisions',
@@ -25,13 +25,15 @@ const lines = [
   'From every receipt under `receipts/` (`npm run report`); the full report is `report.md` beside this file.',
   '',
 ];
-for (const file of readdirSync(join(root, 'policies'))
+const order = { reject: 0, hold: 1, met: 2 };
+for (const file of readdirSync(packageFile('policies'))
   .filter((f) => f.endsWith('.json'))
   .sort()) {
-  const { gate } = JSON.parse((await $`node ${cli} report receipts --policy ${join('policies', file)} --json`).stdout);
+  const { gate } = JSON.parse((await sh`node ${CLI} report receipts --policy ${join('policies', file)} --json`).stdout) as {
+    gate: GateResult;
+  };
   lines.push(`## ${gate.candidate} (policy ${gate.policy}): ${gate.verdict}`, '');
   lines.push('| status | criterion | testbed | finding |', '| --- | --- | --- | --- |');
-  const order = { reject: 0, hold: 1, met: 2 };
   for (const f of [...gate.findings].sort((a, b) => order[a.status] - order[b.status])) {
     lines.push(`| ${f.status.toUpperCase()} | ${f.criterion} | ${f.testbed ?? '-'} | ${String(f.message).replace(/\|/g, '\\|')} |`);
   }

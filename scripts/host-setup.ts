@@ -1,40 +1,53 @@
 #!/usr/bin/env node
 // Host setup for the copy-on-write backends: loopback btrfs and XFS (reflink=1) filesystems.
 //
-//   node scripts/host-setup.mjs up [--json] [--size-mib N]   create, mount, print mount points
-//   node scripts/host-setup.mjs down [--json]                unmount and detach
+//   node dist/scripts/host-setup.js up [--json] [--size-mib N]   create, mount, print mount points
+//   node dist/scripts/host-setup.js down [--json]                unmount and detach
 //
 // Root only. The same functions are exported so tests can make a small per-test filesystem in a
 // temp dir and always release it (see mountLoopFs / releaseLoopFs).
-import { existsSync, mkdirSync, rmSync, statfsSync, openSync, ftruncateSync, closeSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, rmSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { $ } from 'zx';
+import { $ as zx } from 'zx';
+import { isMainModule, scriptArgs } from './lib.js';
 
-$.verbose = false;
-$.quiet = true;
+const $ = zx({ verbose: false, quiet: true });
+
+export type LoopFsType = 'btrfs' | 'xfs';
+
+/** A loopback filesystem as far as it was made (device null before losetup). */
+export interface LoopFs {
+  fsType: LoopFsType;
+  image: string;
+  mountPoint: string;
+  device: string | null;
+  mounted?: boolean;
+}
 
 export const HOST_DIR = '/var/tmp/pdb-env-host';
-export const HOST_MOUNTS = { btrfs: '/mnt/pdb-btrfs', xfs: '/mnt/pdb-xfs' };
-export const FS_TOOLS = { btrfs: { bin: 'mkfs.btrfs', pkg: 'btrfs-progs' }, xfs: { bin: 'mkfs.xfs', pkg: 'xfsprogs' } };
+export const HOST_MOUNTS: Record<LoopFsType, string> = { btrfs: '/mnt/pdb-btrfs', xfs: '/mnt/pdb-xfs' };
+export const FS_TOOLS: Record<LoopFsType, { bin: string; pkg: string }> = {
+  btrfs: { bin: 'mkfs.btrfs', pkg: 'btrfs-progs' },
+  xfs: { bin: 'mkfs.xfs', pkg: 'xfsprogs' },
+};
 /** XFS refuses filesystems under 300 MiB (xfsprogs >= 5.19); btrfs is happy with less. */
-export const MIN_SIZE_MIB = { btrfs: 256, xfs: 320 };
+export const MIN_SIZE_MIB: Record<LoopFsType, number> = { btrfs: 256, xfs: 320 };
 
-export function isRoot() {
+export function isRoot(): boolean {
   return typeof process.getuid === 'function' && process.getuid() === 0;
 }
 
-export async function hasCommand(cmd) {
+export async function hasCommand(cmd: string): Promise<boolean> {
   return (await $`sh -c ${`command -v ${cmd}`}`.nothrow()).exitCode === 0;
 }
 
 /** Why loopback filesystems of `fsType` cannot be made here, or null when they can. */
-export async function loopFsUnavailableReason(fsType) {
+export async function loopFsUnavailableReason(fsType: LoopFsType): Promise<string | null> {
   if (process.platform !== 'linux') return `loopback ${fsType} needs Linux (this is ${process.platform})`;
   if (!isRoot()) return `loopback ${fsType} needs root (mount, losetup)`;
   for (const cmd of [FS_TOOLS[fsType].bin, 'losetup', 'mount', 'umount']) {
     if (!(await hasCommand(cmd)))
-      return `${cmd} is not installed (apt-get install ${fsType === 'btrfs' || fsType === 'xfs' ? FS_TOOLS[fsType].pkg : 'mount'})`;
+      return `${cmd} is not installed (apt-get install ${cmd === FS_TOOLS[fsType].bin ? FS_TOOLS[fsType].pkg : 'mount'})`;
   }
   const filesystems = readFileSync('/proc/filesystems', 'utf8');
   if (!filesystems.includes(`\t${fsType}\n`)) {
@@ -47,8 +60,8 @@ export async function loopFsUnavailableReason(fsType) {
 }
 
 /** Install btrfs-progs / xfsprogs when their mkfs is missing (Debian). */
-export async function ensureTools(fsTypes = ['btrfs', 'xfs']) {
-  const missing = [];
+export async function ensureTools(fsTypes: LoopFsType[] = ['btrfs', 'xfs']): Promise<string[]> {
+  const missing: string[] = [];
   for (const t of fsTypes) if (!(await hasCommand(FS_TOOLS[t].bin))) missing.push(FS_TOOLS[t].pkg);
   if (missing.length === 0) return [];
   await $`apt-get update -qq`;
@@ -56,40 +69,58 @@ export async function ensureTools(fsTypes = ['btrfs', 'xfs']) {
   return missing;
 }
 
-function isMounted(mountPoint) {
+function isMounted(mountPoint: string): boolean {
   const lines = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
   return lines.some((l) => l.split(' ')[4]?.replace(/\\040/g, ' ') === mountPoint);
+}
+
+export interface MountOptions {
+  fsType: LoopFsType;
+  image: string;
+  mountPoint: string;
+  sizeMiB?: number;
+  mkfsArgs?: string[];
+  mountOptions?: string | null;
 }
 
 /**
  * Create a sparse image, attach it to a loop device, make the filesystem and mount it. On any
  * failure everything made so far is released before the error is thrown.
  */
-export async function mountLoopFs({ fsType, image, mountPoint, sizeMiB, mkfsArgs = [], mountOptions = null }) {
+export async function mountLoopFs({
+  fsType,
+  image,
+  mountPoint,
+  sizeMiB,
+  mkfsArgs = [],
+  mountOptions = null,
+}: MountOptions): Promise<LoopFs> {
   const size = Math.max(sizeMiB ?? MIN_SIZE_MIB[fsType], MIN_SIZE_MIB[fsType]);
-  const made = { fsType, image, mountPoint, device: null, mounted: false };
+  const made: LoopFs = { fsType, image, mountPoint, device: null, mounted: false };
   try {
     mkdirSync(join(image, '..'), { recursive: true });
     const fd = openSync(image, 'w');
     ftruncateSync(fd, size * 1024 * 1024);
     closeSync(fd);
-    made.device = (await $`losetup --find --show ${image}`).stdout.trim();
-    if (fsType === 'btrfs') await $`mkfs.btrfs -q -f ${mkfsArgs} ${made.device}`;
-    else if (fsType === 'xfs') await $`mkfs.xfs -q -f -m reflink=1 ${mkfsArgs} ${made.device}`;
-    else throw new Error(`unknown filesystem ${fsType}`);
+    const device = (await $`losetup --find --show ${image}`).stdout.trim();
+    made.device = device;
+    if (fsType === 'btrfs') await $`mkfs.btrfs -q -f ${mkfsArgs} ${device}`;
+    else if (fsType === 'xfs') await $`mkfs.xfs -q -f -m reflink=1 ${mkfsArgs} ${device}`;
+    else throw new Error(`unknown filesystem ${String(fsType)}`);
     mkdirSync(mountPoint, { recursive: true });
-    await $`mount -t ${fsType} ${mountOptions ? ['-o', mountOptions] : []} ${made.device} ${mountPoint}`;
+    await $`mount -t ${fsType} ${mountOptions ? ['-o', mountOptions] : []} ${device} ${mountPoint}`;
     made.mounted = true;
     return made;
   } catch (err) {
+    // Rollback: the original error is the one to report.
     await releaseLoopFs(made).catch(() => {});
     throw err;
   }
 }
 
 /** Unmount, detach and delete the image. Safe to call twice and on a half-made filesystem. */
-export async function releaseLoopFs(made) {
-  const errors = [];
+export async function releaseLoopFs(made: LoopFs): Promise<void> {
+  const errors: string[] = [];
   if (isMounted(made.mountPoint)) {
     const r = await $`umount ${made.mountPoint}`.nothrow();
     if (r.exitCode !== 0) {
@@ -119,17 +150,24 @@ export async function releaseLoopFs(made) {
 }
 
 /** Free bytes of the filesystem holding `path`, after a sync (what `du` cannot show for clones). */
-export async function freeBytesAfterSync(path) {
+export async function freeBytesAfterSync(path: string): Promise<number> {
   await $`sync -f ${path}`.nothrow();
   const s = statfsSync(path, { bigint: true });
   return Number(s.bfree * s.bsize);
 }
 
-async function up(json, sizeMiB) {
+const FILESYSTEMS: LoopFsType[] = ['btrfs', 'xfs'];
+
+function print(json: boolean, installed: string[] | null, filesystems: Array<{ fsType: string; mountPoint: string; state: string }>): void {
+  if (json) console.log(JSON.stringify(installed ? { installed, filesystems } : { filesystems }, null, 2));
+  else for (const f of filesystems) console.log(`${f.fsType}\t${f.mountPoint}\t${f.state}`);
+}
+
+async function up(json: boolean, sizeMiB: number): Promise<void> {
   if (!isRoot()) throw new Error('host-setup up needs root (mount, losetup)');
   const installed = await ensureTools();
   const out = [];
-  for (const fsType of ['btrfs', 'xfs']) {
+  for (const fsType of FILESYSTEMS) {
     const image = join(HOST_DIR, `${fsType}.img`);
     const mountPoint = HOST_MOUNTS[fsType];
     if (isMounted(mountPoint)) {
@@ -139,38 +177,36 @@ async function up(json, sizeMiB) {
     await mountLoopFs({ fsType, image, mountPoint, sizeMiB });
     out.push({ fsType, mountPoint, state: 'mounted' });
   }
-  if (json) console.log(JSON.stringify({ installed, filesystems: out }, null, 2));
-  else for (const f of out) console.log(`${f.fsType}\t${f.mountPoint}\t${f.state}`);
+  print(json, installed, out);
 }
 
-async function down(json) {
+async function down(json: boolean): Promise<void> {
   if (!isRoot()) throw new Error('host-setup down needs root (umount, losetup)');
   const out = [];
-  for (const fsType of ['btrfs', 'xfs']) {
+  for (const fsType of FILESYSTEMS) {
     const image = join(HOST_DIR, `${fsType}.img`);
     const mountPoint = HOST_MOUNTS[fsType];
     const was = isMounted(mountPoint) || existsSync(image);
     await releaseLoopFs({ fsType, image, mountPoint, device: null });
     out.push({ fsType, mountPoint, state: was ? 'released' : 'absent' });
   }
-  if (json) console.log(JSON.stringify({ filesystems: out }, null, 2));
-  else for (const f of out) console.log(`${f.fsType}\t${f.mountPoint}\t${f.state}`);
+  print(json, null, out);
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const [cmd, ...rest] = process.argv.slice(2);
-  const json = rest.includes('--json');
-  const sizeIdx = rest.indexOf('--size-mib');
-  const sizeMiB = sizeIdx >= 0 ? Number(rest[sizeIdx + 1]) : 2048;
+if (isMainModule(import.meta.url)) {
+  const usage = 'usage: node dist/scripts/host-setup.js up|down [--json] [--size-mib N]';
+  const { values, positionals } = scriptArgs(usage, { json: { type: 'boolean' }, 'size-mib': { type: 'string', default: '2048' } });
+  const [cmd, ...extra] = positionals;
   try {
-    if (cmd === 'up') await up(json, sizeMiB);
-    else if (cmd === 'down') await down(json);
+    if (extra.length > 0) throw new Error(`unexpected arguments: ${extra.join(' ')}`);
+    if (cmd === 'up') await up(values.json === true, Number(values['size-mib']));
+    else if (cmd === 'down') await down(values.json === true);
     else {
-      console.error('usage: node scripts/host-setup.mjs up|down [--json] [--size-mib N]');
+      console.error(usage);
       process.exitCode = 2;
     }
   } catch (err) {
-    console.error(`host-setup ${cmd}: ${err.message}`);
+    console.error(`host-setup ${cmd}: ${(err as Error).message}`);
     process.exitCode = 1;
   }
 }

@@ -3,8 +3,9 @@
 // `pdb-env bench --plan plans/pnpm-proof.json` (pnpm store, cache and state in the run's own
 // directory, never the home directory), then the pass count, per-step medians and the import
 // method pnpm used, from the receipt.
-//
-//   npx tsc -p . && node scripts/proof-pnpm.mjs [--out receipts] [--store DIR] [--resume RUN] [--plan FILE]
-import { runProof } from './proof-npm.mjs';
+import { runProof } from './lib.js';
 
-await runProof('plans/pnpm-proof.json');
+await runProof(
+  'plans/pnpm-proof.json',
+  'usage: npm run proof:pnpm -- [--out receipts] [--store DIR] [--resume RUN] [--plan FILE]\n   or: node dist/scripts/proof-pnpm.js [same options]',
+);

@@ -1,30 +1,24 @@
 #!/usr/bin/env node
 // Benchmark: full-copy create and checkpoint against coreutils baselines measured in the same run.
 //
-//   node scripts/bench-full-copy.mjs [--tree DIR] [--rounds N] [--work DIR]
-//
 // Without --tree it builds a real node_modules tree (~20,000 files, ~500 MB) with npm under the
 // work dir (default /var/tmp/pdb-env-bench). Runs are interleaved (baseline, pdb-env, baseline,
 // ...) so machine noise hits both sides; it prints medians and median ratios, no pass/fail.
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { $ } from 'zx';
+import { $ as zx } from 'zx';
+import { CLI, formatDuration, median, scriptArgs } from './lib.js';
 
-const { values } = parseArgs({
-  options: {
-    tree: { type: 'string' },
-    rounds: { type: 'string', default: '7' },
-    work: { type: 'string', default: '/var/tmp/pdb-env-bench' },
-  },
+const { values } = scriptArgs('usage: node dist/scripts/bench-full-copy.js [--tree DIR] [--rounds 7] [--work /var/tmp/pdb-env-bench]', {
+  tree: { type: 'string' },
+  rounds: { type: 'string', default: '7' },
+  work: { type: 'string', default: '/var/tmp/pdb-env-bench' },
 });
 const rounds = Number(values.rounds);
 const work = resolve(values.work);
-const cli = resolve(new URL('../dist/cli/main.js', import.meta.url).pathname);
-$.verbose = false;
-$.quiet = true;
+const $ = zx({ verbose: false, quiet: true });
 
-let tree = values.tree ? resolve(values.tree) : join(work, 'tree');
+const tree = values.tree ? resolve(values.tree) : join(work, 'tree');
 if (!values.tree && !existsSync(join(tree, 'node_modules'))) {
   console.log(`building the fixture tree in ${tree} (npm install, once)`);
   mkdirSync(tree, { recursive: true });
@@ -44,58 +38,53 @@ rmSync(store, { recursive: true, force: true });
 rmSync(scratch, { recursive: true, force: true });
 mkdirSync(scratch, { recursive: true });
 
-async function time(fn) {
+async function time(fn: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();
   await fn();
   return performance.now() - t0;
 }
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 const sync = () => $`sync`;
 
 // First import: every file is read, hashed and installed into the object store, then copied.
 await sync();
-const firstImport = await time(() => $`node ${cli} create first --from ${tree} --store ${store}`);
-await $`node ${cli} discard first --store ${store}`;
-console.log(`first import + create: ${(firstImport / 1000).toFixed(2)} s`);
+const firstImport = await time(() => $`node ${CLI} create first --from ${tree} --store ${store}`);
+await $`node ${CLI} discard first --store ${store}`;
+console.log(`first import + create: ${formatDuration(firstImport, 2)}`);
 // Let the racy-clean window pass, so the stat cache may be trusted (as it would be for any tree
 // not written in the last two seconds).
-await $`node ${cli} create warm --from ${tree} --store ${store}`;
-await $`node ${cli} discard warm --store ${store}`;
+await $`node ${CLI} create warm --from ${tree} --store ${store}`;
+await $`node ${CLI} discard warm --store ${store}`;
 
-const cp = [];
-const create = [];
+const cp: number[] = [];
+const create: number[] = [];
 for (let i = 0; i < rounds; i++) {
   const dst = join(scratch, `cp-${i}`);
   await sync();
   cp.push(await time(() => $`cp -a --reflink=never ${tree} ${dst}`));
   await sync();
-  create.push(await time(() => $`node ${cli} create s${i} --from ${tree} --store ${store}`));
+  create.push(await time(() => $`node ${CLI} create s${i} --from ${tree} --store ${store}`));
   rmSync(dst, { recursive: true, force: true });
-  if (i > 0) await $`node ${cli} discard s${i} --store ${store}`;
+  if (i > 0) await $`node ${CLI} discard s${i} --store ${store}`;
 }
 
 // Checkpoint of an unchanged session versus sha256sum of the same files with two workers.
-const root = (await $`node ${cli} path s0 --store ${store}`).stdout.trim();
-const sha = [];
-const checkpoint = [];
+const root = (await $`node ${CLI} path s0 --store ${store}`).stdout.trim();
+const sha: number[] = [];
+const checkpoint: number[] = [];
 for (let i = 0; i < rounds; i++) {
   sha.push(await time(() => $({ cwd: root })`find . -type f -print0 | xargs -0 -P2 sha256sum > /dev/null`));
-  checkpoint.push(await time(() => $`node ${cli} checkpoint s0 --store ${store}`));
+  checkpoint.push(await time(() => $`node ${CLI} checkpoint s0 --store ${store}`));
 }
-await $`node ${cli} discard s0 --store ${store}`;
+await $`node ${CLI} discard s0 --store ${store}`;
 
-const ratio = (a, b) => median(a.map((x, i) => x / b[i]));
-const row = (name, xs, base, baseName) =>
-  `${name.padEnd(34)} ${(median(xs) / 1000).toFixed(3).padStart(7)} s   ${base ? `${ratio(xs, base).toFixed(2)}x ${baseName}` : ''}`;
+const ratio = (a: number[], b: number[]) => median(a.map((x, i) => x / b[i]!)) ?? NaN;
+const row = (name: string, xs: number[], base?: number[], baseName?: string) =>
+  `${name.padEnd(34)} ${formatDuration(median(xs), 3).padStart(9)}   ${base ? `${ratio(xs, base).toFixed(2)}x ${baseName}` : ''}`;
 console.log('\nmedians (paired ratio = median of per-round ratios)');
 console.log(row('cp -a --reflink=never', cp));
 console.log(row('pdb-env create (unchanged source)', create, cp, 'cp -a --reflink=never   (target <= 1.3x)'));
 console.log(row('find | xargs -P2 sha256sum', sha));
 console.log(row('pdb-env checkpoint (unchanged)', checkpoint, sha, 'sha256sum -P2            (target <= 1.5x)'));
-console.log(`first import: ${(firstImport / 1000).toFixed(2)} s (${(firstImport / median(cp)).toFixed(2)}x cp)`);
+console.log(`first import: ${formatDuration(firstImport, 2)} (${(firstImport / (median(cp) ?? NaN)).toFixed(2)}x cp)`);
 rmSync(scratch, { recursive: true, force: true });
 rmSync(store, { recursive: true, force: true });

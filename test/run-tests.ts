@@ -2,16 +2,21 @@
 // Runs every compiled test file (dist/test/**/*.test.js) in its own process, sequentially, and
 // ends with one line "N passed, N failed[, N skipped]". uvu prints per-file totals; skipped
 // tests print "SKIP <name>: <reason>" lines, which are repeated in the closing summary.
+//
+//   npm test                              build, then every test file
+//   node dist/test/run-tests.js cli sessions   only files whose path contains "cli" or "sessions"
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { packageFile, packageRoot } from '../model/paths.js';
+import { formatDuration } from '../scripts/lib.js';
 
-const root = new URL('..', import.meta.url).pathname;
-const testDir = join(root, 'dist', 'test');
+const root = packageRoot();
+const testDir = packageFile('dist', 'test');
 const filter = process.argv.slice(2);
 
-function collect(dir) {
-  const out = [];
+function collect(dir: string): string[] {
+  const out: string[] = [];
   for (const name of readdirSync(dir).sort()) {
     const p = join(dir, name);
     if (statSync(p).isDirectory()) out.push(...collect(p));
@@ -20,31 +25,36 @@ function collect(dir) {
   return out;
 }
 
-const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, '');
-let passed = 0;
-let failed = 0;
-let skipped = 0;
-const skipReasons = [];
-const failedFiles = [];
-const files = collect(testDir).filter((f) => filter.length === 0 || filter.some((x) => f.includes(x)));
-const started = Date.now();
-
-for (const file of files) {
-  const rel = relative(join(root, 'dist'), file);
-  const t0 = Date.now();
-  const { code, output } = await new Promise((resolve) => {
+/** Run one test file with its output passed through; resolves with its exit code and output. */
+function runFile(file: string): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
     const child = spawn(process.execPath, [file], { cwd: root, env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' } });
     let output = '';
-    child.stdout.on('data', (d) => {
-      output += d;
+    child.stdout.on('data', (d: Buffer) => {
+      output += d.toString();
       process.stdout.write(d);
     });
-    child.stderr.on('data', (d) => {
-      output += d;
+    child.stderr.on('data', (d: Buffer) => {
+      output += d.toString();
       process.stderr.write(d);
     });
     child.on('close', (code) => resolve({ code, output }));
   });
+}
+
+const strip = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+const skipReasons: string[] = [];
+const failedFiles: string[] = [];
+const files = collect(testDir).filter((f) => filter.length === 0 || filter.some((x) => f.includes(x)));
+const started = Date.now();
+
+for (const file of files) {
+  const rel = relative(packageFile('dist'), file);
+  const t0 = Date.now();
+  const { code, output } = await runFile(file);
   const text = strip(output);
   const total = Number(/Total:\s+(\d+)/.exec(text)?.[1] ?? NaN);
   const ok = Number(/Passed:\s+(\d+)/.exec(text)?.[1] ?? NaN);
@@ -61,10 +71,10 @@ for (const file of files) {
     if (f > 0 || code !== 0) failedFiles.push(`${rel} (${f} failed, exit ${code})`);
     if (f === 0 && code !== 0) failed += 1;
   }
-  console.log(`-- ${rel}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  console.log(`-- ${rel}: ${formatDuration(Date.now() - t0, 1)}`);
 }
 
-console.log(`\n${files.length} test files in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+console.log(`\n${files.length} test files in ${formatDuration(Date.now() - started, 0)}`);
 if (skipReasons.length) console.log(`skipped:\n${skipReasons.map((r) => `  ${r}`).join('\n')}`);
 if (failedFiles.length) console.log(`failed:\n${failedFiles.map((r) => `  ${r}`).join('\n')}`);
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);

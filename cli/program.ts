@@ -1,0 +1,159 @@
+// The command line on commander. The top level knows only names and summaries; a command's
+// options and action load when it runs (a preSubcommand hook), so `pdb-env list` or `--help`
+// never load the harness, the workloads, the reports or the ACP SDK.
+import { Command, CommanderError, Option } from '@commander-js/extra-typings';
+import { PdbError } from '../model/errors.js';
+import { packageVersion } from '../model/paths.js';
+
+/** What main() and the running command share. */
+export interface CliContext {
+  /** The arguments commander parses (run looks at where `--` was). */
+  argv: readonly string[];
+  /** The command being run, once known (for the hint of a usage error). */
+  command?: string;
+  /** The exit status the action chose. */
+  exitCode: number;
+}
+
+/** Adds a command's arguments, options, help and action to its stub. */
+export type DefineCommand = (cmd: CommandStub, ctx: CliContext) => void;
+
+interface CommandEntry {
+  name: string;
+  summary: string;
+  /** What --store means for this command, when not the session store. */
+  storeHelp?: string;
+  load: () => Promise<{ commands: Record<string, DefineCommand> }>;
+}
+
+const sessions = () => import('./commands/sessions.js');
+const store = () => import('./commands/store.js');
+const bench = () => import('./commands/bench.js');
+const validate = () => import('./commands/validate.js');
+const report = () => import('./commands/report.js');
+
+/** Every command, in the order `pdb-env --help` lists them. */
+export const COMMANDS: readonly CommandEntry[] = [
+  { name: 'create', summary: 'make a private session from the source (or an environment head)', load: sessions },
+  { name: 'run', summary: 'run a command in a session root (shared writer lease)', load: sessions },
+  { name: 'enter', summary: 'open a shell in a session root', load: sessions },
+  { name: 'path', summary: 'print a session root', load: sessions },
+  { name: 'list', summary: 'list sessions with backend, base and state', load: sessions },
+  { name: 'checkpoint', summary: 'scan a quiesced session into a result Snapshot and Changeset', load: sessions },
+  { name: 'diff', summary: 'list changes since the base', load: sessions },
+  { name: 'publish', summary: "advance an environment head to a session's checkpoint (compare-and-set)", load: sessions },
+  { name: 'envs', summary: 'list environments and their heads', load: sessions },
+  { name: 'discard', summary: 'remove a session (idempotent)', load: sessions },
+  { name: 'backends', summary: 'list backends with availability probed on this host', load: store },
+  { name: 'doctor', summary: 'list what a crash or reboot left behind', load: store },
+  { name: 'gc', summary: 'finish or remove what doctor found', load: store },
+  { name: 'verify', summary: 're-hash every object in the store', load: store },
+  {
+    name: 'bench',
+    summary: 'run a plan: randomized blocks of backend x workload cases, checked against the oracle, into a receipt',
+    storeHelp:
+      "parent directory of the run's temporary store, e.g. a btrfs or XFS mount (default: PDB_ENV_BENCH_STORE, the plan's store.dir, or the system temp dir); the run makes its own store inside and removes it",
+    load: bench,
+  },
+  { name: 'validate', summary: 'check receipts, plans and policies against their schemas and the path-free rule', load: validate },
+  { name: 'report', summary: 'roll receipts from one or many hosts into a decision report (Markdown, HTML, JSON)', load: report },
+];
+
+const STORE_HELP =
+  'the store (default: PDB_ENV_STORE, the store around the current directory, or the per-source store under $XDG_DATA_HOME/pdb-env)';
+const storeOption = (help = STORE_HELP) => new Option('--store <dir>', help);
+const jsonOption = () => new Option('--json', 'machine-readable output (errors too)');
+
+function topLevel(version: string) {
+  return (
+    new Command('pdb-env')
+      .usage('<command> [options]     (bare pdb-env lists sessions)')
+      .version(version, '-v, --version', 'print the version')
+      .addOption(storeOption())
+      .addOption(jsonOption())
+      // Errors become PdbErrors printed by main(); subcommands inherit both settings.
+      .exitOverride()
+      .configureOutput({ outputError: () => {} })
+      .addHelpText('before', `pdb-env ${version}: private workspaces for coding agents from one pinned base\n`)
+      .addHelpText(
+        'after',
+        '\nEvery command takes --help, --json and --store DIR.\nGuarantee: workspace isolation for trusted agents (securityIsolation: false).',
+      )
+  );
+}
+
+/** A command before its definition is loaded: name and summary, all `pdb-env --help` shows. */
+function stub(program: ReturnType<typeof topLevel>, entry: CommandEntry) {
+  return program.command(entry.name).description(entry.summary);
+}
+
+export type CommandStub = ReturnType<typeof stub>;
+
+export function createProgram(ctx: CliContext): ReturnType<typeof topLevel> {
+  const program = topLevel(packageVersion());
+  const stubs = new Map(COMMANDS.map((entry) => [entry.name, { entry, cmd: stub(program, entry) }]));
+
+  /** Load a command's definition onto its stub, then add the global options under their own heading. */
+  const define = async (name: string): Promise<CommandStub | undefined> => {
+    const found = stubs.get(name);
+    if (!found) return undefined;
+    ctx.command = name;
+    const defineCommand = (await found.entry.load()).commands[name];
+    if (!defineCommand) throw new PdbError('E_INTERNAL', `cli: no definition for the ${name} command`);
+    defineCommand(found.cmd, ctx);
+    // Declared on every command too, because commander hands everything after a command's own
+    // option to that command (`pdb-env create a --from D --json`).
+    const global = 'Global options:';
+    found.cmd
+      .addOption(storeOption(found.entry.storeHelp).helpGroup(global))
+      .addOption(jsonOption().helpGroup(global))
+      .addHelpOption(new Option('-h, --help', 'show this help').helpGroup(global));
+    return found.cmd;
+  };
+  program.hook('preSubcommand', async (_program, sub) => {
+    await define(sub.name());
+  });
+  // Our own help command: commander's would print a command's help without loading its definition.
+  program
+    .helpCommand(false)
+    .command('help')
+    .description('show the help of a command (or this list)')
+    .argument('[command]', 'the command')
+    .action(async (name) => {
+      if (name === undefined) return void program.outputHelp();
+      const cmd = await define(name);
+      if (!cmd) throw new PdbError('E_USAGE', `unknown command '${name}'`, { hint: 'pdb-env --help lists the commands.' });
+      cmd.outputHelp();
+    });
+  return program;
+}
+
+/**
+ * Bare `pdb-env` lists sessions, also with global options only (`pdb-env --store D`): when no
+ * word before `--` can be a command, `list` is put in front.
+ */
+export function withDefaultCommand(program: { options: readonly Option[] }, argv: readonly string[]): string[] {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--' || !arg.startsWith('-') || ['-h', '--help', '-v', '--version'].includes(arg)) return [...argv];
+    if (program.options.find((o) => o.long === arg || o.short === arg)?.required) i++;
+  }
+  return ['list', ...argv];
+}
+
+/**
+ * Commander's message as a usage error in pdb-env's format: "error: unknown option '--frm'\n(Did
+ * you mean --from?)" becomes E_USAGE "create: unknown option '--frm'" with the suggestion in the hint.
+ */
+export function usageError(err: CommanderError, command: string | undefined): PdbError {
+  const [first = err.message, ...more] = err.message.replace(/^error: /, '').split('\n');
+  const suggestion = more
+    .join(' ')
+    .trim()
+    .replace(/^\((.*)\)$/, '$1');
+  const help = command ? `pdb-env ${command} --help shows the usage.` : 'pdb-env --help lists the commands.';
+  return new PdbError('E_USAGE', command ? `${command}: ${first}` : first, {
+    hint: suggestion ? `${suggestion} ${help}` : help,
+    cause: err,
+  });
+}

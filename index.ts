@@ -1,0 +1,52 @@
+// pdb-env's public API (`import { SessionService } from 'pdb-env'`): the workspace service, the
+// backend registry, the evidence harness, reports and schema validation, with the one error type.
+// This package's scripts import from here too; nothing outside should reach into dist/ paths.
+
+// The workspace service.
+export { SessionService, SESSION_NAME_PATTERN, assertSessionName, assertEnvName } from './sessions/service.js';
+export type {
+  CheckpointResult,
+  CreateOptions,
+  CreateResult,
+  Finding as DoctorFinding,
+  ImportResult,
+  SessionInfo,
+  SessionRecord,
+  SessionState,
+} from './sessions/service.js';
+export { resolveStoreDir } from './sessions/store-location.js';
+
+// Backends.
+export { BACKEND_NAMES } from './backends/types.js';
+export type { Backend, BackendContext, BackendName, BackendState, Capabilities, CreatedSession, ProbeResult } from './backends/types.js';
+export { getBackend, isBackendName, listBackends, probeBackend, type BackendReport } from './backends/registry.js';
+
+// The model's documents.
+export type { Change, Changeset, Entry, Snapshot } from './model/snapshot.js';
+export type { Digest } from './model/canonical-json.js';
+
+// The evidence harness: plans in, receipts out.
+export { runBench, type BenchOptions, type BenchResult } from './harness/bench.js';
+export { checkPlan, loadPlan, planDigest, type Plan, type PlanWorkload } from './harness/plan.js';
+export type { CaseOutcome, CaseRecord, PhaseRecord, Receipt, ReceiptSummary } from './harness/receipt-types.js';
+
+// Schema validation (receipts, plans, policies, Snapshots, Changesets).
+export {
+  SCHEMA_NAMES,
+  detectSchema,
+  formatIssues,
+  hasSchema,
+  validateAgainst,
+  type SchemaIssue,
+  type SchemaName,
+} from './harness/schemas.js';
+
+// Reports: pure functions from receipts (and a policy) to numbers, a verdict and documents.
+export { analyzeReceipts, type AnalyzeOptions } from './reports/analyze.js';
+export type { ReportData } from './reports/report-data.js';
+export { evaluateGate, type Finding as GateFinding, type GateResult, type Policy, type Verdict } from './reports/gate.js';
+export { validatePolicy } from './reports/policy.js';
+export { renderHtml, renderJson, renderMarkdown, type RenderedMarkdown, type ReportJson } from './reports/render.js';
+
+// Errors: one class, stable codes.
+export { ERROR_CODES, PdbError, isPdbError, type PdbErrorCode } from './model/errors.js';
