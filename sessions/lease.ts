@@ -1,14 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, unlink } from 'node:fs/promises';
+import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { PdbError, osErrorCode } from '../model/errors.js';
-import { isProcessAlive, processStartTime } from './process-identity.js';
+import { PdbError } from '../model/errors.js';
+import { breakStale, inspectLock, tryLock, type HeldLock, type LockOwner } from './lock.js';
 
 /**
- * Cooperative leases on a session: `run` holds a shared writer lease, `checkpoint` an exclusive one.
- * Both sides write their own record first and then look for the other, so two racing
- * acquirers cannot both succeed (at worst both fail fast with E_LEASE_BUSY). A busy session is
- * rejected, never frozen. Records of dead processes are removed when seen.
+ * Cooperative leases on a session, on the store's lock primitive: `run` holds a shared writer
+ * lease (one lock file per writer), `checkpoint` and `discard` an exclusive one (`exclusive.json`).
+ * Both sides take their own lock first and then look for the other, so two racing acquirers
+ * cannot both succeed (at worst both fail fast with E_LEASE_BUSY). A busy session is rejected,
+ * never frozen. Locks of dead processes are broken when seen.
  */
 export interface LeaseRecord {
   kind: 'writer' | 'exclusive';
@@ -25,80 +26,58 @@ export interface Lease {
 
 const EXCLUSIVE = 'exclusive.json';
 
-async function readRecord(file: string): Promise<LeaseRecord | null> {
-  try {
-    return JSON.parse(await readFile(file, 'utf8')) as LeaseRecord;
-  } catch {
-    return null;
-  }
+/** The lease kind a lock file stands for, from its name (its content may be unreadable). */
+function kindOf(name: string): LeaseRecord['kind'] {
+  return name === EXCLUSIVE ? 'exclusive' : 'writer';
 }
 
-/** Live lease records in a session's lease dir, removing the ones whose process is gone. */
-export async function liveLeases(leaseDir: string): Promise<Array<LeaseRecord & { file: string }>> {
-  const out: Array<LeaseRecord & { file: string }> = [];
-  for (const name of await readdir(leaseDir).catch(() => [] as string[])) {
+/** Held leases in a session's lease dir (owner null: unreadable, maybe being written), breaking stale ones. */
+async function holders(leaseDir: string): Promise<Array<{ file: string; kind: LeaseRecord['kind']; owner: LockOwner | null }>> {
+  const out = [];
+  for (const name of (await readdir(leaseDir).catch(() => [] as string[])).sort()) {
+    if (name.startsWith('.')) continue; // the lock primitive's temp, guard and set-aside files
     const file = join(leaseDir, name);
-    const rec = await readRecord(file);
-    if (!rec) continue; // being written; its owner will see us
-    if (isProcessAlive(rec.pid, rec.pidStart)) out.push({ ...rec, file });
-    else await unlink(file).catch(() => {});
+    const found = await inspectLock(file);
+    if (found.state === 'held') out.push({ file, kind: kindOf(name), owner: found.owner });
+    else if (found.state === 'stale') await breakStale(file, found.fingerprint);
   }
   return out;
 }
 
-async function writeRecord(file: string, rec: LeaseRecord): Promise<boolean> {
-  try {
-    const fh = await open(file, 'wx', 0o644);
-    try {
-      await fh.writeFile(JSON.stringify(rec));
-    } finally {
-      await fh.close();
-    }
-    return true;
-  } catch (err) {
-    if (osErrorCode(err) === 'EEXIST') return false;
-    throw err;
+/** Live lease records in a session's lease dir; the ones whose process is gone are removed. */
+export async function liveLeases(leaseDir: string): Promise<Array<LeaseRecord & { file: string }>> {
+  const out: Array<LeaseRecord & { file: string }> = [];
+  for (const h of await holders(leaseDir)) {
+    if (h.owner)
+      out.push({
+        kind: h.kind,
+        pid: h.owner.pid,
+        pidStart: h.owner.pidStart,
+        purpose: h.owner.purpose,
+        acquiredAt: h.owner.acquiredAt,
+        file: h.file,
+      });
   }
+  return out;
 }
 
-function busy(session: string, holder: LeaseRecord, wanted: string): PdbError {
-  return new PdbError(
-    'E_LEASE_BUSY',
-    `session "${session}" is busy: process ${holder.pid} holds a ${holder.kind} lease for ${holder.purpose}; ${wanted} was refused`,
-    {
-      hint: holder.kind === 'writer' ? 'Wait for the running command to finish, then checkpoint.' : 'Wait for the checkpoint to finish.',
-    },
-  );
+function busy(session: string, kind: LeaseRecord['kind'], holder: LockOwner | null, wanted: string): PdbError {
+  const who = holder ? `process ${holder.pid} holds a ${kind} lease for ${holder.purpose}` : `another process is taking a ${kind} lease`;
+  return new PdbError('E_LEASE_BUSY', `session "${session}" is busy: ${who}; ${wanted} was refused`, {
+    hint: kind === 'writer' ? 'Wait for the running command to finish, then checkpoint.' : 'Wait for the checkpoint to finish.',
+  });
 }
 
 export async function acquireLease(leaseDir: string, session: string, kind: LeaseRecord['kind'], purpose: string): Promise<Lease> {
   await mkdir(leaseDir, { recursive: true });
-  const rec: LeaseRecord = {
-    kind,
-    pid: process.pid,
-    pidStart: processStartTime(process.pid),
-    purpose,
-    acquiredAt: new Date().toISOString(),
-  };
-  const file =
-    kind === 'exclusive' ? join(leaseDir, EXCLUSIVE) : join(leaseDir, `writer-${process.pid}-${randomBytes(4).toString('hex')}.json`);
-  for (let attempt = 0; ; attempt++) {
-    if (await writeRecord(file, rec)) break;
-    // The exclusive file exists: if its holder is dead, clear it and try once more.
-    const holder = await readRecord(file);
-    if (holder && isProcessAlive(holder.pid, holder.pidStart)) throw busy(session, holder, purpose);
-    if (attempt > 0 && holder) throw busy(session, holder, purpose);
-    await unlink(file).catch(() => {});
-  }
-  const others = (await liveLeases(leaseDir)).filter((r) => r.file !== file && (kind === 'exclusive' || r.kind === 'exclusive'));
+  const name = kind === 'exclusive' ? EXCLUSIVE : `writer-${process.pid}-${randomBytes(4).toString('hex')}.json`;
+  const taken = await tryLock(join(leaseDir, name), { kind, purpose });
+  if (!taken.lock) throw busy(session, kind, taken.holder, purpose);
+  const lock: HeldLock = taken.lock;
+  const others = (await holders(leaseDir)).filter((h) => h.file !== lock.path && (kind === 'exclusive' || h.kind === 'exclusive'));
   if (others.length > 0) {
-    await unlink(file).catch(() => {});
-    throw busy(session, others[0]!, purpose);
+    await lock.release();
+    throw busy(session, others[0]!.kind, others[0]!.owner, purpose);
   }
-  return {
-    kind,
-    release: async () => {
-      await unlink(file).catch(() => {});
-    },
-  };
+  return { kind, release: () => lock.release() };
 }
