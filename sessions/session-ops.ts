@@ -7,7 +7,7 @@ import { execa } from 'execa';
 import { getBackend } from '../backends/registry.js';
 import type { Backend, BackendContext } from '../backends/types.js';
 import type { Digest } from '../model/canonical-json.js';
-import { PdbError } from '../model/errors.js';
+import { PdbError, osErrorCode } from '../model/errors.js';
 import { removeTree } from '../model/remove-tree.js';
 import { scanTree, type ScanResult } from '../model/scan.js';
 import { createChangeset, createSnapshot, diffEntries, type Change, type Entry, type Snapshot } from '../model/snapshot.js';
@@ -92,12 +92,7 @@ export async function runInSession(
     process.on('SIGINT', forward).on('SIGTERM', forward).on('SIGHUP', forward);
     const result = await child;
     process.off('SIGINT', forward).off('SIGTERM', forward).off('SIGHUP', forward);
-    if (result.failed && result.exitCode === undefined && !result.signal) {
-      const code = (result.cause as NodeJS.ErrnoException | undefined)?.code;
-      throw new PdbError('E_USAGE', `could not start "${command}": ${code ?? result.shortMessage}`, {
-        hint: 'Check the command name and PATH.',
-      });
-    }
+    if (result.failed && result.exitCode === undefined && !result.signal) throw startFailure(command, result.cause);
     const exitCode = result.exitCode ?? 128 + signalNumber(result.signal);
     return {
       exitCode,
@@ -190,4 +185,18 @@ export async function discardSession(
     await ctx.journal.end(intent);
   }
   return { session: name, discarded: true };
+}
+
+/** A program that could not start fails like a shell would: not found (127) or not executable (126), never a usage error. */
+function startFailure(command: string, cause: unknown): PdbError {
+  const errno = osErrorCode(cause);
+  if (errno === 'ENOENT' || errno === 'ENOTDIR')
+    return new PdbError('E_COMMAND_NOT_FOUND', `command not found: "${command}"`, {
+      cause,
+      hint: command.includes('/') ? 'A command with a / is a path from the session root.' : 'Check the command name and PATH.',
+    });
+  return new PdbError('E_COMMAND_NOT_EXECUTABLE', `cannot execute "${command}": ${errno ?? String(cause)}`, {
+    cause,
+    hint: 'Make it executable (chmod +x) or run it through its interpreter, e.g. sh FILE.',
+  });
 }

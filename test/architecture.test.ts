@@ -3,6 +3,7 @@
 // listing every offending edge.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
+import ts from 'typescript';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { REPO_ROOT } from './helpers.js';
@@ -82,6 +83,55 @@ test('the checker sees an upward import', () => {
   const text = "import type { X } from '../sessions/service.js';\nconst y = await import('../harness/bench.js');";
   const found = [...text.matchAll(IMPORT)].map((m) => m[1] ?? m[2] ?? m[3]);
   assert.equal(found, ['../sessions/service.js', '../harness/bench.js']);
+});
+
+const MAX_FILE_LINES = 450;
+const MAX_FUNCTION_LINES = 80;
+/** A function may be longer when a comment just above it says why ("Long on purpose: ..."). */
+const LONG_REASON = /long on purpose|long because/i;
+
+/** Functions over the limit without a reason in the comment above them: `file:line name (N lines)`. */
+function longFunctions(file: string, text: string): string[] {
+  const sf = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true);
+  const lines = text.split('\n');
+  const out: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+      const first = sf.getLineAndCharacterOfPosition(node.getStart()).line;
+      const length = sf.getLineAndCharacterOfPosition(node.end).line - first + 1;
+      const above = lines.slice(Math.max(0, first - 3), first + 1).join('\n');
+      if (length > MAX_FUNCTION_LINES && !LONG_REASON.test(above)) {
+        const name = (node as ts.FunctionDeclaration).name?.getText(sf) ?? '(anonymous)';
+        out.push(`${relative(REPO_ROOT, file)}:${first + 1} ${name} (${length} lines)`);
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return out;
+}
+
+test(`no source file over ${MAX_FILE_LINES} lines, no function over ${MAX_FUNCTION_LINES} without a reason`, () => {
+  const tooLong: string[] = [];
+  const tops = [...Object.keys(ALLOWED), 'test'].filter(
+    (top) => existsSync(join(REPO_ROOT, top)) && statSync(join(REPO_ROOT, top)).isDirectory(),
+  );
+  const files = tops.flatMap((top) => sourceFiles(join(REPO_ROOT, top)));
+  files.push(join(REPO_ROOT, 'index.ts'));
+  for (const file of files.filter((f) => f.endsWith('.ts'))) {
+    const text = readFileSync(file, 'utf8');
+    const n = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+    if (n > MAX_FILE_LINES) tooLong.push(`${relative(REPO_ROOT, file)} (${n} lines)`);
+    tooLong.push(...longFunctions(file, text));
+  }
+  assert.ok(files.length > 100, `found only ${files.length} files`);
+  assert.equal(tooLong, [], `split these or say why they are long:\n${tooLong.join('\n')}`);
+});
+
+test('the size check sees a long function', () => {
+  const body = Array.from({ length: 90 }, (_, i) => `  const x${i} = ${i};`).join('\n');
+  assert.equal(longFunctions(join(REPO_ROOT, 'x.ts'), `function big() {\n${body}\n}\n`), ['x.ts:1 big (92 lines)']);
+  assert.equal(longFunctions(join(REPO_ROOT, 'x.ts'), `// Long on purpose: a table.\nfunction big() {\n${body}\n}\n`), []);
 });
 
 test.run();

@@ -3,7 +3,6 @@ import type { Digest } from '../../model/canonical-json.js';
 import { PdbError } from '../../model/errors.js';
 import { SessionService } from '../../sessions/service.js';
 import { resolveStoreDir } from '../../sessions/store-location.js';
-import { asStartFailure, checkExecutable } from '../executable.js';
 import { emit, short, table } from '../output.js';
 import type { CliContext, DefineCommand } from '../program.js';
 
@@ -67,12 +66,7 @@ function splitRun(ctx: CliContext, operands: string[]): { name: string; command:
 /** Run `command` in the session root: a program that cannot start exits 127 or 126, like a shell. */
 async function runIn(store: string | undefined, name: string, command: string, args: string[], purpose?: string): Promise<number> {
   const svc = await openService(store);
-  checkExecutable(command, await svc.path(name));
-  try {
-    return (await svc.run(name, command, args, purpose ? { purpose } : {})).exitCode;
-  } catch (err) {
-    throw asStartFailure(err);
-  }
+  return (await svc.run(name, command, args, purpose ? { purpose } : {})).exitCode;
 }
 
 const run: DefineCommand = (cmd, ctx) =>
