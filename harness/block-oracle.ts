@@ -1,7 +1,8 @@
 // The oracle: at the end of every block, each case of another backend is compared entry by entry,
 // under the workload's projection, with the block's full-copy case. A full-copy case that did not
 // end ok is no reference: the other cases of its block are recorded as not evaluated (with the
-// reason), which classifies them as environment unless they failed on their own.
+// reason), which classifies them as environment unless they failed on their own. A case the
+// environment stopped, or one without a result, is not evaluated either.
 import type { Entry } from '../model/snapshot.js';
 import type { Workload } from '../workloads/types.js';
 import { notEvaluated, projectedDigest, treeCheck, type BaseInfo } from './case-checks.js';
@@ -19,8 +20,8 @@ export function oracleCheck(r: CaseResult, reference: CaseResult | null): CheckR
     const why = refRecord.failure ? `${refRecord.outcome} (${refRecord.failure.code})` : refRecord.outcome;
     return notEvaluated('oracle', `not judged: the block's full-copy case ${refRecord.id} ended ${why}, so there is no oracle`, ref);
   }
-  if (r.record.metrics.stepsCompleted !== true || !r.projected)
-    return notEvaluated('oracle', "not judged: the case's steps did not complete", ref);
+  if (r.notJudged !== null) return notEvaluated('oracle', r.notJudged, ref);
+  if (!r.projected) return notEvaluated('oracle', 'not judged: the case made no result to compare (it stopped before its checkpoint)', ref);
   return treeCheck('oracle', reference.projected, r.projected, "the projected result (vs the block's full-copy case)", ref);
 }
 

@@ -151,8 +151,8 @@ export interface VerifyInput {
   /** The projected precomputed expectation, or null when the workload has none. */
   expected: Entry[] | null;
   sibling: SiblingInfo | null;
-  /** Whether every step of the workload completed; otherwise the result is not judged, only recorded. */
-  stepsCompleted: boolean;
+  /** Why the result is not judged (the environment stopped the case), or null when it is. */
+  notJudged: string | null;
   /** The case's sessions (the one under test first, then its peers). */
   sessions: string[];
   /** The checkpoint of the session under test. */
@@ -167,12 +167,10 @@ export interface VerifySink {
   projected: Entry[] | null;
 }
 
-const STEPS_INCOMPLETE = "not judged: the case's steps did not complete";
-
 /**
- * Every check that reads the case's result: the expectation, the workload's own checks (only when
- * the steps completed: a tree left by a failed step says nothing about the filesystem), then base
- * unchanged and sibling unchanged, always.
+ * Every check that reads the case's result: the expectation and the workload's own checks (not when
+ * the environment stopped the case: a tree an outage left half-made says nothing about the
+ * filesystem), then base unchanged and sibling unchanged, always.
  */
 export async function verifyCase(env: CheckEnv, v: VerifyInput, into: VerifySink): Promise<void> {
   const result = env.svc.readSnapshot(v.resultSnapshot).entries;
@@ -180,12 +178,12 @@ export async function verifyCase(env: CheckEnv, v: VerifyInput, into: VerifySink
   into.projected = projected;
   if (v.expected) {
     into.checks.push(
-      v.stepsCompleted
+      v.notJudged === null
         ? treeCheck('expected', v.expected, projected, 'the result (vs the precomputed expectation)')
-        : notEvaluated('expected', STEPS_INCOMPLETE),
+        : notEvaluated('expected', v.notJudged),
     );
   }
-  if (v.workload.check && !v.stepsCompleted) into.checks.push(notEvaluated('workload-checks', STEPS_INCOMPLETE));
+  if (v.workload.check && v.notJudged !== null) into.checks.push(notEvaluated('workload-checks', v.notJudged));
   else if (v.workload.check) {
     const results: Entry[][] = [result];
     for (const n of v.sessions.slice(1)) results.push(await env.svc.scanEntries(n));

@@ -1,15 +1,21 @@
 // A case's outcome class from everything it recorded: every phase failure and every failed check
 // stays in `failures`; one of them decides the outcome and becomes `failure`. The rules, in order:
 //
-//   mismatch     the oracle check was evaluated and failed (the tree differs from full-copy's);
 //   timeout      the case or one of its steps ran out of time;
-//   environment  a phase failed for a reason outside pdb-env and the filesystem (the registry, a
-//   unavailable  tool, an agent's credentials or network; or a lane this host cannot run), unless
-//                a base, sibling or cleanup check failed too: then the case is failed;
-//   failed       any other phase failure or failed check (pdb-env, the backend, integrity);
-//   environment  otherwise, when its oracle could not be evaluated because the block's full-copy
-//                case failed: the case cannot be judged, and nothing is blamed on its backend;
+//   environment  the first phase failure has a cause outside pdb-env and the filesystem (the
+//   unavailable  registry, an agent's credentials or network; or a lane this host cannot run),
+//                unless a base, sibling or cleanup check failed too: then the case is failed;
+//   failed       any other phase failure (pdb-env or the backend broke);
+//   mismatch     no phase failed, and the oracle check was evaluated and failed: the tree differs
+//                from the block's full-copy case;
+//   failed       any other failed check (the expectation, a workload check, integrity);
+//   environment  its oracle could not be evaluated because the block's full-copy case failed: the
+//                case cannot be judged, and nothing is blamed on its backend;
 //   ok           otherwise.
+//
+// The trees of a case stopped by the environment are recorded but not judged (an install that could
+// not reach the registry leaves its edits unmade, which says nothing about the filesystem); the trees
+// of any other failed case are judged, so a backend that breaks a step is still seen by the oracle.
 import type { PdbErrorCode } from '../model/errors.js';
 import type { Workload } from '../workloads/types.js';
 import type { CaseOutcome, CaseRecord, CheckRecord, FailureRecord } from './receipt-types.js';
@@ -37,10 +43,25 @@ export function checkFailure(c: CheckRecord): FailureRecord {
   };
 }
 
-function failureClass(f: FailureRecord, record: CaseRecord, workload: Workload | null): 'environment' | 'unavailable' | 'failed' {
-  const byWorkload = workload?.classifyFailure?.(f, record.metrics);
+/** Whether a failure's cause is outside pdb-env and the filesystem: the workload's word first, then the harness's codes. */
+export function failureClass(
+  f: FailureRecord,
+  metrics: CaseRecord['metrics'],
+  workload: Workload | null,
+): 'environment' | 'unavailable' | 'failed' {
+  const byWorkload = workload?.classifyFailure?.(f, metrics);
   if (byWorkload && byWorkload !== 'failed') return byWorkload;
   return (ENVIRONMENT_CODES as readonly string[]).includes(f.code) ? 'environment' : 'failed';
+}
+
+/** Why a case's trees are not judged: the environment stopped it (its first failure); null when they are judged. */
+export function notJudgedReason(phaseFailures: FailureRecord[], metrics: CaseRecord['metrics'], workload: Workload | null): string | null {
+  const first = phaseFailures[0];
+  if (!first) return null;
+  const cls = failureClass(first, metrics, workload);
+  return cls === 'failed'
+    ? null
+    : `not judged: the case was stopped by the ${cls === 'environment' ? 'environment' : 'host'} (${first.code})`;
 }
 
 export interface Classified {
@@ -58,16 +79,16 @@ export function classifyCase(record: CaseRecord, phaseFailures: FailureRecord[],
   const failures = [...phaseFailures, ...failedChecks.map(checkFailure)];
   const decide = (outcome: CaseOutcome, failure: FailureRecord | null): Classified => ({ outcome, failure, failures });
   const oracle = record.checks.find((c) => c.name === 'oracle');
-  if (oracle?.evaluated && !oracle.passed) return decide('mismatch', checkFailure(oracle));
   const timeout = phaseFailures.find((f) => f.code === 'E_TIMEOUT');
   if (timeout) return decide('timeout', timeout);
   const integrity = failedChecks.find((c) => INTEGRITY_CHECKS.includes(c.name));
   const first = phaseFailures[0];
   if (first) {
-    const cls = failureClass(first, record, workload);
+    const cls = failureClass(first, record.metrics, workload);
     if (cls !== 'failed' && integrity) return decide('failed', checkFailure(integrity));
     return decide(cls, first);
   }
+  if (oracle?.evaluated && !oracle.passed) return decide('mismatch', checkFailure(oracle));
   if (failedChecks[0]) return decide('failed', checkFailure(integrity ?? failedChecks[0]));
   if (oracle && !oracle.evaluated)
     return decide('environment', {

@@ -13,7 +13,7 @@ import type { Fixture, ProcessOptions, ProcessRunner, SessionHandle, StepContext
 import { cleanupCheck, verifyCase, type BaseInfo, type CheckEnv, type SiblingInfo } from './case-checks.js';
 import { CaseAborted, createPhaseTimer, diskGrowth, freeBytesAfterSync, mountsUnder, type PhaseTimer } from './case-measure.js';
 import { createCaseRunner, findCaseProcesses, killCaseProcesses, newCaseToken, type CaseProcessRegistry } from './case-processes.js';
-import { classifyCase } from './case-outcome.js';
+import { classifyCase, notJudgedReason } from './case-outcome.js';
 import { scrubText } from './path-free.js';
 import type { CaseRecord, CheckRecord, FailureRecord, FixtureRecord } from './receipt-types.js';
 import type { ScheduledCase } from './scheduler.js';
@@ -57,6 +57,8 @@ export interface CaseResult {
   projected: Entry[] | null;
   /** The phase failures in the order they happened (the outcome is classified again once the oracle check is in). */
   phaseFailures: FailureRecord[];
+  /** Why the case's result is not judged by the oracle (the environment stopped it), or null. */
+  notJudged: string | null;
 }
 
 /** One case in progress: what it made, what it recorded so far, and how it is stopped. */
@@ -92,7 +94,13 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
   const run = await startCase(env, input);
   await withinCaseLimits(run, () => caseBody(run));
   await discardSessions(run);
-  return { record: caseRecord(run, performance.now() - started), projected: run.projected, phaseFailures: run.failures };
+  const record = caseRecord(run, performance.now() - started);
+  return {
+    record,
+    projected: run.projected,
+    phaseFailures: run.failures,
+    notJudged: notJudgedReason(run.failures, record.metrics, input.workload),
+  };
 }
 
 function fail(run: CaseRun, code: PdbErrorCode | string, phase: string, message: string): void {
@@ -186,8 +194,8 @@ async function withinCaseLimits(run: CaseRun, body: () => Promise<void>): Promis
 
 async function caseBody(run: CaseRun): Promise<void> {
   if (!(await createSessions(run))) return;
-  // The first failed step stops the steps; checkpoint and the integrity checks still run, so the
-  // receipt shows what the failed step left behind (its tree is recorded, not judged).
+  // The first failed step stops the steps; checkpoint and the checks still run, so the receipt shows
+  // what the failed step left behind (judged, unless the environment stopped the case).
   run.stepsCompleted = await runSteps(run);
   run.metrics.stepsCompleted = run.stepsCompleted;
   const { env, input, timer } = run;
@@ -202,7 +210,7 @@ async function caseBody(run: CaseRun): Promise<void> {
       base,
       expected,
       sibling,
-      stepsCompleted: run.stepsCompleted,
+      notJudged: notJudgedReason(run.failures, run.metrics, workload),
       sessions: run.created,
       resultSnapshot: cp.snapshot,
     };

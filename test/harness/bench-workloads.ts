@@ -3,6 +3,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Plan } from '../../harness/plan.js';
+import { PdbError, type PdbErrorCode } from '../../model/errors.js';
 import { WORKLOADS } from '../../workloads/registry.js';
 import type { Workload } from '../../workloads/types.js';
 
@@ -155,3 +156,72 @@ export const workloads: Record<string, Workload> = {
   'test-count': countWorkload,
   'test-projected': projectedWorkload,
 };
+
+/** Which run of its step fails (1-based, counting every case that ran it), and with which code. */
+export const failing = { runs: 0, at: 0, code: 'E_STEP_FAILED' as PdbErrorCode };
+
+// Writes only new files (nothing in place, so even the hard-link farm gets it right), and fails on the
+// `failing.at`-th run: the harness tests point that at a block's full-copy case.
+export const failOnceWorkload: Workload = {
+  name: 'test-fail-once',
+  description: 'writes a new file; one chosen run of the step fails',
+  deterministic: true,
+  sessions: 1,
+  defaultParams: {},
+  prepareFixture: tinyFixture('fail-once@1'),
+  steps: () => [
+    {
+      name: 'write',
+      timeoutMs: 10_000,
+      async run(ctx) {
+        failing.runs++;
+        if (failing.runs === failing.at) throw new PdbError(failing.code, 'the chosen run fails');
+        writeFileSync(join(ctx.session.root, 'src', 'new.txt'), 'new\n');
+      },
+    },
+  ],
+  project: (e) => e,
+  projectionNote: 'identity',
+  async expected(entries) {
+    const { TreeModel } = await import('../../workloads/fileops.js');
+    const m = new TreeModel(entries);
+    m.write('src/new.txt', 'new\n');
+    return m.result();
+  },
+};
+
+/** The fixture source of the registry workload, so its step can damage the base when asked. */
+const registrySource = { dir: '' };
+
+// Stands in for an install that cannot reach the registry; with touchBase it first writes into the
+// base's source, which the base-unchanged check must catch whatever the step's own failure was.
+export const registryWorkload: Workload = {
+  name: 'test-registry',
+  description: 'fails as E_REGISTRY_UNREACHABLE (after damaging the base when touchBase is set)',
+  deterministic: true,
+  sessions: 1,
+  defaultParams: { touchBase: false },
+  prepareFixture: async (workDir, params, proc) => {
+    const f = await tinyFixture('registry@1')(workDir, params, proc);
+    registrySource.dir = f.sourceDir;
+    return f;
+  },
+  steps: (params) => [
+    {
+      name: 'install',
+      timeoutMs: 10_000,
+      async run() {
+        if (params.touchBase === true) writeFileSync(join(registrySource.dir, 'src', 'a.txt'), 'changed behind the harness\n');
+        throw new PdbError('E_REGISTRY_UNREACHABLE', 'npm ci could not reach the package registry: ENOTFOUND');
+      },
+    },
+  ],
+  project: (e) => e,
+  projectionNote: 'identity',
+  async expected(entries) {
+    return entries;
+  },
+};
+
+workloads['test-fail-once'] = failOnceWorkload;
+workloads['test-registry'] = registryWorkload;

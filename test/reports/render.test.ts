@@ -11,7 +11,7 @@ import { buildDocument } from '../../reports/document.js';
 import { evaluateGate } from '../../reports/gate.js';
 import { validatePolicy } from '../../reports/policy.js';
 import { renderHtml, renderJson, renderMarkdown } from '../../reports/render.js';
-import { hasCommand, REPO_ROOT, skipReason, tempDir } from '../helpers.js';
+import { hasCommand, REPO_ROOT, skipTest, tempDir } from '../helpers.js';
 
 const fixtures = ['synthetic-host-a.json', 'synthetic-host-b.json'].map(
   (f) => JSON.parse(readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'receipts', f), 'utf8')) as Receipt,
@@ -116,10 +116,8 @@ function screenshot(htmlFile: string, pngFile: string, dir: string, height: numb
 }
 
 test('headless Chromium draws the charts of the HTML report', () => {
-  if (!hasCommand('chromium')) {
-    skipReason('chromium screenshot', 'chromium is not installed (apt-get install -y chromium)');
-    return;
-  }
+  if (!hasCommand('chromium'))
+    return skipTest('chromium screenshot', 'chromium', 'chromium is not installed (apt-get install -y chromium)');
   const t = tempDir('pdb-report-shot-');
   try {
     const html = renderHtml(input);
