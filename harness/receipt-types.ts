@@ -151,7 +151,7 @@ export interface FixtureRecord {
   name: string;
   /** The workload the fixture belongs to. */
   workload: string;
-  /** The fixture's version (the part of its name after @). */
+  /** The fixture's version (the part of its name after "@"). */
   version: string;
   /** sha256 of the canonical JSON of the workload's effective parameters. */
   paramsDigest: Digest;
