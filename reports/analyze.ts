@@ -183,7 +183,8 @@ function walkGrid(g: Grid): Rows {
     }
     for (const workload of g.workloads)
       for (const fixture of fixturesOf(g, tb.id, workload)) {
-        const answer = answerFor(g.settings.baseline, tb, workload, fixture, rows, g.backends);
+        const casesOf = (backend: string) => (g.groups.get(keyOf({ testbed: tb.id, backend, workload, fixture })) ?? []).map((x) => x.c);
+        const answer = answerFor(g.settings.baseline, tb, { workload, fixture }, rows, g.backends, casesOf);
         if (answer) rows.answers.push(answer);
       }
   }

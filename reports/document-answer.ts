@@ -14,6 +14,8 @@ function testbedTitle(t: Testbed): string {
 
 function fastestText(a: Answer, baseline: string): string {
   const f = a.fastest;
+  if (!f && a.backends.every((b) => b.status === 'unavailable' || b.status === 'not-judged'))
+    return 'nothing to judge: no case was attempted here';
   if (!f) return `cannot tell: ${baseline} (the oracle) was not correct here`;
   if (f.backend === baseline) return `${baseline}: ${f.words}`;
   const ci = f.ci ? `, 95% CI ${r3(f.ci.lower)}-${r3(f.ci.upper)}` : '';
@@ -94,16 +96,20 @@ export function decisionBlocks(gate: GateResult, policy: Policy, data: ReportDat
   const why = data.testbeds.flatMap((t) =>
     t.unavailable.filter((u) => u.backend === gate.candidate).map((u) => `${t.id}: ${u.reason ?? '?'}`),
   );
-  const text = ran
-    ? `${gate.verdict}: ${counts.reject} reject, ${counts.hold} hold, ${counts.met} met. Counted testbeds: ${gate.countedTestbeds.join(', ') || 'none'}.`
-    : `${gate.verdict}: not applicable to these receipts: ${gate.candidate} ran on no testbed here${why.length ? ` (unavailable: ${why.join(', ')})` : ''}, so they cannot decide it.`;
+  const admitted = data.receipts.length - gate.ignoredReceipts.length;
+  const text = !ran
+    ? `${gate.verdict}: not applicable to these receipts: ${gate.candidate} ran on no testbed here${why.length ? ` (unavailable: ${why.join(', ')})` : ''}, so they cannot decide it.`
+    : admitted === 0
+      ? `${gate.verdict}: none of these receipts counts toward a decision (see "Left out" below), so there is nothing to decide from yet.`
+      : `${gate.verdict}: ${counts.reject} reject, ${counts.hold} hold, ${counts.met} met. Counted testbeds: ${gate.countedTestbeds.join(', ') || 'none'}.`;
   b.push({ kind: 'verdict', verdict: gate.verdict, text });
   b.push({ kind: 'paragraph', text: policy.description });
-  if (gate.ignoredReceipts.length > 0)
-    b.push({
-      kind: 'paragraph',
-      text: `Left out of the decision: ${gate.ignoredReceipts.map((r) => `${r.runId} (${r.reason})`).join('; ')}.`,
-    });
+  if (gate.ignoredReceipts.length > 0) {
+    const byReason = new Map<string, string[]>();
+    for (const r of gate.ignoredReceipts) byReason.set(r.reason, [...(byReason.get(r.reason) ?? []), r.runId]);
+    const parts = [...byReason].map(([reason, runs]) => `${runs.length} receipt(s), ${reason}: ${runs.join(', ')}`);
+    b.push({ kind: 'paragraph', text: `Left out of the decision: ${parts.join('; ')}.` });
+  }
   const order = { reject: 0, hold: 1, met: 2 } as const;
   const findings = [...gate.findings].sort((x, y) => order[x.status] - order[y.status]);
   b.push({

@@ -190,13 +190,20 @@ function timings(data: ReportData): Block[] {
     for (const f of data.fixtures) {
       const cells = data.cells.filter((c) => c.testbed === t.id && c.workload === f.workload && c.fixture === f.label);
       if (cells.length === 0) continue;
+      const drawn = cells.some((c) => c.valuesMs.length + c.warmupValuesMs.length > 0);
       b.push({ kind: 'heading', level: 3, text: `${t.id} · ${f.workload} · ${f.label}` });
-      b.push({
-        kind: 'chart',
-        name: `dist-${slug(t.id)}-${slug(f.label)}`,
-        title: `${t.id} ${f.workload} ${f.label} per-phase distributions`,
-        svg: distributionChart(`${t.id} (${t.storeFs}) · ${f.label}: per-phase durations by backend`, cells, data.phases, data.backends),
-      });
+      if (drawn)
+        b.push({
+          kind: 'chart',
+          name: `dist-${slug(t.id)}-${slug(f.label)}`,
+          title: `${t.id} ${f.workload} ${f.label} per-phase distributions`,
+          svg: distributionChart(`${t.id} (${t.storeFs}) · ${f.label}: per-phase durations by backend`, cells, data.phases, data.backends),
+        });
+      else
+        b.push({
+          kind: 'paragraph',
+          text: 'No measured durations (every case here was unavailable, stopped by the environment or failed).',
+        });
       b.push(cellTable(cells, data.phases, data.backends));
     }
   }
