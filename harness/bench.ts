@@ -148,7 +148,8 @@ async function writeRunReceipt(
     planDigest: header.planDigest,
     seed: run.seed,
     startedAt: header.startedAt,
-    provenance: provenanceOf(header.checkout, end),
+    // A journal written before provenance existed has no checkout: the run's start is then unknown.
+    provenance: provenanceOf(header.checkout ?? { commit: null, dirty: null, state: null }, end),
     cases: run.finished.values(),
   });
   const receiptPath = join(outDir, `${plan.name}-${runId}.json`);
