@@ -28,7 +28,18 @@ export type { Digest } from './model/canonical-json.js';
 // The evidence harness: plans in, receipts out.
 export { runBench, type BenchOptions, type BenchResult } from './harness/bench.js';
 export { checkPlan, loadPlan, planDigest, type Plan, type PlanWorkload } from './harness/plan.js';
-export type { CaseOutcome, CaseRecord, PhaseRecord, Receipt, ReceiptSummary } from './harness/receipt-types.js';
+export type {
+  AnyReceipt,
+  CaseOutcome,
+  CaseRecord,
+  CheckRecord,
+  FixtureRecord,
+  PhaseRecord,
+  Provenance,
+  Receipt,
+  ReceiptSummary,
+  ReceiptV1,
+} from './harness/receipt-types.js';
 
 // Schema validation (receipts, plans, policies, Snapshots, Changesets).
 export {

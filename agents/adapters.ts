@@ -28,7 +28,7 @@ export function isAgentBoundary(v: unknown): v is AgentBoundary {
   return typeof v === 'string' && (AGENT_BOUNDARIES as readonly string[]).includes(v);
 }
 
-/** Failures that mean "this agent cannot run on this host", as opposed to "it ran and failed". */
+/** Failures of the agent's adapter (not installed, no credentials, model, network), as opposed to "it ran and failed". */
 export const AGENT_UNAVAILABLE_CODES: readonly PdbErrorCode[] = [
   'E_AGENT_NOT_INSTALLED',
   'E_AGENT_AUTH',

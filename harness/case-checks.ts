@@ -1,17 +1,20 @@
-// The checks every case must pass: its result equals the oracle's (a precomputed expectation, or
-// the full-copy case of its block, compared later), the workload's own checks, the base and the
-// block's sibling session unchanged, and cleanup complete. A failed check is kept in the receipt
-// and turns into the case's failure code.
+// The checks every case must pass: its result equals the block's full-copy case (the oracle, compared
+// at the block's end: block-oracle.ts), and the workload's precomputed expectation where it has one
+// (`expected`, applied to the full-copy case too, so the oracle itself is checked); the workload's own
+// checks; the base and the block's sibling session of the same backend unchanged; cleanup complete.
+// A check that cannot be judged is recorded as not evaluated, with the reason, never as passed.
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Digest } from '../model/canonical-json.js';
-import type { PdbErrorCode } from '../model/errors.js';
 import { scanTree } from '../model/scan.js';
-import { countMismatches, createSnapshot, snapshotDigest, totalMismatches, type Entry, type MismatchCounts } from '../model/snapshot.js';
+import { countMismatches, createSnapshot, diffEntries, snapshotDigest, totalMismatches, type Entry } from '../model/snapshot.js';
 import type { SessionService } from '../sessions/service.js';
 import type { StepContext, Workload } from '../workloads/types.js';
 import { scrubText } from './path-free.js';
-import type { CaseRecord, CheckRecord, FailureRecord } from './receipt-types.js';
+import type { CheckRecord, CheckReference, FailureRecord } from './receipt-types.js';
+
+/** How many differing paths a check lists. */
+export const MAX_CHECK_PATHS = 10;
 
 /** The base every case of a workload starts from: the run's one import of its fixture. */
 export interface BaseInfo {
@@ -28,27 +31,44 @@ export interface CheckEnv {
   baseState?: Map<string, Entry[]>;
 }
 
-const ZERO: MismatchCounts = { content: 0, mode: 0, symlink: 0, missing: 0, extra: 0, kind: 0 };
+/** The block's sibling session of the case's backend: made at the block's start, scanned then, checked after each case. */
+export type SiblingInfo = { name: string; backend: string; entries: Entry[] } | { backend: string; failure: FailureRecord };
 
-function addCounts(a: MismatchCounts, b: MismatchCounts): MismatchCounts {
+/** A check without a tree comparison. */
+export function plainCheck(name: string, passed: boolean, detail: string | null): CheckRecord {
+  return { name, passed, evaluated: true, mismatches: null, counts: null, paths: [], reference: null, detail };
+}
+
+/** A check that could not be judged: not passed, and not a failure either. */
+export function notEvaluated(name: string, detail: string, reference: CheckReference | null = null): CheckRecord {
+  return { name, passed: false, evaluated: false, mismatches: null, counts: null, paths: [], reference, detail: scrubText(detail) };
+}
+
+/** Compare two trees entry by entry: how many entries differ, by kind, and the first few relative paths. */
+export function treeCheck(
+  name: string,
+  expected: Entry[],
+  actual: Entry[],
+  what: string,
+  reference: CheckReference | null = null,
+): CheckRecord {
+  const changes = diffEntries(expected, actual);
+  const n = changes.length;
+  const counts = countMismatches(expected, actual);
   return {
-    content: a.content + b.content,
-    mode: a.mode + b.mode,
-    symlink: a.symlink + b.symlink,
-    missing: a.missing + b.missing,
-    extra: a.extra + b.extra,
-    kind: a.kind + b.kind,
+    name,
+    passed: n === 0,
+    evaluated: true,
+    mismatches: n,
+    counts: n === 0 ? null : counts,
+    paths: changes.slice(0, MAX_CHECK_PATHS).map((c) => scrubText(c.path)),
+    reference,
+    detail: n === 0 ? null : `${what} differs in ${n} entries`,
   };
 }
 
-export function treeCheck(name: string, expected: Entry[], actual: Entry[], what: string): CheckRecord {
-  const m = countMismatches(expected, actual);
-  const n = totalMismatches(m);
-  return { name, passed: n === 0, mismatches: n === 0 ? null : m, detail: n === 0 ? null : `${what} differs in ${n} entries` };
-}
-
-/** The digest of the oracle's projected result, as recorded in `oracleSnapshot`. */
-export function oracleDigest(projected: Entry[], base: BaseInfo): Digest {
+/** The digest of a projected result, as recorded in `oracleSnapshot`. */
+export function projectedDigest(projected: Entry[], base: BaseInfo): Digest {
   return snapshotDigest(createSnapshot(projected, base.excludes, base.digest));
 }
 
@@ -69,17 +89,22 @@ async function materializedFamilies(basesDir: string): Promise<string[]> {
  * imported base when it is new), so a base corrupted earlier is not blamed on every later case.
  */
 export async function baseUnchangedCheck(env: CheckEnv, sourceDir: string, base: BaseInfo): Promise<CheckRecord> {
-  let total = ZERO;
+  const changed: string[] = [];
   const bad: string[] = [];
   const already: string[] = [];
+  let total = 0;
+  let counts = countMismatches([], []);
   const compare = async (label: string, dir: string) => {
     const scan = await scanTree(dir, { excludes: base.excludes, excludeAbsolute: [env.storeDir] });
     const key = `${base.digest} ${dir}`;
     const before = env.baseState?.get(key) ?? base.entries;
-    const m = countMismatches(before, scan.entries);
-    if (totalMismatches(m)) {
-      total = addCounts(total, m);
-      bad.push(`${label} (${totalMismatches(m)})`);
+    const diff = diffEntries(before, scan.entries);
+    if (diff.length) {
+      total += diff.length;
+      const m = countMismatches(before, scan.entries);
+      counts = Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, v + m[k as keyof typeof m]])) as typeof counts;
+      for (const c of diff) if (changed.length < MAX_CHECK_PATHS && !changed.includes(c.path)) changed.push(c.path);
+      bad.push(`${label} (${diff.length})`);
     } else if (before !== base.entries && totalMismatches(countMismatches(base.entries, scan.entries))) {
       already.push(label);
     }
@@ -89,17 +114,33 @@ export async function baseUnchangedCheck(env: CheckEnv, sourceDir: string, base:
   const basesDir = join(env.svc.store.paths.bases, base.digest.slice('sha256:'.length));
   const families = await materializedFamilies(basesDir);
   for (const f of families) await compare(`materialized ${f} base`, join(basesDir, f));
-  const n = totalMismatches(total);
   const note = already.length ? `; already different from the import before this case: ${already.join(', ')}` : '';
   return {
     name: 'base-unchanged',
-    passed: n === 0,
-    mismatches: n === 0 ? null : total,
+    passed: total === 0,
+    evaluated: true,
+    mismatches: total,
+    counts: total === 0 ? null : counts,
+    paths: changed.map((p) => scrubText(p)),
+    reference: null,
     detail:
-      n === 0
+      total === 0
         ? `source and ${families.length} materialized base(s) re-scanned${note}`
         : `changed during this case: ${bad.join(', ')}${note}`,
   };
+}
+
+/** The block's sibling of the same backend, compared with its own scan right after it was made. */
+export async function siblingCheck(env: CheckEnv, sibling: SiblingInfo | null): Promise<CheckRecord | null> {
+  if (!sibling) return null;
+  if ('failure' in sibling)
+    return plainCheck(
+      'sibling-unchanged',
+      false,
+      scrubText(`the block's ${sibling.backend} sibling could not be made: ${sibling.failure.code}`),
+    );
+  const now = await env.svc.scanEntries(sibling.name);
+  return treeCheck('sibling-unchanged', sibling.entries, now, `the block's ${sibling.backend} sibling session`);
 }
 
 export interface VerifyInput {
@@ -107,9 +148,11 @@ export interface VerifyInput {
   params: Record<string, unknown>;
   sourceDir: string;
   base: BaseInfo;
-  /** The projected expected result, or null when the oracle comparison is deferred to the block's end. */
+  /** The projected precomputed expectation, or null when the workload has none. */
   expected: Entry[] | null;
-  sibling: string | null;
+  sibling: SiblingInfo | null;
+  /** Why the result is not judged (the environment stopped the case), or null when it is. */
+  notJudged: string | null;
   /** The case's sessions (the one under test first, then its peers). */
   sessions: string[];
   /** The checkpoint of the session under test. */
@@ -120,34 +163,42 @@ export interface VerifyInput {
 /** Where verifyCase records, as it goes: what it found stays recorded when a later check throws. */
 export interface VerifySink {
   checks: CheckRecord[];
-  /** The projected result, kept for a deferred oracle comparison. */
+  /** The projected result, kept for the oracle comparison at the block's end. */
   projected: Entry[] | null;
 }
 
 /**
- * Every check that reads the case's result: the oracle (when the expectation is known now), the
- * workload's own checks, base unchanged and sibling unchanged.
+ * Every check that reads the case's result: the expectation and the workload's own checks (not when
+ * the environment stopped the case: a tree an outage left half-made says nothing about the
+ * filesystem), then base unchanged and sibling unchanged, always.
  */
 export async function verifyCase(env: CheckEnv, v: VerifyInput, into: VerifySink): Promise<void> {
   const result = env.svc.readSnapshot(v.resultSnapshot).entries;
   const projected = v.workload.project(result, v.params);
   into.projected = projected;
-  if (v.expected) into.checks.push(treeCheck('oracle', v.expected, projected, 'the result'));
-  const results: Entry[][] = [result];
-  for (const n of v.sessions.slice(1)) results.push(await env.svc.scanEntries(n));
-  if (v.workload.check) {
+  if (v.expected) {
+    into.checks.push(
+      v.notJudged === null
+        ? treeCheck('expected', v.expected, projected, 'the result (vs the precomputed expectation)')
+        : notEvaluated('expected', v.notJudged),
+    );
+  }
+  if (v.workload.check && v.notJudged !== null) into.checks.push(notEvaluated('workload-checks', v.notJudged));
+  else if (v.workload.check) {
+    const results: Entry[][] = [result];
+    for (const n of v.sessions.slice(1)) results.push(await env.svc.scanEntries(n));
     for (const c of await v.workload.check(v.ctx(), results)) {
+      const counts = c.mismatches && totalMismatches(c.mismatches) ? c.mismatches : null;
       into.checks.push({
-        name: c.name,
-        passed: c.passed,
-        mismatches: c.mismatches && totalMismatches(c.mismatches) ? c.mismatches : null,
-        detail: c.detail ? scrubText(c.detail) : null,
+        ...plainCheck(c.name, c.passed, c.detail ? scrubText(c.detail) : null),
+        mismatches: counts ? totalMismatches(counts) : null,
+        counts,
       });
     }
   }
   into.checks.push(await baseUnchangedCheck(env, v.sourceDir, v.base));
-  if (v.sibling)
-    into.checks.push(treeCheck('sibling-unchanged', v.base.entries, await env.svc.scanEntries(v.sibling), 'the block sibling session'));
+  const sibling = await siblingCheck(env, v.sibling);
+  if (sibling) into.checks.push(sibling);
 }
 
 /** What discard left behind: session directories, mounts and processes of the case. */
@@ -159,11 +210,10 @@ export interface Leftovers {
 
 export function cleanupCheck(left: Leftovers): CheckRecord {
   const passed = left.sessionDirs === 0 && left.mounts === 0 && left.processes === 0;
-  return {
-    name: 'cleanup',
+  return plainCheck(
+    'cleanup',
     passed,
-    mismatches: null,
-    detail: passed
+    passed
       ? null
       : [
           left.sessionDirs ? `${left.sessionDirs} session dir(s) left` : '',
@@ -172,44 +222,5 @@ export function cleanupCheck(left: Leftovers): CheckRecord {
         ]
           .filter(Boolean)
           .join(', '),
-  };
-}
-
-const CHECK_CODES: Record<string, PdbErrorCode> = {
-  oracle: 'E_ORACLE_MISMATCH',
-  'base-unchanged': 'E_BASE_CHANGED',
-  'sibling-unchanged': 'E_SIBLING_CHANGED',
-  cleanup: 'E_CLEANUP_INCOMPLETE',
-};
-
-/** The failure a failed check stands for: its stable code and the phase it belongs to. */
-export function checkFailure(c: CheckRecord): FailureRecord {
-  return {
-    code: CHECK_CODES[c.name] ?? (c.name.endsWith('oracle') ? 'E_ORACLE_MISMATCH' : 'E_STEP_FAILED'),
-    phase: c.name === 'cleanup' ? 'discard' : 'verify',
-    message: `check ${c.name} failed${c.detail ? `: ${c.detail}` : ''}`,
-  };
-}
-
-/** The deferred oracle: compare a case with the full-copy case of its block (workloads without `expected`). */
-export function applyDeferredOracle(
-  record: CaseRecord,
-  projected: Entry[] | null,
-  oracle: { projected: Entry[] | null; record: CaseRecord } | null,
-  base: BaseInfo,
-): void {
-  let check: CheckRecord;
-  if (!oracle || !oracle.projected) {
-    check = { name: 'oracle', passed: false, mismatches: null, detail: 'no full-copy result in this block to compare with' };
-  } else if (!projected) {
-    check = { name: 'oracle', passed: false, mismatches: null, detail: 'the case has no result to compare' };
-  } else {
-    check = treeCheck('oracle', oracle.projected, projected, "the projected result (vs full-copy's)");
-    record.oracleSnapshot = oracleDigest(oracle.projected, base);
-  }
-  record.checks.unshift(check);
-  if (!check.passed && record.outcome === 'ok') {
-    record.outcome = 'failed';
-    record.failure = { code: 'E_ORACLE_MISMATCH', phase: 'verify', message: scrubText(`check oracle failed: ${check.detail ?? ''}`) };
-  }
+  );
 }

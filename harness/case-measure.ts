@@ -6,7 +6,7 @@ import { execa } from 'execa';
 import { PdbError, toPdbError } from '../model/errors.js';
 import type { ProcessResult } from '../workloads/types.js';
 import { parseMountInfo } from './host.js';
-import type { CaseOutcome, PhaseRecord } from './receipt-types.js';
+import type { PhaseOutcome, PhaseRecord } from './receipt-types.js';
 
 /** Flush dirty data of the store's filesystem so the free-space delta sees real allocation. */
 async function syncFs(dir: string): Promise<void> {
@@ -43,7 +43,7 @@ export function mountsUnder(dir: string): number {
 
 export function phaseRecord(
   name: string,
-  outcome: CaseOutcome,
+  outcome: PhaseOutcome,
   durationMs: number,
   timeoutMs: number | null,
   p?: ProcessResult,
@@ -82,7 +82,7 @@ export interface PhaseTimer {
    */
   run<T>(name: string, timeoutMs: number | null, fn: () => Promise<PhaseOutput<T>>): Promise<T>;
   /** Record a phase timed by the caller (discard, which runs after the case's limits). */
-  record(name: string, outcome: CaseOutcome, t0: number): void;
+  record(name: string, outcome: PhaseOutcome, t0: number): void;
 }
 
 export function createPhaseTimer(options: { signal: AbortSignal; onFailure(error: PdbError, phase: string): void }): PhaseTimer {
@@ -111,7 +111,7 @@ export function createPhaseTimer(options: { signal: AbortSignal; onFailure(error
       return out.value;
     } catch (err) {
       const e = err instanceof CaseAborted ? new PdbError('E_TIMEOUT', 'the case timed out') : toPdbError(err);
-      const outcome: CaseOutcome = signal.aborted || e.code === 'E_TIMEOUT' ? 'timeout' : 'failed';
+      const outcome: PhaseOutcome = signal.aborted || e.code === 'E_TIMEOUT' ? 'timeout' : 'failed';
       phases.push(phaseRecord(name, outcome, performance.now() - t0, timeoutMs));
       if (signal.aborted) throw new CaseAborted();
       options.onFailure(e, name);

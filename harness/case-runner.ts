@@ -1,20 +1,21 @@
 // One case: a fresh session made by the backend under test from the run's imported base, the
 // workload's steps, a checkpoint, the checks, and discard, each phase timed with a monotonic clock.
-// A failed or timed-out case is a result: it is recorded with a typed code and the phase it
-// happened in, and cleanup still runs. The checks live in case-checks.ts, the measuring in
-// case-measure.ts; this file only puts them in order.
+// A failed or timed-out case is a result: every failure is recorded with a typed code and the
+// phase it happened in, and cleanup still runs. The checks live in case-checks.ts, the outcome
+// rules in case-outcome.ts, the measuring in case-measure.ts; this file only puts them in order.
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Digest } from '../model/canonical-json.js';
-import { PdbError, toPdbError, type PdbErrorCode } from '../model/errors.js';
+import { toPdbError, type PdbErrorCode } from '../model/errors.js';
 import type { Entry } from '../model/snapshot.js';
 import type { Fixture, ProcessOptions, ProcessRunner, SessionHandle, StepContext, Workload } from '../workloads/types.js';
-import { checkFailure, cleanupCheck, oracleDigest, verifyCase, type BaseInfo, type CheckEnv } from './case-checks.js';
+import { cleanupCheck, verifyCase, type BaseInfo, type CheckEnv, type SiblingInfo } from './case-checks.js';
 import { CaseAborted, createPhaseTimer, diskGrowth, freeBytesAfterSync, mountsUnder, type PhaseTimer } from './case-measure.js';
 import { createCaseRunner, findCaseProcesses, killCaseProcesses, newCaseToken, type CaseProcessRegistry } from './case-processes.js';
+import { classifyCase, notJudgedReason } from './case-outcome.js';
 import { scrubText } from './path-free.js';
-import type { CaseOutcome, CaseRecord, CheckRecord, FailureRecord } from './receipt-types.js';
+import type { CaseRecord, CheckRecord, FailureRecord, FixtureRecord } from './receipt-types.js';
 import type { ScheduledCase } from './scheduler.js';
 
 export interface CaseEnv extends CheckEnv {
@@ -41,17 +42,23 @@ export interface CaseInput {
   workload: Workload;
   params: Record<string, unknown>;
   fixture: Fixture;
+  /** The fixture as the receipt records it (workload, version, parameters digest, base Snapshot). */
+  fixtureRecord: FixtureRecord;
   base: BaseInfo;
-  /** The projected expected result, or null when the full-copy case of the block is the oracle. */
+  /** The workload's projected precomputed expectation (the `expected` check), or null when it has none. */
   expected: Entry[] | null;
-  /** The block's full-copy sibling session, made before the block's first case. */
-  sibling: string | null;
+  /** The block's sibling session of this case's backend, made before the block's first case. */
+  sibling: SiblingInfo | null;
 }
 
 export interface CaseResult {
   record: CaseRecord;
-  /** Projected result entries, kept for a deferred oracle comparison. */
+  /** Projected result entries, kept for the oracle comparison at the block's end. */
   projected: Entry[] | null;
+  /** The phase failures in the order they happened (the outcome is classified again once the oracle check is in). */
+  phaseFailures: FailureRecord[];
+  /** Why the case's result is not judged by the oracle (the environment stopped it), or null. */
+  notJudged: string | null;
 }
 
 /** One case in progress: what it made, what it recorded so far, and how it is stopped. */
@@ -68,8 +75,12 @@ interface CaseRun {
   timer: PhaseTimer;
   checks: CheckRecord[];
   metrics: Record<string, string | number | boolean>;
-  /** The first failure; later ones stay visible in the phases and checks. */
-  failure: FailureRecord | null;
+  /** Every phase failure, in the order it happened. */
+  failures: FailureRecord[];
+  /** Errors already recorded (by the phase timer), so the body's catch does not record them twice. */
+  recorded: WeakSet<object>;
+  startedAt: string;
+  stepsCompleted: boolean;
   diskBytes: number | null;
   cloneObserved: boolean | null;
   resultSnapshot: Digest | null;
@@ -83,16 +94,17 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
   const run = await startCase(env, input);
   await withinCaseLimits(run, () => caseBody(run));
   await discardSessions(run);
-  for (const c of run.checks) if (!c.passed) recordFailure(run, checkFailure(c));
-  return { record: caseRecord(run, performance.now() - started), projected: run.projected };
+  const record = caseRecord(run, performance.now() - started);
+  return {
+    record,
+    projected: run.projected,
+    phaseFailures: run.failures,
+    notJudged: notJudgedReason(run.failures, record.metrics, input.workload),
+  };
 }
 
 function fail(run: CaseRun, code: PdbErrorCode | string, phase: string, message: string): void {
-  run.failure ??= { code, phase, message: scrubText(message) };
-}
-
-function recordFailure(run: CaseRun, f: FailureRecord): void {
-  fail(run, f.code, f.phase, f.message);
+  run.failures.push({ code, phase, message: scrubText(message) });
 }
 
 async function startCase(env: CaseEnv, input: CaseInput): Promise<CaseRun> {
@@ -118,12 +130,16 @@ async function startCase(env: CaseEnv, input: CaseInput): Promise<CaseRun> {
       signal: abort.signal,
       onFailure: (e, phase) => {
         if (e.code === 'E_TIMEOUT') killCaseProcesses(token);
+        run.recorded.add(e);
         fail(run, e.code, phase, e.message);
       },
     }),
     checks: [],
     metrics: {},
-    failure: null,
+    failures: [],
+    recorded: new WeakSet(),
+    startedAt: new Date().toISOString(),
+    stepsCompleted: false,
     diskBytes: null,
     cloneObserved: null,
     resultSnapshot: null,
@@ -157,7 +173,7 @@ async function withinCaseLimits(run: CaseRun, body: () => Promise<void>): Promis
   const work = body().then(
     () => 'done' as const,
     (err: unknown) => {
-      if (!(err instanceof CaseAborted) && !(err instanceof PdbError && run.failure))
+      if (!(err instanceof CaseAborted) && !(typeof err === 'object' && err !== null && run.recorded.has(err)))
         fail(run, toPdbError(err).code, run.timer.current, toPdbError(err).message);
       return 'done' as const;
     },
@@ -178,9 +194,10 @@ async function withinCaseLimits(run: CaseRun, body: () => Promise<void>): Promis
 
 async function caseBody(run: CaseRun): Promise<void> {
   if (!(await createSessions(run))) return;
-  // The first failed step stops the steps; checkpoint and checks still run, so the receipt shows
-  // what the failed step left behind.
-  run.metrics.stepsCompleted = await runSteps(run);
+  // The first failed step stops the steps; checkpoint and the checks still run, so the receipt shows
+  // what the failed step left behind (judged, unless the environment stopped the case).
+  run.stepsCompleted = await runSteps(run);
+  run.metrics.stepsCompleted = run.stepsCompleted;
   const { env, input, timer } = run;
   const cp = await timer.run('checkpoint', null, async () => ({ value: await env.svc.checkpoint(run.names[0]!) }));
   run.resultSnapshot = cp.snapshot;
@@ -193,6 +210,7 @@ async function caseBody(run: CaseRun): Promise<void> {
       base,
       expected,
       sibling,
+      notJudged: notJudgedReason(run.failures, run.metrics, workload),
       sessions: run.created,
       resultSnapshot: cp.snapshot,
     };
@@ -303,33 +321,32 @@ async function discardSessions(run: CaseRun): Promise<void> {
 }
 
 function caseRecord(run: CaseRun, wallMs: number): CaseRecord {
-  const { input, failure, metrics } = run;
+  const { input, metrics } = run;
   const sc = input.scheduled;
   const phases = run.timer.phases;
   const inPhases = phases.reduce((s, p) => s + p.durationMs, 0);
-  // A step that ran out of its own time is a timeout too, just a narrower one than the case's.
-  let outcome: CaseOutcome = run.stopped === 'timeout' || failure?.code === 'E_TIMEOUT' ? 'timeout' : failure ? 'failed' : 'ok';
-  // The workload may say a failure means "cannot run here" (e.g. an agent without credentials
-  // that touched nothing); the failure and every check stay in the receipt either way.
-  if (outcome === 'failed' && failure && input.workload.classifyFailure?.(failure, metrics) === 'unavailable') outcome = 'unavailable';
-  return {
+  const record: CaseRecord = {
     id: sc.id,
     block: sc.block,
     position: sc.position,
     warmup: sc.warmup,
     backend: sc.backend,
     workload: input.workload.name,
-    fixture: input.fixture.name,
-    outcome,
-    failure,
+    startedAt: run.startedAt,
+    finishedAt: new Date().toISOString(),
+    fixture: input.fixtureRecord,
+    outcome: 'ok',
+    failure: null,
+    failures: [],
     phases,
     checks: run.checks,
     diskBytes: run.diskBytes,
     cloneObserved: run.cloneObserved,
     resultSnapshot: run.resultSnapshot,
-    oracleSnapshot: input.expected ? oracleDigest(input.expected, input.base) : null,
+    oracleSnapshot: null,
     wallMs,
     overheadMs: Math.max(0, wallMs - inPhases),
     metrics,
   };
+  return { ...record, ...classifyCase(record, run.failures, input.workload) };
 }

@@ -1,12 +1,12 @@
 // The host fingerprint of a receipt: what the machine is, never who or where it is. The host is
-// identified by a salted hash (salt from PDB_ENV_HOST_SALT or a per-machine file), so receipts from
-// one machine group together without naming it.
-import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, realpathSync, statfsSync, writeFileSync } from 'node:fs';
-import { arch, cpus, homedir, hostname, platform, release, totalmem } from 'node:os';
-import { dirname, join } from 'node:path';
+// identified by a hash of its machine id with a per-project salt, so receipts from one machine group
+// together (whoever ran them, with whatever HOME) without naming it.
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, realpathSync, statfsSync } from 'node:fs';
+import { arch, cpus, hostname, loadavg, platform, release, totalmem } from 'node:os';
 import { execa } from 'execa';
-import type { HostFingerprint } from './receipt-types.js';
+import type { HostFingerprint, HostIdSource } from './receipt-types.js';
 
 export interface MountEntry {
   mountPoint: string;
@@ -98,47 +98,77 @@ async function toolVersion(cmd: string, args: string[] = ['--version']): Promise
   }
 }
 
-/** The host salt: PDB_ENV_HOST_SALT, or a random salt kept in a per-machine file (made on first use). */
-export function hostSalt(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.PDB_ENV_HOST_SALT) return env.PDB_ENV_HOST_SALT;
-  const configHome = env.XDG_CONFIG_HOME || join(homedir(), '.config');
-  const file = join(configHome, 'pdb-env', 'host-salt');
+// A constant, per-project salt: the same machine gets the same id in every run and every user's
+// run, and the id says nothing about other programs' ids of the same machine (as systemd's
+// sd_id128_get_machine_app_specific() does for the machine id). Never HOME, XDG or user names.
+export const HOST_ID_SALT = 'pdb-env host id v2';
+
+/** What identifies the machine, and where it came from. */
+export interface MachineId {
+  id: string;
+  source: HostIdSource;
+}
+
+/** The OS edges the host id reads, injectable for tests. */
+export interface MachineIdSources {
+  platform: string;
+  readFile(path: string): string | null;
+  /** `ioreg -rd1 -c IOPlatformExpertDevice` output on macOS, null when it cannot run. */
+  ioreg(): string | null;
+  hostname(): string;
+}
+
+function readFileOrNull(path: string): string | null {
   try {
-    const s = readFileSync(file, 'utf8').trim();
-    if (s) return s;
+    return readFileSync(path, 'utf8');
   } catch {
-    /* made below */
+    return null; // absent on this OS: the next source is tried
   }
-  const salt = randomBytes(32).toString('hex');
-  mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, `${salt}\n`, { mode: 0o600 });
-  return salt;
 }
 
-export function hostId(salt: string): string {
-  let machineId = '';
+export const defaultMachineIdSources: MachineIdSources = {
+  platform: platform(),
+  readFile: readFileOrNull,
+  ioreg: () => {
+    const r = spawnSync('ioreg', ['-rd1', '-c', 'IOPlatformExpertDevice'], { encoding: 'utf8', timeout: 10_000 });
+    return r.status === 0 ? r.stdout : null;
+  },
+  hostname,
+};
+
+/** The machine's stable id: /etc/machine-id (or D-Bus's copy) on Linux, IOPlatformUUID on macOS, else the host name. */
+export function machineId(src: MachineIdSources = defaultMachineIdSources): MachineId {
+  if (src.platform === 'darwin') {
+    const m = /"IOPlatformUUID"\s*=\s*"([0-9A-Fa-f-]+)"/.exec(src.ioreg() ?? '');
+    if (m) return { id: m[1]!.toUpperCase(), source: 'platform-uuid' };
+  }
   for (const f of ['/etc/machine-id', '/var/lib/dbus/machine-id']) {
-    try {
-      machineId = readFileSync(f, 'utf8').trim();
-      break;
-    } catch {
-      /* try the next */
-    }
+    const id = src.readFile(f)?.trim();
+    if (id) return { id, source: 'machine-id' };
   }
-  return createHash('sha256').update(`${salt}\0${hostname()}\0${machineId}`).digest('hex');
+  return { id: src.hostname(), source: 'hostname' };
 }
 
-export async function hostFingerprint(storeDir: string): Promise<HostFingerprint> {
+/** sha256 of the per-project salt and the machine id: stable per machine, never the id itself. */
+export function hostIdOf(machine: MachineId): string {
+  return createHash('sha256').update(`${HOST_ID_SALT}\0${machine.id}`).digest('hex');
+}
+
+/** The host as a receipt records it; `loadAtStart` is os.loadavg() when the run started (kept across --resume). */
+export async function hostFingerprint(storeDir: string, loadAtStart: number[] = loadavg()): Promise<HostFingerprint> {
   const [npm, git, pnpm] = await Promise.all([toolVersion('npm'), toolVersion('git'), toolVersion('pnpm')]);
   const cpu = cpus();
+  const machine = machineId();
   return {
-    hostId: hostId(hostSalt()),
+    hostId: hostIdOf(machine),
+    hostIdSource: machine.source,
     os: platform(),
     kernel: release(),
     arch: arch(),
     cpuModel: (cpu[0]?.model ?? 'unknown').trim(),
     cores: Math.max(1, cpu.length),
     memoryBytes: totalmem(),
+    loadAverage: loadAtStart,
     storeFs: storeFilesystem(storeDir),
     tools: { node: process.versions.node, npm, git, pnpm },
   };

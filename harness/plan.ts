@@ -32,8 +32,21 @@ export function planDigest(plan: Plan): Digest {
   return canonicalBytes(plan).digest;
 }
 
-/** Validate a parsed plan: schema, test-only backends, known workloads and their parameter names. */
+/** The oracle's backend: every block runs it, and the block's other cases are compared with it. */
+export const ORACLE_BACKEND = 'full-copy';
+
+function requireOracle(doc: unknown): void {
+  const backends = (doc as { backends?: unknown } | null)?.backends;
+  if (Array.isArray(backends) && !backends.includes(ORACLE_BACKEND)) {
+    throw new PdbError('E_PLAN_INVALID', `/backends: the plan has no "${ORACLE_BACKEND}", so its blocks would have no oracle`, {
+      hint: `Add "${ORACLE_BACKEND}" to "backends": every other case is compared entry by entry with its block's full-copy case.`,
+    });
+  }
+}
+
+/** Validate a parsed plan: full-copy present, schema, test-only backends, known workloads and their parameter names. */
 export function checkPlan(doc: unknown, workloads: Record<string, Workload>): Plan {
+  requireOracle(doc);
   const plan = assertSchema<Plan>('plan', doc, {
     code: 'E_PLAN_INVALID',
     what: 'the plan',

@@ -3,29 +3,40 @@
 // (atomically). A receipt that fails either check is never written.
 import { randomBytes } from 'node:crypto';
 import { rename, unlink, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { execa } from 'execa';
 import { median } from 'simple-statistics';
 import type { Digest } from '../model/canonical-json.js';
 import { PdbError } from '../model/errors.js';
-import { packageRoot, packageVersion } from '../model/paths.js';
+import { packageVersion } from '../model/paths.js';
 import { findPathIssues, type PathFreeOptions } from './path-free.js';
 import type { Plan } from './plan.js';
-import type { BackendAvailability, CaseRecord, HostFingerprint, Receipt, ReceiptSummary } from './receipt-types.js';
+import {
+  RECEIPT_SCHEMA_VERSION,
+  type BackendAvailability,
+  type CaseRecord,
+  type HostFingerprint,
+  type Provenance,
+  type Receipt,
+  type ReceiptSummary,
+} from './receipt-types.js';
 import type { ScheduledBlock } from './scheduler.js';
 import { formatIssues, validateAgainst } from './schemas.js';
 
 export function summarize(cases: CaseRecord[], planned: number, skippedUnavailable: number): ReceiptSummary {
   const count = (o: CaseRecord['outcome']) => cases.filter((c) => c.outcome === o).length;
   const shares = cases.filter((c) => c.wallMs > 0).map((c) => c.overheadMs / c.wallMs);
+  const oracle = cases.flatMap((c) => c.checks.filter((k) => k.name === 'oracle'));
   return {
     planned,
     ok: count('ok'),
+    mismatch: count('mismatch'),
     failed: count('failed'),
+    environment: count('environment'),
     timeout: count('timeout'),
     unavailable: skippedUnavailable + count('unavailable'),
-    oracleMismatches: cases.filter((c) => c.outcome !== 'unavailable' && c.checks.some((k) => k.name === 'oracle' && !k.passed)).length,
+    oracleChecked: oracle.filter((k) => k.evaluated).length,
+    oracleMismatches: oracle.filter((k) => k.evaluated && !k.passed).length,
+    oracleNotEvaluated: oracle.filter((k) => !k.evaluated).length,
     overheadShareMedian: shares.length ? median(shares) : null,
     overheadShareMax: shares.length ? Math.max(...shares) : null,
   };
@@ -39,22 +50,14 @@ function toolVersion(): string {
   }
 }
 
-/** The commit pdb-env runs from, "-dirty" when tracked files differ; null outside a git checkout. */
-async function toolCommit(): Promise<string | null> {
-  const root = packageRoot();
-  if (!existsSync(join(root, '.git'))) return null;
-  const head = await execa('git', ['rev-parse', 'HEAD'], { cwd: root, reject: false });
-  if (head.exitCode !== 0) return null;
-  const dirty = await execa('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, reject: false });
-  return `${String(head.stdout).trim()}${dirty.exitCode === 0 && String(dirty.stdout).trim() ? '-dirty' : ''}`;
-}
-
 export interface ReceiptInput {
   runId: string;
   plan: Plan;
   planDigest: Digest;
   seed: number;
   startedAt: string;
+  /** The checkout the run ran, read at its start and checked again at its end. */
+  provenance: Provenance;
   host: HostFingerprint;
   backends: BackendAvailability[];
   schedule: ScheduledBlock[];
@@ -65,15 +68,16 @@ export interface ReceiptInput {
 }
 
 /** The receipt of a run: its cases in schedule order, its blocks, and the summary; finishedAt is now. */
-export async function buildReceipt(r: ReceiptInput): Promise<Receipt> {
+export function buildReceipt(r: ReceiptInput): Receipt {
   const slots = r.schedule.flatMap((b) => b.cases);
   const order = new Map(slots.map((c, i) => [c.id, i]));
   const cases = [...r.cases].filter((c) => order.has(c.id)).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
   const runnable = slots.filter((c) => r.available.has(c.backend)).length;
   return {
-    schemaVersion: 1,
+    schemaVersion: RECEIPT_SCHEMA_VERSION,
     kind: 'pdb-env-receipt',
-    tool: { name: 'pdb-env', version: toolVersion(), commit: await toolCommit() },
+    tool: { name: 'pdb-env', version: toolVersion() },
+    provenance: r.provenance,
     runId: r.runId,
     planName: r.plan.name,
     planDigest: r.planDigest,

@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import type { Digest } from '../model/canonical-json.js';
 import { PdbError } from '../model/errors.js';
 import type { Plan } from './plan.js';
+import type { CheckoutState } from './provenance.js';
 import type { CaseRecord } from './receipt-types.js';
 
 export const RUNS_DIR = '.pdb-runs';
@@ -19,6 +20,10 @@ export interface RunHeader {
   planDigest: Digest;
   seed: number;
   startedAt: string;
+  /** The pdb-env checkout when the run started (its provenance). */
+  checkout: CheckoutState;
+  /** os.loadavg() when the run started. */
+  loadAverage: number[];
   /** Store and work directories of the latest attempt (removed by the next attempt). */
   storeDir: string | null;
   workDir: string | null;

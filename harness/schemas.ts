@@ -1,11 +1,11 @@
-// The harness's schemas by name (plan, receipt, policy, snapshot, changeset), and which one a
-// document claims. Loading and validating is model/schema-validator.ts (one strict ajv for all).
+// The harness's schemas by name (plan, receipt, policy, snapshot, changeset, and the benchmark
+// scripts' bench-receipt), and which one a document claims. Loading and validating is model/schema-validator.ts (one strict ajv for all).
 import * as validator from '../model/schema-validator.js';
 import type { SchemaIssue } from '../model/schema-validator.js';
 
 export { formatIssues, type SchemaIssue } from '../model/schema-validator.js';
 
-export const SCHEMA_NAMES = ['plan', 'receipt', 'policy', 'snapshot', 'changeset'] as const;
+export const SCHEMA_NAMES = ['plan', 'receipt', 'policy', 'snapshot', 'changeset', 'bench-receipt'] as const;
 export type SchemaName = (typeof SCHEMA_NAMES)[number];
 
 /** The schema document, or null when it is not installed. */
@@ -33,6 +33,8 @@ export function detectSchema(doc: unknown): SchemaName | null {
       return 'plan';
     case 'pdb-env-policy':
       return 'policy';
+    case 'pdb-env-bench-receipt':
+      return 'bench-receipt';
     default:
       break;
   }

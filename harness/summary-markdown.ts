@@ -27,19 +27,30 @@ export function receiptMarkdown(receipt: Receipt): string {
   ].join('\n');
 }
 
+function provenanceLine(p: Receipt['provenance']): string {
+  if (p.commit === null) return 'provenance unknown (not a git checkout)';
+  const state = [p.dirty ? 'DIRTY at the start' : p.dirty === false ? 'clean at the start' : 'state unknown'];
+  if (p.changedDuringRun) state.push('CHANGED during the run');
+  else if (p.changedDuringRun === false) state.push('unchanged until the end');
+  return `commit ${p.commit.slice(0, 12)}, ${state.join(', ')}`;
+}
+
 function overview(receipt: Receipt): string[] {
   const lines: string[] = [];
   const s = receipt.summary;
+  const h = receipt.host;
   lines.push(`# pdb-env bench: ${receipt.planName} (${receipt.runId})`, '');
   lines.push(
-    `Seed ${receipt.seed}; plan ${receipt.planDigest.slice(0, 19)}; tool ${receipt.tool.version}${receipt.tool.commit ? ` at ${receipt.tool.commit}` : ''}.`,
+    `Seed ${receipt.seed}; plan ${receipt.planDigest.slice(0, 19)}; tool ${receipt.tool.version}; ${provenanceLine(receipt.provenance)}.`,
   );
   lines.push(
-    `Host: ${receipt.host.os} ${receipt.host.kernel} ${receipt.host.arch}, ${receipt.host.cores} cores, ${fmtBytes(receipt.host.memoryBytes)}, store on ${receipt.host.storeFs.type}; host id ${receipt.host.hostId.slice(0, 12)}.`,
+    `Host: ${h.os} ${h.kernel} ${h.arch}, ${h.cores} cores, ${fmtBytes(h.memoryBytes)}, store on ${h.storeFs.type}; host id ${h.hostId.slice(0, 12)} (${h.hostIdSource}); load average at the start ${h.loadAverage.map((x) => x.toFixed(2)).join(' / ')}.`,
+    `Ran ${receipt.startedAt} to ${receipt.finishedAt}.`,
     '',
   );
   lines.push(
-    `Cases: ${s.planned} planned, ${s.ok} ok, ${s.failed} failed, ${s.timeout} timeout, ${s.unavailable} unavailable (a backend or a lane this host cannot run); oracle mismatches: ${s.oracleMismatches}.`,
+    `Cases: ${s.planned} planned, ${s.ok} ok, ${s.mismatch} mismatch, ${s.failed} failed, ${s.environment} environment, ${s.timeout} timeout, ${s.unavailable} unavailable (a backend or a lane this host cannot run).`,
+    `Oracle (each case against its block's full-copy case): ${s.oracleChecked} checked, ${s.oracleMismatches} mismatch(es), ${s.oracleNotEvaluated} not evaluated.`,
   );
   if (s.overheadShareMedian !== null)
     lines.push(
@@ -84,7 +95,7 @@ function durationTable(receipt: Receipt, w: string, backends: string[]): string[
 /** Checks passed / run for workload `w` (all cases, warm-up included), one column per backend. */
 function checkTable(receipt: Receipt, w: string, backends: string[]): string[] {
   const lines: string[] = [];
-  lines.push(`Checks (passed / run, all cases incl. warm-up):`, '');
+  lines.push(`Checks (passed / evaluated, all cases incl. warm-up):`, '');
   const checkNames: string[] = [];
   for (const c of receipt.cases.filter((x) => x.workload === w))
     for (const k of c.checks) if (!checkNames.includes(k.name)) checkNames.push(k.name);
@@ -92,9 +103,12 @@ function checkTable(receipt: Receipt, w: string, backends: string[]): string[] {
   lines.push(`| --- | ${backends.map(() => '---:').join(' | ')} |`);
   for (const k of checkNames) {
     const counts = backends.map((b) => {
-      const rs = receipt.cases.filter((c) => c.workload === w && c.backend === b).flatMap((c) => c.checks.filter((x) => x.name === k));
+      const all = receipt.cases.filter((c) => c.workload === w && c.backend === b).flatMap((c) => c.checks.filter((x) => x.name === k));
+      const rs = all.filter((x) => x.evaluated);
       const passed = rs.filter((x) => x.passed).length;
-      return rs.length ? `${passed} / ${rs.length}${passed < rs.length ? ' **FAIL**' : ''}` : '-';
+      const skipped = all.length - rs.length;
+      const shown = rs.length ? `${passed} / ${rs.length}${passed < rs.length ? ' **FAIL**' : ''}` : '-';
+      return skipped ? `${shown} (${skipped} not evaluated)` : shown;
     });
     lines.push(`| ${k} | ${counts.join(' | ')} |`);
   }
@@ -105,12 +119,19 @@ function checkTable(receipt: Receipt, w: string, backends: string[]): string[] {
 function failures(receipt: Receipt): string[] {
   const bad = receipt.cases.filter((c) => c.outcome !== 'ok');
   if (!bad.length) return [];
+  const more = (c: Receipt['cases'][number]) =>
+    c.failures.length > 1
+      ? ` (and ${c.failures.length - 1} more: ${c.failures
+          .filter((f) => f !== c.failure && !(f.code === c.failure?.code && f.phase === c.failure?.phase))
+          .map((f) => f.code)
+          .join(', ')})`
+      : '';
   return [
-    '## Failures and timeouts',
+    '## Cases that did not end ok (every failure is in the receipt)',
     '',
     ...bad.map(
       (c) =>
-        `- ${c.id} ${c.backend} x ${c.workload}: ${c.outcome}, ${c.failure?.code ?? '?'} in ${c.failure?.phase ?? '?'}: ${c.failure?.message ?? ''}`,
+        `- ${c.id} ${c.backend} x ${c.workload}: ${c.outcome}, ${c.failure?.code ?? '?'} in ${c.failure?.phase ?? '?'}: ${c.failure?.message ?? ''}${more(c)}`,
     ),
     '',
   ];

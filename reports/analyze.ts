@@ -1,10 +1,22 @@
 // Receipts -> report numbers. A pure function: no clock, no file system, no environment; the same
 // receipts and options give the same document byte for byte (resampling is seeded per comparison).
-// Testbeds, phase cells and comparisons each have their own module; this one walks the grid.
-import type { Receipt } from '../harness/receipt-types.js';
+// Testbeds, fixtures, phase cells, comparisons and answers each have their own module; this one
+// walks the grid: testbed x backend x workload x fixture, so no number pools two fixtures.
+import type { AnyReceipt } from '../harness/receipt-types.js';
+import { answerFor } from './answers.js';
 import { compare, rateRows, seedFor, tooFewBlocks } from './comparisons.js';
-import { cellDiagnostics, phaseCell, plannedSlots, type Slots } from './phase-cells.js';
-import { REPORT_VERSION, TOTAL_PHASE, uniqSorted, type IndexedCase, type ReportData, type Testbed } from './report-data.js';
+import { cellDiagnostics, phaseCell, plannedSlots, type CellKey, type Slots } from './phase-cells.js';
+import { readReceipt, type ReportReceipt } from './receipts.js';
+import {
+  MIN_BLOCKS_TO_TELL,
+  REPORT_VERSION,
+  TOTAL_PHASE,
+  uniqSorted,
+  type FixtureInfo,
+  type IndexedCase,
+  type ReportData,
+  type Testbed,
+} from './report-data.js';
 import { buildTestbeds, isSyntheticReceipt, labelTestbeds, sortReceipts, testbedKey } from './testbeds.js';
 
 export interface AnalyzeOptions {
@@ -22,7 +34,7 @@ export interface AnalyzeOptions {
 
 type Settings = Required<Omit<AnalyzeOptions, 'labels'>>;
 
-type Rows = Pick<ReportData, 'cells' | 'comparisons' | 'rates' | 'diagnostics'>;
+type Rows = Pick<ReportData, 'cells' | 'comparisons' | 'rates' | 'diagnostics' | 'answers'>;
 
 /** Everything the grid walk reads. */
 interface Grid {
@@ -30,14 +42,17 @@ interface Grid {
   testbeds: Testbed[];
   backends: string[];
   workloads: string[];
+  fixtures: FixtureInfo[];
   phases: string[];
   cases: IndexedCase[];
-  /** Cases by JSON [testbed, backend, workload]. */
+  /** Cases by JSON [testbed, backend, workload, fixture]. */
   groups: Map<string, IndexedCase[]>;
   slots: Map<string, Slots>;
 }
 
-export function analyzeReceipts(receipts: Receipt[], options: AnalyzeOptions = {}): ReportData {
+const keyOf = (k: CellKey): string => JSON.stringify([k.testbed, k.backend, k.workload, k.fixture]);
+
+export function analyzeReceipts(input: (AnyReceipt | ReportReceipt)[], options: AnalyzeOptions = {}): ReportData {
   const settings: Settings = {
     baseline: options.baseline ?? 'full-copy',
     seed: options.seed ?? 20260101,
@@ -45,18 +60,21 @@ export function analyzeReceipts(receipts: Receipt[], options: AnalyzeOptions = {
     bootstrapResamples: options.bootstrapResamples ?? 4000,
     permutationDraws: options.permutationDraws ?? 9999,
   };
+  const receipts = input.map(readReceipt);
   const ordered = sortReceipts(receipts);
   const { testbedIds, testbeds } = buildTestbeds(ordered, options.labels ?? labelTestbeds(receipts));
-  const cases = indexCases(ordered, testbedIds);
-  const slots = plannedSlots(ordered, testbedIds);
-  const slotKeys = [...slots.keys()].map((k) => JSON.parse(k) as [string, string, string]);
+  const fixtures = fixtureInfos(ordered);
+  const labels = new Map(fixtures.map((f) => [f.key, f.label]));
+  const cases = indexCases(ordered, testbedIds, labels);
+  const slots = plannedSlots(ordered, testbedIds, labels);
+  const slotKeys = [...slots.keys()].map((k) => JSON.parse(k) as [string, string, string, string]);
   const { baseline } = settings;
   const backends = uniqSorted([...cases.map((x) => x.c.backend), ...slotKeys.map((k) => k[1])]).sort((a, b) =>
     a === baseline ? -1 : b === baseline ? 1 : a.localeCompare(b),
   );
   const workloads = uniqSorted([...cases.map((x) => x.c.workload), ...slotKeys.map((k) => k[2])]);
   const phases = phaseList(cases);
-  const rows = walkGrid({ settings, testbeds, backends, workloads, phases, cases, groups: groupCases(cases), slots });
+  const rows = walkGrid({ settings, testbeds, backends, workloads, fixtures, phases, cases, groups: groupCases(cases), slots });
   return {
     kind: 'pdb-env-report',
     reportVersion: REPORT_VERSION,
@@ -69,17 +87,46 @@ export function analyzeReceipts(receipts: Receipt[], options: AnalyzeOptions = {
       finishedAt: r.finishedAt,
       cases: r.cases.length,
       synthetic: isSyntheticReceipt(r),
+      schemaVersion: r.schemaVersion,
+      commit: r.provenance?.commit ?? r.legacyCommit,
+      loadAverage: r.host.loadAverage,
+      gateEvidence: r.gateEvidence.ok,
+      gateEvidenceReason: r.gateEvidence.reason,
     })),
     testbeds,
     backends,
     workloads,
+    fixtures,
     phases,
     ...rows,
   };
 }
 
-/** Every case with its testbed and its place in the testbed's run order (receipts by start, then block, position). */
-function indexCases(ordered: Receipt[], testbedIds: Map<string, string>): IndexedCase[] {
+/** Every fixture of the receipts, labelled by its name, made unique by its parameters (then its base) when names repeat. */
+function fixtureInfos(ordered: ReportReceipt[]): FixtureInfo[] {
+  const byKey = new Map<string, ReportReceipt['cases'][number]['fixture']>();
+  for (const r of ordered) for (const c of r.cases) if (!byKey.has(c.fixture.key)) byKey.set(c.fixture.key, c.fixture);
+  const all = [...byKey.values()].sort((a, b) => a.workload.localeCompare(b.workload) || a.key.localeCompare(b.key));
+  const count = (f: (x: (typeof all)[number]) => string) => {
+    const m = new Map<string, number>();
+    for (const x of all) m.set(f(x), (m.get(f(x)) ?? 0) + 1);
+    return m;
+  };
+  const names = count((x) => `${x.workload}\0${x.name}`);
+  const withParams = count((x) => `${x.workload}\0${x.name}\0${x.paramsDigest}`);
+  return all.map((f) => {
+    let label = f.name;
+    if ((names.get(`${f.workload}\0${f.name}`) ?? 0) > 1) {
+      label += ` p:${(f.paramsDigest ?? 'unknown').replace('sha256:', '').slice(0, 6)}`;
+      if ((withParams.get(`${f.workload}\0${f.name}\0${f.paramsDigest}`) ?? 0) > 1)
+        label += ` b:${(f.baseSnapshot ?? 'unknown').replace('sha256:', '').slice(0, 6)}`;
+    }
+    return { label, ...f };
+  });
+}
+
+/** Every case with its testbed, fixture label and place in the testbed's run order (receipts by start, then block, position). */
+function indexCases(ordered: ReportReceipt[], testbedIds: Map<string, string>, labels: Map<string, string>): IndexedCase[] {
   const cases: IndexedCase[] = [];
   const runCounter = new Map<string, number>();
   for (const r of ordered) {
@@ -88,7 +135,7 @@ function indexCases(ordered: Receipt[], testbedIds: Map<string, string>): Indexe
     for (const c of sorted) {
       const runIndex = runCounter.get(testbed) ?? 0;
       runCounter.set(testbed, runIndex + 1);
-      cases.push({ receipt: r, testbed, runIndex, c });
+      cases.push({ receipt: r, testbed, fixture: labels.get(c.fixture.key) ?? c.fixture.name, runIndex, c });
     }
   }
   return cases;
@@ -110,7 +157,7 @@ function phaseList(cases: IndexedCase[]): string[] {
 function groupCases(cases: IndexedCase[]): Map<string, IndexedCase[]> {
   const groups = new Map<string, IndexedCase[]>();
   for (const x of cases) {
-    const k = JSON.stringify([x.testbed, x.c.backend, x.c.workload]);
+    const k = keyOf({ testbed: x.testbed, backend: x.c.backend, workload: x.c.workload, fixture: x.fixture });
     const g = groups.get(k);
     if (g) g.push(x);
     else groups.set(k, [x]);
@@ -118,60 +165,76 @@ function groupCases(cases: IndexedCase[]): Map<string, IndexedCase[]> {
   return groups;
 }
 
-/** Rates, cells, comparisons and diagnostics for every testbed x backend x workload, in that order. */
+/** Rates, cells, comparisons, diagnostics and answers for every testbed x backend x workload x fixture. */
 function walkGrid(g: Grid): Rows {
-  const rows: Rows = { cells: [], comparisons: [], rates: [], diagnostics: [] };
+  const rows: Rows = { cells: [], comparisons: [], rates: [], diagnostics: [], answers: [] };
   for (const tb of g.testbeds) {
     for (const backend of g.backends) {
       const all = g.cases.filter((x) => x.testbed === tb.id && x.c.backend === backend);
       if (all.length > 0)
         rows.rates.push(
           ...rateRows(
-            tb.id,
-            backend,
-            '*',
+            { testbed: tb.id, backend, workload: '*', fixture: '*' },
             all.map((x) => x.c),
           ),
         );
-      for (const workload of g.workloads) analyzeGroup(g, rows, tb.id, backend, workload);
+      for (const workload of g.workloads)
+        for (const fixture of fixturesOf(g, tb.id, workload)) analyzeGroup(g, rows, { testbed: tb.id, backend, workload, fixture });
     }
+    for (const workload of g.workloads)
+      for (const fixture of fixturesOf(g, tb.id, workload)) {
+        const casesOf = (backend: string) => (g.groups.get(keyOf({ testbed: tb.id, backend, workload, fixture })) ?? []).map((x) => x.c);
+        const answer = answerFor(g.settings.baseline, tb, { workload, fixture }, rows, g.backends, casesOf);
+        if (answer) rows.answers.push(answer);
+      }
   }
   return rows;
 }
 
-function analyzeGroup(g: Grid, rows: Rows, testbed: string, backend: string, workload: string): void {
+/** The fixtures of a workload on a testbed: those its cases ran, and those of planned slots. */
+function fixturesOf(g: Grid, testbed: string, workload: string): string[] {
+  const fromCases = g.cases.filter((x) => x.testbed === testbed && x.c.workload === workload).map((x) => x.fixture);
+  const fromSlots = [...g.slots.keys()]
+    .map((k) => JSON.parse(k) as [string, string, string, string])
+    .filter((k) => k[0] === testbed && k[2] === workload)
+    .map((k) => k[3]);
+  return uniqSorted([...fromCases, ...fromSlots]);
+}
+
+function analyzeGroup(g: Grid, rows: Rows, key: CellKey): void {
   const { baseline, seed } = g.settings;
-  const key = JSON.stringify([testbed, backend, workload]);
-  const group = g.groups.get(key);
-  const slot = g.slots.get(key);
+  const group = g.groups.get(keyOf(key));
+  const slot = g.slots.get(keyOf(key));
   if (!group) {
     // Planned but never run here (backend unavailable, run interrupted): counts only.
-    if (slot) rows.cells.push(phaseCell(testbed, backend, workload, TOTAL_PHASE, [], slot));
+    if (slot) rows.cells.push(phaseCell(key, TOTAL_PHASE, [], slot));
     return;
   }
   rows.rates.push(
     ...rateRows(
-      testbed,
-      backend,
-      workload,
+      key,
       group.map((x) => x.c),
     ),
   );
   for (const phase of g.phases) {
-    const cell = phaseCell(testbed, backend, workload, phase, group, slot);
-    if (cell.completed + cell.failed + cell.timeout + cell.unavailable === 0 && cell.warmupValuesMs.length === 0) continue;
+    const cell = phaseCell(key, phase, group, slot);
+    if (
+      cell.completed + cell.mismatch + cell.failed + cell.timeout + cell.unavailable + cell.environment === 0 &&
+      cell.warmupValuesMs.length === 0
+    )
+      continue;
     rows.cells.push(cell);
     rows.diagnostics.push(...cellDiagnostics(cell, group, phase));
-    if (backend === baseline) continue;
-    const base = g.groups.get(JSON.stringify([testbed, baseline, workload]));
+    if (key.backend === baseline) continue;
+    const base = g.groups.get(keyOf({ ...key, backend: baseline }));
     if (!base) continue;
-    const cmp = compare(testbed, backend, baseline, workload, phase, group, base, {
-      seed: seedFor(seed, JSON.stringify([testbed, backend, workload, phase])),
+    const cmp = compare({ ...key, baseline, phase }, group, base, {
+      seed: seedFor(seed, JSON.stringify([key.testbed, key.backend, key.workload, key.fixture, phase])),
       alpha: g.settings.alpha,
       bootstrapResamples: g.settings.bootstrapResamples,
       permutationDraws: g.settings.permutationDraws,
     });
     rows.comparisons.push(cmp);
-    if (phase === TOTAL_PHASE && cmp.blocks > 0 && cmp.blocks < 6) rows.diagnostics.push(tooFewBlocks(cmp));
+    if (phase === TOTAL_PHASE && cmp.blocks > 0 && cmp.blocks < MIN_BLOCKS_TO_TELL) rows.diagnostics.push(tooFewBlocks(cmp));
   }
 }

@@ -1,8 +1,17 @@
-// Paired comparisons with the baseline (per-block ratios, a seeded bootstrap interval and a
-// sign-flip test) and failure / mismatch / fallback rates with their 95% bounds.
-import type { CaseRecord } from '../harness/receipt-types.js';
+// Paired comparisons with the baseline (per-block ratios and differences, seeded bootstrap intervals
+// and a sign-flip test) and failure / mismatch / fallback rates with their 95% bounds. Environment
+// and unavailable cases are counted elsewhere, never in a rate.
 import { phaseDuration } from './phase-cells.js';
-import { CLONE_BACKENDS, CLONE_FAILURE_CODES, type Comparison, type Diagnostic, type IndexedCase, type RateRow } from './report-data.js';
+import type { ReportCase as CaseRecord } from './receipts.js';
+import {
+  CLONE_BACKENDS,
+  CLONE_FAILURE_CODES,
+  MIN_BLOCKS_TO_TELL,
+  type Comparison,
+  type Diagnostic,
+  type IndexedCase,
+  type RateRow,
+} from './report-data.js';
 import { bootstrapMedianCi, rateBound, signFlipTest, summarize } from './statistics.js';
 
 /** A stable 32-bit seed per comparison, so adding a testbed does not change another's interval. */
@@ -19,16 +28,29 @@ function blockKey(x: IndexedCase): string {
   return JSON.stringify([x.receipt.runId, x.c.block]);
 }
 
+/** The verdict in words, so a reader never has to decode "~". */
+export function verdictWords(blocks: number, verdict: Comparison['verdict']): string {
+  if (blocks < MIN_BLOCKS_TO_TELL) return 'too few blocks to tell';
+  return verdict === '~' ? 'no difference shown' : verdict;
+}
+
+/** Where a comparison belongs: testbed, backend against baseline, workload, fixture and phase. */
+export interface ComparisonKey {
+  testbed: string;
+  backend: string;
+  baseline: string;
+  workload: string;
+  fixture: string;
+  phase: string;
+}
+
 export function compare(
-  testbed: string,
-  backend: string,
-  baseline: string,
-  workload: string,
-  phase: string,
+  key: ComparisonKey,
   group: IndexedCase[],
   base: IndexedCase[],
   o: { seed: number; alpha: number; bootstrapResamples: number; permutationDraws: number },
 ): Comparison {
+  const { phase } = key;
   const baseByBlock = new Map<string, number>();
   for (const x of base) {
     if (x.c.warmup) continue;
@@ -36,11 +58,15 @@ export function compare(
     if (d.ms !== null && d.ms > 0) baseByBlock.set(blockKey(x), d.ms);
   }
   const ratios: number[] = [];
+  const differencesMs: number[] = [];
   for (const x of group) {
     if (x.c.warmup) continue;
     const d = phaseDuration(x.c, phase);
     const b = baseByBlock.get(blockKey(x));
-    if (d.ms !== null && d.ms > 0 && b !== undefined) ratios.push(d.ms / b);
+    if (d.ms !== null && d.ms > 0 && b !== undefined) {
+      ratios.push(d.ms / b);
+      differencesMs.push(d.ms - b);
+    }
   }
   const summary = summarize(ratios);
   const ci = bootstrapMedianCi(ratios, o.seed, o.bootstrapResamples);
@@ -51,11 +77,7 @@ export function compare(
   const significant = permutation !== null && permutation.p < o.alpha && ciExcludesOne;
   const verdict = !significant || summary.median === null ? '~' : summary.median < 1 ? 'faster' : 'slower';
   return {
-    testbed,
-    backend,
-    baseline,
-    workload,
-    phase,
+    ...key,
     blocks: ratios.length,
     ratios,
     medianRatio: summary.median,
@@ -63,6 +85,10 @@ export function compare(
     permutation,
     significant,
     verdict,
+    words: verdictWords(ratios.length, verdict),
+    differencesMs,
+    medianDifferenceMs: summarize(differencesMs).median,
+    differenceCi: bootstrapMedianCi(differencesMs, o.seed ^ 0x5bd1e995, o.bootstrapResamples),
   };
 }
 
@@ -77,29 +103,28 @@ export function tooFewBlocks(cmp: Comparison): Diagnostic {
     testbed: cmp.testbed,
     backend: cmp.backend,
     workload: cmp.workload,
+    fixture: cmp.fixture,
     phase: '*',
-    message: `${cmp.blocks} paired block(s): the sign-flip test cannot reach p < 0.05 below 6 blocks (smallest p here ${fmtP(cmp.permutation?.minAttainableP)}) and the bootstrap interval is unreliable`,
+    message: `${cmp.blocks} paired block(s), too few to tell: the sign-flip test cannot reach p < 0.05 below ${MIN_BLOCKS_TO_TELL} blocks (smallest p here ${fmtP(cmp.permutation?.minAttainableP)}) and the bootstrap interval is unreliable`,
   };
 }
 
-export function rateRows(testbed: string, backend: string, workload: string, cs: CaseRecord[]): RateRow[] {
-  const attempted = cs.filter((c) => c.outcome !== 'unavailable');
+/** Cases a rate counts: neither environment (nothing blamed on the filesystem) nor unavailable. */
+export function attemptedCases(cs: CaseRecord[]): CaseRecord[] {
+  return cs.filter((c) => c.outcome !== 'unavailable' && c.outcome !== 'environment');
+}
+
+export function rateRows(where: { testbed: string; backend: string; workload: string; fixture: string }, cs: CaseRecord[]): RateRow[] {
+  const attempted = attemptedCases(cs);
   const failures = attempted.filter((c) => c.outcome === 'failed' || c.outcome === 'timeout').length;
-  const oracle = attempted.map((c) => c.checks.find((k) => k.name === 'oracle')).filter((k) => k !== undefined);
+  const oracle = attempted.map((c) => c.checks.find((k) => k.name === 'oracle' && k.evaluated)).filter((k) => k !== undefined);
   const mismatches = oracle.filter((k) => !k.passed).length;
   const rows: RateRow[] = [
-    { testbed, backend, workload, kind: 'failure', bound: rateBound(failures, attempted.length) },
-    { testbed, backend, workload, kind: 'mismatch', bound: rateBound(mismatches, oracle.length) },
+    { ...where, kind: 'failure', bound: rateBound(failures, attempted.length) },
+    { ...where, kind: 'mismatch', bound: rateBound(mismatches, oracle.length) },
   ];
-  if (CLONE_BACKENDS.includes(backend) || attempted.some((c) => c.cloneObserved !== null)) {
-    rows.push({
-      testbed,
-      backend,
-      workload,
-      kind: 'fallback',
-      bound: rateBound(attempted.filter(isCloneFallback).length, attempted.length),
-    });
-  }
+  if (CLONE_BACKENDS.includes(where.backend) || attempted.some((c) => c.cloneObserved !== null))
+    rows.push({ ...where, kind: 'fallback', bound: rateBound(attempted.filter(isCloneFallback).length, attempted.length) });
   return rows;
 }
 

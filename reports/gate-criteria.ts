@@ -1,7 +1,8 @@
 // The gate's criteria, each a function that adds its findings (met, hold or reject) in a fixed
-// order: hosts, blocks, diversity, fixtures, correctness, clone behaviour, speed-up and slowdown.
-import type { CaseRecord, Receipt } from '../harness/receipt-types.js';
+// order: hosts, blocks, diversity, fixtures, correctness, clone behaviour; the speed criteria
+// (blocks, speed-up, slowdown and slack, fixture by fixture) are in gate-speed.ts.
 import type { FindingStatus, Policy } from './gate.js';
+import type { ReportCase as CaseRecord, ReportReceipt as Receipt } from './receipts.js';
 import { CLONE_FAILURE_CODES, type ReportData, type Testbed } from './report-data.js';
 
 /** What every criterion reads, and where it adds its findings. */
@@ -16,7 +17,7 @@ export interface GateContext {
 
 const TYPED_CODE = /^E_[A-Z0-9_]+$/;
 
-function fmtRatio(x: number): string {
+export function fmtRatio(x: number): string {
   return x.toFixed(3);
 }
 
@@ -42,7 +43,7 @@ export function countedTestbeds(g: GateContext): Testbed[] {
     return true;
   });
   const ranCandidate = (tb: string): boolean =>
-    data.cells.some((c) => c.testbed === tb && c.backend === candidate && c.completed + c.failed + c.timeout > 0);
+    data.cells.some((c) => c.testbed === tb && c.backend === candidate && c.completed + c.mismatch + c.failed + c.timeout > 0);
   const counted = eligible.filter((t) => ranCandidate(t.id));
   for (const t of data.testbeds) {
     if (!eligible.includes(t))
@@ -60,41 +61,6 @@ export function countedTestbeds(g: GateContext): Testbed[] {
   if (counted.length === 0)
     g.add('evidence', 'hold', `no admitted receipt has ${candidate} cases on a host the policy counts (${describeHosts(policy)})`);
   return counted;
-}
-
-function comparison(g: GateContext, testbed: string, workload: string, phase: string) {
-  return g.data.comparisons.find((c) => c.testbed === testbed && c.backend === g.candidate && c.workload === workload && c.phase === phase);
-}
-
-/** Blocks per workload and testbed: a testbed is complete when every workload has enough paired blocks. Returns the complete ones. */
-export function blockFindings(g: GateContext, counted: Testbed[]): Testbed[] {
-  const { policy } = g;
-  const complete: Testbed[] = [];
-  for (const t of counted) {
-    let ok = true;
-    for (const w of policy.workloads) {
-      const blocks = Math.min(...policy.speedup.phases.map((p) => comparison(g, t.id, w, p)?.blocks ?? 0));
-      if (blocks < policy.minBlocksPerWorkloadAndHost) {
-        ok = false;
-        g.add(
-          'blocks',
-          'hold',
-          `${t.id} workload ${w}: ${blocks} of ${policy.minBlocksPerWorkloadAndHost} paired measured blocks against ${policy.baseline}`,
-          t.id,
-        );
-      }
-    }
-    if (ok) {
-      complete.push(t);
-      g.add(
-        'blocks',
-        'met',
-        `${t.id}: at least ${policy.minBlocksPerWorkloadAndHost} paired blocks for each of ${policy.workloads.join(', ')}`,
-        t.id,
-      );
-    }
-  }
-  return complete;
 }
 
 /** Host and platform diversity among complete testbeds. */
@@ -116,7 +82,11 @@ export function diversityFindings(g: GateContext, complete: Testbed[]): void {
 
 export function fixtureFindings(g: GateContext, countedIds: Set<string>): void {
   const { policy, candidate } = g;
-  const fixtures = new Set(g.data.cells.filter((c) => countedIds.has(c.testbed) && c.backend === candidate).flatMap((c) => c.fixtures));
+  const fixtures = new Set(
+    g.data.cells
+      .filter((c) => countedIds.has(c.testbed) && c.backend === candidate && c.completed + c.mismatch + c.failed + c.timeout > 0)
+      .map((c) => c.fixture),
+  );
   g.add(
     'fixtures',
     fixtures.size >= policy.minFixtures ? 'met' : 'hold',
@@ -247,72 +217,4 @@ function fallbackEvidenceFindings(g: GateContext): void {
       `${candidate} failed closed with a typed reason ${probe.length + caseEvidence.length} time(s): ${codes.join(', ')}`,
     );
   }
-}
-
-/** Speed-up and regressions, per counted testbed and workload: the speed-up phases, then the no-slowdown phases. */
-export function speedupFindings(g: GateContext, counted: Testbed[]): void {
-  for (const t of counted) {
-    for (const w of g.policy.workloads) {
-      for (const p of g.policy.speedup.phases) speedupFinding(g, t.id, w, p);
-      for (const p of g.policy.speedup.noSlowdownPhases) slowdownFinding(g, t.id, w, p);
-    }
-  }
-}
-
-function speedupFinding(g: GateContext, testbed: string, w: string, p: string): void {
-  const { policy } = g;
-  const max = policy.speedup.maxRatioUpper95;
-  const c = comparison(g, testbed, w, p);
-  const where = `${testbed} ${w} ${p}`;
-  if (!c || !c.ci || c.medianRatio === null)
-    g.add('speedup', 'hold', `${where}: no ratio interval (${c?.blocks ?? 0} paired blocks)`, testbed);
-  else if (c.blocks < policy.minBlocksPerWorkloadAndHost) {
-    // A bootstrap interval from a handful of blocks is too unstable to reject on.
-    g.add(
-      'speedup',
-      'hold',
-      `${where}: median ratio ${fmtRatio(c.medianRatio)} from ${c.blocks} of ${policy.minBlocksPerWorkloadAndHost} blocks; judged once the blocks are there`,
-      testbed,
-    );
-  } else if (c.ci.upper < max) {
-    g.add(
-      'speedup',
-      'met',
-      `${where}: median ratio ${fmtRatio(c.medianRatio)}, 95% CI [${fmtRatio(c.ci.lower)}, ${fmtRatio(c.ci.upper)}] below ${max}`,
-      testbed,
-    );
-  } else if (c.ci.lower >= max) {
-    g.add(
-      'speedup',
-      'reject',
-      `${where}: median ratio ${fmtRatio(c.medianRatio)}, 95% CI [${fmtRatio(c.ci.lower)}, ${fmtRatio(c.ci.upper)}] lies wholly at or above ${max}: the required speed-up is excluded`,
-      testbed,
-    );
-  } else {
-    g.add(
-      'speedup',
-      'hold',
-      `${where}: 95% CI [${fmtRatio(c.ci.lower)}, ${fmtRatio(c.ci.upper)}] reaches ${max}; more blocks needed to show the speed-up`,
-      testbed,
-    );
-  }
-}
-
-function slowdownFinding(g: GateContext, testbed: string, w: string, p: string): void {
-  const c = comparison(g, testbed, w, p);
-  if (!c || c.blocks === 0) return;
-  if (c.verdict === 'slower') {
-    g.add(
-      'slowdown',
-      'reject',
-      `${testbed} ${w} ${p}: significantly slower than ${g.policy.baseline} (median ratio ${fmtRatio(c.medianRatio!)}, p = ${c.permutation!.p.toPrecision(2)})`,
-      testbed,
-    );
-  } else
-    g.add(
-      'slowdown',
-      'met',
-      `${testbed} ${w} ${p}: not significantly slower (median ratio ${fmtRatio(c.medianRatio!)}, ${c.verdict})`,
-      testbed,
-    );
 }

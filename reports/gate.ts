@@ -2,25 +2,25 @@
 // REJECT when the evidence shows a defect (mismatch, regression, silent copy, untyped failure),
 // HOLD otherwise, naming every missing item. Every criterion is listed, met or not; the criteria
 // themselves are in gate-criteria.ts, in the order the findings are listed.
-import type { Receipt } from '../harness/receipt-types.js';
+import type { AnyReceipt } from '../harness/receipt-types.js';
 import { analyzeReceipts } from './analyze.js';
 import {
-  blockFindings,
   cloneFindings,
   correctnessFindings,
   countedTestbeds,
   diversityFindings,
   fixtureFindings,
-  speedupFindings,
   type GateContext,
 } from './gate-criteria.js';
+import { blockFindings, speedupFindings } from './gate-speed.js';
+import { readReceipt, type ReportReceipt } from './receipts.js';
 import type { ReportData } from './report-data.js';
 import { isSyntheticReceipt, labelTestbeds } from './testbeds.js';
 
 export interface Policy {
   $schema?: string;
   kind: 'pdb-env-policy';
-  policyVersion: 1;
+  policyVersion: 2;
   name: string;
   description: string;
   candidate: string;
@@ -33,14 +33,18 @@ export interface Policy {
   alpha?: number;
   correctness: { maxMismatches: number; maxMismatchUpper95: number; maxFailureUpper95: number };
   clone: { requireObserved: boolean; requireTypedFailures: boolean; requireFallbackEvidence: boolean };
+  /** Which fixtures each speed rule judges (names, or prefixes ending in *): ratios for sizeable ones, an absolute slack for tiny ones. */
+  fixtures: { ratio: string[]; slack: string[] };
   speedup: { phases: string[]; maxRatioUpper95: number; noSlowdownPhases: string[] };
+  /** Tiny fixtures: in each phase, the median paired difference may be at most maxSlowerMs above the baseline's. */
+  slack: { phases: string[]; maxSlowerMs: number };
 }
 
 export type Verdict = 'PROMOTE' | 'HOLD' | 'REJECT';
 export type FindingStatus = 'met' | 'hold' | 'reject';
 
 export interface Finding {
-  /** Which criterion: hosts, blocks, fixtures, mismatch, failure, clone-observed, typed-failure, fallback-evidence, speedup, slowdown, evidence. */
+  /** Which criterion: hosts, blocks, fixtures, mismatch, failure, clone-observed, typed-failure, fallback-evidence, speedup, slowdown, slack, evidence. */
   criterion: string;
   status: FindingStatus;
   /** Testbed label when the finding is about one testbed. */
@@ -64,11 +68,20 @@ export interface GateResult {
  * Evaluate `policy` against receipts. The numbers come from the same analysis as the report
  * (with the policy's baseline and alpha), over the receipts the policy admits.
  */
-export function evaluateGate(receipts: Receipt[], policy: Policy, options: { seed?: number; analysis?: ReportData } = {}): GateResult {
+export function evaluateGate(
+  input: (AnyReceipt | ReportReceipt)[],
+  policy: Policy,
+  options: { seed?: number; analysis?: ReportData } = {},
+): GateResult {
+  const receipts = input.map(readReceipt);
   const ignoredReceipts: GateResult['ignoredReceipts'] = [];
   const admitted = receipts.filter((r) => {
     if ((policy.excludeSyntheticReceipts ?? true) && isSyntheticReceipt(r)) {
       ignoredReceipts.push({ runId: r.runId, reason: `synthetic plan "${r.planName}"` });
+      return false;
+    }
+    if (!r.gateEvidence.ok) {
+      ignoredReceipts.push({ runId: r.runId, reason: `not gate evidence: ${r.gateEvidence.reason}` });
       return false;
     }
     return true;
@@ -101,8 +114,8 @@ export function evaluateGate(receipts: Receipt[], policy: Policy, options: { see
 
 /** The report's analysis when it covers exactly the admitted receipts with the same settings; otherwise a fresh one. */
 function gateAnalysis(
-  receipts: Receipt[],
-  admitted: Receipt[],
+  receipts: ReportReceipt[],
+  admitted: ReportReceipt[],
   policy: Policy,
   options: { seed?: number; analysis?: ReportData },
 ): ReportData {

@@ -1,25 +1,28 @@
 // Phase cells: per testbed x backend x workload x phase, the planned slots, how the cases ended in
 // that phase, the measured durations and their summary, and the diagnostics a reader should see
 // next to them (outliers, a slow first block, drift, small samples).
-import type { CaseRecord, Receipt } from '../harness/receipt-types.js';
-import { TOTAL_PHASE, uniqSorted, type Diagnostic, type IndexedCase, type PhaseCell } from './report-data.js';
+import type { ReportCase as CaseRecord, ReportReceipt as Receipt } from './receipts.js';
+import { TOTAL_PHASE, type Diagnostic, type IndexedCase, type PhaseCell } from './report-data.js';
 import { modifiedZOutliers, spearman, summarize } from './statistics.js';
 import { testbedKey } from './testbeds.js';
 
-/** The duration of `phase` in a case, when that phase finished ok; the total is the case wall time. */
-export function phaseDuration(
-  c: CaseRecord,
-  phase: string,
-): { state: 'ok' | 'failed' | 'timeout' | 'unavailable' | 'not-reached'; ms: number | null } {
+export type PhaseState = 'ok' | 'mismatch' | 'failed' | 'timeout' | 'unavailable' | 'environment' | 'not-reached';
+
+/**
+ * The duration of `phase` in a case, when that phase finished ok; the total is the wall time of a
+ * case that ended ok. Environment cases are in no statistic.
+ */
+export function phaseDuration(c: CaseRecord, phase: string): { state: PhaseState; ms: number | null } {
   if (c.outcome === 'unavailable') return { state: 'unavailable', ms: null };
+  if (c.outcome === 'environment') return { state: 'environment', ms: null };
   if (phase === TOTAL_PHASE) {
     if (c.outcome === 'ok') return { state: 'ok', ms: c.wallMs };
-    return { state: c.outcome, ms: null };
+    return { state: c.outcome === 'timeout' ? 'timeout' : c.outcome === 'mismatch' ? 'mismatch' : 'failed', ms: null };
   }
   const p = c.phases.find((x) => x.name === phase);
   if (!p) return { state: 'not-reached', ms: null };
   if (p.outcome === 'ok') return { state: 'ok', ms: p.durationMs };
-  return { state: p.outcome === 'timeout' ? 'timeout' : p.outcome === 'unavailable' ? 'unavailable' : 'failed', ms: null };
+  return { state: p.outcome === 'timeout' ? 'timeout' : 'failed', ms: null };
 }
 
 export interface Slots {
@@ -29,16 +32,23 @@ export interface Slots {
   notRun: number;
 }
 
-/** Planned slots per [testbed, backend, workload] from each receipt's block orders. */
-export function plannedSlots(receipts: Receipt[], testbedIds: Map<string, string>): Map<string, Slots> {
+/** The label of the fixture a receipt ran for `workload` ("unknown" when no case of it ran). */
+function receiptFixture(r: Receipt, workload: string, labels: Map<string, string>): string {
+  const c = r.cases.find((x) => x.workload === workload);
+  return c ? (labels.get(c.fixture.key) ?? c.fixture.name) : 'unknown';
+}
+
+/** Planned slots per [testbed, backend, workload, fixture] from each receipt's block orders. */
+export function plannedSlots(receipts: Receipt[], testbedIds: Map<string, string>, labels: Map<string, string>): Map<string, Slots> {
   const out = new Map<string, Slots>();
   for (const r of receipts) {
     const testbed = testbedIds.get(testbedKey(r))!;
     const ran = new Set(r.cases.map((c) => `${c.block}\u0000${c.backend}`));
     const unavailable = new Set(r.backends.filter((b) => !b.available).map((b) => b.name));
     for (const b of r.blocks) {
+      const fixture = receiptFixture(r, b.workload, labels);
       for (const backend of b.order) {
-        const key = JSON.stringify([testbed, backend, b.workload]);
+        const key = JSON.stringify([testbed, backend, b.workload, fixture]);
         const s = out.get(key) ?? { planned: 0, warmup: 0, unavailable: 0, notRun: 0 };
         s.planned++;
         if (b.warmup) s.warmup++;
@@ -53,29 +63,29 @@ export function plannedSlots(receipts: Receipt[], testbedIds: Map<string, string
   return out;
 }
 
-export function phaseCell(
-  testbed: string,
-  backend: string,
-  workload: string,
-  phase: string,
-  group: IndexedCase[],
-  slot: Slots | undefined,
-): PhaseCell {
+/** Where a cell belongs: one testbed, backend, workload and fixture. */
+export interface CellKey {
+  testbed: string;
+  backend: string;
+  workload: string;
+  fixture: string;
+}
+
+export function phaseCell(key: CellKey, phase: string, group: IndexedCase[], slot: Slots | undefined): PhaseCell {
   const cell: PhaseCell = {
-    testbed,
-    backend,
-    workload,
+    ...key,
     phase,
-    fixtures: uniqSorted(group.map((x) => x.c.fixture)),
     // Receipts without block records (older or hand-made) fall back to the recorded cases.
     planned: slot?.planned ?? group.length,
     warmup: slot?.warmup ?? group.filter((x) => x.c.warmup).length,
     completed: 0,
+    mismatch: 0,
     failed: 0,
     timeout: 0,
     unavailable: slot?.unavailable ?? 0,
     notRun: slot?.notRun ?? 0,
     notReached: 0,
+    environment: 0,
     summary: summarize([]),
     valuesMs: [],
     warmupValuesMs: [],
@@ -91,6 +101,9 @@ export function phaseCell(
         cell.completed++;
         cell.valuesMs.push(d.ms!);
         break;
+      case 'mismatch':
+        cell.mismatch++;
+        break;
       case 'failed':
         cell.failed++;
         break;
@@ -99,6 +112,9 @@ export function phaseCell(
         break;
       case 'unavailable':
         cell.unavailable++;
+        break;
+      case 'environment':
+        cell.environment++;
         break;
       case 'not-reached':
         cell.notReached++;
@@ -115,7 +131,7 @@ export function phaseCell(
 
 export function cellDiagnostics(cell: PhaseCell, group: IndexedCase[], phase: string): Diagnostic[] {
   const out: Diagnostic[] = [];
-  const base = { testbed: cell.testbed, backend: cell.backend, workload: cell.workload, phase };
+  const base = { testbed: cell.testbed, backend: cell.backend, workload: cell.workload, fixture: cell.fixture, phase };
   const measured = group.filter((x) => !x.c.warmup && phaseDuration(x.c, phase).state === 'ok');
   const n = cell.valuesMs.length;
   // With fewer than 6 values the MAD is too coarse for the 3.5 cut-off to mean anything.
@@ -179,7 +195,7 @@ export function cellDiagnostics(cell: PhaseCell, group: IndexedCase[], phase: st
 function measuredPerPhase(group: IndexedCase[]): { phase: string; n: number }[] {
   const counts = new Map<string, number>();
   for (const x of group) {
-    if (x.c.warmup) continue;
+    if (x.c.warmup || x.c.outcome === 'environment' || x.c.outcome === 'unavailable') continue;
     for (const p of x.c.phases) if (p.outcome === 'ok') counts.set(p.name, (counts.get(p.name) ?? 0) + 1);
     if (x.c.outcome === 'ok') counts.set(TOTAL_PHASE, (counts.get(TOTAL_PHASE) ?? 0) + 1);
   }

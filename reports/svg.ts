@@ -20,10 +20,15 @@ interface Scale {
   format(v: number): string;
 }
 
-/** A log scale when the data spans more than 20x, linear otherwise; ticks at "nice" values. */
-function makeScale(lo: number, hi: number, x0: number, x1: number, forceLog = false): Scale {
+/** Whether values spanning lo..hi call for a log axis: positive and more than 20x apart. */
+export function wantsLog(lo: number, hi: number): boolean {
+  return lo > 0 && hi / lo > 20;
+}
+
+/** A log or linear scale over lo..hi (log only for positive values); ticks at "nice" values. */
+function makeScale(lo: number, hi: number, x0: number, x1: number, log: boolean): Scale {
   const positive = lo > 0;
-  const useLog = positive && (forceLog || hi / lo > 20);
+  const useLog = positive && log;
   let a = lo;
   let b = hi;
   if (a === b) {
@@ -70,9 +75,11 @@ function quartiles(values: number[]): { q1: number; q2: number; q3: number } {
 }
 
 /**
- * Per-phase distributions for one testbed and workload: one panel per phase, one row per backend;
+ * Per-phase distributions for one testbed and fixture: one panel per phase, one row per backend;
  * each measured case is a dot, the box spans the IQR, the thick bar is the median and the shaded band
- * its order-statistic 95% CI. Warm-up cases are hollow grey dots (shown, not in any statistic).
+ * its order-statistic 95% CI. Warm-up cases are hollow grey dots (shown, not in any statistic). One
+ * axis rule for the whole chart: every panel is logarithmic when any panel's data spans more than
+ * 20x, linear otherwise, and each panel says which.
  */
 export function distributionChart(title: string, cells: PhaseCell[], phases: string[], backends: string[]): string {
   const width = 760;
@@ -84,6 +91,11 @@ export function distributionChart(title: string, cells: PhaseCell[], phases: str
   const panels = phases.filter((p) => cells.some((c) => c.phase === p && (c.valuesMs.length > 0 || c.warmupValuesMs.length > 0)));
   // Each panel: 10 px title gap, the rows, then the tick labels inside panelGap.
   const height = 40 + panels.length * (10 + used.length * rowH + panelGap);
+  const spans = panels.map((phase) => {
+    const all = cells.filter((c) => c.phase === phase).flatMap((c) => [...c.valuesMs, ...c.warmupValuesMs]);
+    return { lo: Math.min(...all), hi: Math.max(...all) };
+  });
+  const log = spans.some((x) => wantsLog(x.lo, x.hi)) && spans.every((x) => x.lo > 0);
   const out: string[] = [];
   out.push(
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" class="pdb-chart" ${FONT} font-size="12">`,
@@ -95,9 +107,9 @@ export function distributionChart(title: string, cells: PhaseCell[], phases: str
   for (const phase of panels) {
     const pc = cells.filter((c) => c.phase === phase);
     const all = pc.flatMap((c) => [...c.valuesMs, ...c.warmupValuesMs]);
-    const scale = makeScale(Math.min(...all), Math.max(...all), left, width - right);
+    const scale = makeScale(Math.min(...all), Math.max(...all), left, width - right, log);
     const panelH = used.length * rowH;
-    out.push(`<text x="8" y="${y + 4}" font-weight="600" fill="#374151">${escapeXml(phase)} (ms)</text>`);
+    out.push(`<text x="8" y="${y + 4}" font-weight="600" fill="#374151">${escapeXml(phase)} (ms, ${log ? 'log' : 'linear'} scale)</text>`);
     const top = y + 10;
     for (const t of scale.ticks) {
       const x = scale(t).toFixed(1);
@@ -131,7 +143,7 @@ export function distributionChart(title: string, cells: PhaseCell[], phases: str
         const mx = scale(cell.summary.median).toFixed(1);
         out.push(`<line x1="${mx}" y1="${cy - 11}" x2="${mx}" y2="${cy + 11}" stroke="${color}" stroke-width="3"/>`);
       }
-      const fails = cell.failed + cell.timeout;
+      const fails = cell.mismatch + cell.failed + cell.timeout;
       if (fails > 0)
         out.push(`<text x="${width - right}" y="${cy + 4}" text-anchor="end" fill="#b91c1c" font-size="10">${fails} failed</text>`);
     });
@@ -148,11 +160,17 @@ function jitter(j: number): number {
 
 /**
  * Ratio to the baseline with 95% bootstrap intervals, one row per comparison, on a log axis with a
- * line at 1 (no difference) and, when given, the policy threshold. "~" marks rows whose paired
- * permutation test is not significant.
+ * line at 1 (no difference) and the policy's threshold only when its candidate is in the chart.
+ * "~" marks rows whose paired permutation test is not significant.
  */
-export function ratioChart(title: string, comparisons: Comparison[], backends: string[], threshold?: number): string {
+export function ratioChart(
+  title: string,
+  comparisons: Comparison[],
+  backends: string[],
+  policy?: { backend: string; ratio: number },
+): string {
   const rows = comparisons.filter((c) => c.medianRatio !== null);
+  const threshold = policy && rows.some((c) => c.backend === policy.backend) ? policy.ratio : undefined;
   const width = 760;
   const left = 290;
   const right = 60;
@@ -182,14 +200,16 @@ export function ratioChart(title: string, comparisons: Comparison[], backends: s
   if (threshold !== undefined) {
     const tx = scale(threshold).toFixed(1);
     out.push(`<line x1="${tx}" y1="${top - 4}" x2="${tx}" y2="${bottom}" stroke="#dc2626" stroke-dasharray="2 2"/>`);
-    out.push(`<text x="${tx}" y="${bottom + 26}" text-anchor="middle" fill="#dc2626" font-size="10">policy ${threshold}</text>`);
+    out.push(
+      `<text x="${tx}" y="${bottom + 26}" text-anchor="middle" fill="#dc2626" font-size="10">policy ${threshold} (${escapeXml(policy!.backend)})</text>`,
+    );
   }
   if (rows.length === 0) out.push(`<text x="${left}" y="${top + 15}" fill="#6b7280">no paired blocks</text>`);
   rows.forEach((c, i) => {
     const cy = top + i * rowH + rowH / 2;
     const color = backendColor(c.backend, backends);
     out.push(
-      `<text x="${left - 10}" y="${cy + 4}" text-anchor="end" fill="#111827">${escapeXml(`${c.backend} · ${c.workload} · ${c.phase}`)}</text>`,
+      `<text x="${left - 10}" y="${cy + 4}" text-anchor="end" fill="#111827">${escapeXml(`${c.backend} · ${c.fixture} · ${c.phase}`)}</text>`,
     );
     if (c.ci) {
       const x1 = scale(c.ci.lower).toFixed(1);

@@ -1,6 +1,6 @@
 // Testbeds: a host (salted id, OS, CPU model) with one store filesystem, labelled T1, T2, ... in
 // order of each testbed's first receipt, so labels do not depend on the order receipts were given.
-import type { Receipt } from '../harness/receipt-types.js';
+import type { ReportReceipt as Receipt } from './receipts.js';
 import { uniqSorted, type Testbed } from './report-data.js';
 
 /** Which cases count as a testbed: the host's salted id, OS, CPU model and the store filesystem. */
@@ -49,6 +49,8 @@ export function buildTestbeds(ordered: Receipt[], labels: Map<string, string>): 
       runIds: rs.map((r) => r.runId),
       planNames: uniqSorted(rs.map((r) => r.planName)),
       synthetic: rs.every(isSyntheticReceipt),
+      noGateEvidence: rs.every((r) => !r.gateEvidence.ok),
+      loadAverages: rs.flatMap((r) => (r.host.loadAverage ? [r.host.loadAverage] : [])),
       unavailable: [...unavailable].map(([backend, reason]) => ({ backend, reason })).sort((a, b) => a.backend.localeCompare(b.backend)),
       tools: h.tools,
     });

@@ -17,11 +17,13 @@ import { getBackend, SessionService, type BackendContext, type Digest, type Snap
 import { cowTable, cowTargets, type CowRow } from './bench-cow-report.js';
 import { generateTree, gitCommitAll, NPM_FIXTURE_DEPENDENCIES, prng, shuffle } from './bench-cow-tree.js';
 import { freeBytesAfterSync, isRoot, loopFsUnavailableReason, mountLoopFs, releaseLoopFs, type LoopFsType } from './host-setup.js';
+import { packageFile } from '../model/paths.js';
+import { benchRow, startBenchReceipt, writeBenchReceipt } from './bench-receipt.js';
 import { median, scriptArgs } from './lib.js';
 
 const USAGE = `usage: node dist/scripts/bench-cow.js [--rounds 5] [--files 15200] [--mib 330] [--tree DIR | --npm-fixture DIR]
                                        [--wide-files N] [--fs btrfs,xfs] [--seed N] [--json FILE]
-                                       [--btrfs-mkfs ARGS] [--btrfs-mount OPTIONS]`;
+                                       [--btrfs-mkfs ARGS] [--btrfs-mount OPTIONS] [--out receipts/local]`;
 const { values } = scriptArgs(USAGE, {
   rounds: { type: 'string', default: '5' },
   files: { type: 'string', default: '15200' },
@@ -38,6 +40,8 @@ const { values } = scriptArgs(USAGE, {
   /** Extra mkfs.btrfs arguments and btrfs mount options (e.g. "-m single", "max_inline=0"), to test tuning. */
   'btrfs-mkfs': { type: 'string', default: '' },
   'btrfs-mount': { type: 'string' },
+  /** Where the path-free benchmark receipt goes (receipts/local is ignored by git; receipts/bench keeps it). */
+  out: { type: 'string', default: packageFile('receipts', 'local') },
 });
 const ROUNDS = Number(values.rounds);
 const FILES = Number(values.files);
@@ -244,6 +248,7 @@ async function main(): Promise<void> {
     if (why) throw new Error(why);
   }
   const work = mkdtempSync(join(process.env.PDB_BENCH_DIR ?? '/var/tmp', 'pdb-bench-cow-'));
+  const start = await startBenchReceipt(work, values.out);
   const rand = prng(SEED);
   const rows: CowRow[] = [];
   const started = performance.now();
@@ -262,6 +267,40 @@ async function main(): Promise<void> {
   console.log('\ntargets (issue 3):');
   for (const [what, ok, value] of cowTargets(FILESYSTEMS, rows)) console.log(`  ${ok ? 'MET    ' : 'NOT MET'}  ${what}: ${value}`);
   if (values.json) writeFileSync(values.json, `${JSON.stringify({ seed: SEED, rounds: ROUNDS, kernel, rows }, null, 2)}\n`);
+  console.log(`receipt: ${await writeCowReceipt(start, rows)}`);
+}
+
+/** The path-free receipt of the run: one row per filesystem x case, ratios to the cp and git worktree baselines of its filesystem. */
+function writeCowReceipt(start: Awaited<ReturnType<typeof startBenchReceipt>>, rows: CowRow[]): Promise<string> {
+  const baselines = ['cp --reflink=always', 'cp --reflink=never', 'git worktree add'];
+  const samples = (fs: string, name: string) => rows.find((r) => r.fs === fs && r.backend === name)?.samplesMs;
+  return writeBenchReceipt(start, {
+    benchmark: 'cow',
+    command: `npm run bench:cow -- --rounds ${ROUNDS} --fs ${FILESYSTEMS.join(',')} --seed ${SEED}${values.tree ? ' --tree <dir>' : ''}${values['npm-fixture'] ? ' --npm-fixture <dir>' : ''}`,
+    params: {
+      rounds: ROUNDS,
+      seed: SEED,
+      files: FILES,
+      mib: MIB,
+      wideFiles: WIDE_FILES,
+      btrfsMkfs: BTRFS_MKFS.join(' '),
+      btrfsMount: BTRFS_MOUNT,
+    },
+    results: rows.map((r) => {
+      const against: Record<string, number[]> = {};
+      for (const b of baselines) {
+        const xs = samples(r.fs, b);
+        if (xs && b !== r.backend && r.samplesMs.length === xs.length) against[b] = xs;
+      }
+      return benchRow(r.backend, r.fs, r.samplesMs, against, {
+        tree: r.tree,
+        entries: r.entries,
+        baseBytes: r.baseBytes,
+        medianGrowthBytes: r.medianGrowthBytes,
+        minMs: r.minMs,
+      });
+    }),
+  });
 }
 
 await main();

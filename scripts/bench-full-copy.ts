@@ -3,17 +3,25 @@
 //
 // Without --tree it builds a real node_modules tree (~20,000 files, ~500 MB) with npm under the
 // work dir (default /var/tmp/pdb-env-bench). Runs are interleaved (baseline, pdb-env, baseline,
-// ...) so machine noise hits both sides; it prints medians and median ratios, no pass/fail.
+// ...) so machine noise hits both sides; it prints medians and median ratios, no pass/fail, and
+// writes a path-free benchmark receipt (every sample, the host, the commit) under --out
+// (default receipts/local, ignored by git; --out receipts/bench to keep it as evidence).
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { $ as zx } from 'zx';
+import { packageFile } from '../model/paths.js';
+import { benchRow, startBenchReceipt, writeBenchReceipt } from './bench-receipt.js';
 import { CLI, formatDuration, median, scriptArgs } from './lib.js';
 
-const { values } = scriptArgs('usage: node dist/scripts/bench-full-copy.js [--tree DIR] [--rounds 7] [--work /var/tmp/pdb-env-bench]', {
-  tree: { type: 'string' },
-  rounds: { type: 'string', default: '7' },
-  work: { type: 'string', default: '/var/tmp/pdb-env-bench' },
-});
+const { values } = scriptArgs(
+  'usage: node dist/scripts/bench-full-copy.js [--tree DIR] [--rounds 7] [--work /var/tmp/pdb-env-bench] [--out receipts/local]',
+  {
+    tree: { type: 'string' },
+    rounds: { type: 'string', default: '7' },
+    work: { type: 'string', default: '/var/tmp/pdb-env-bench' },
+    out: { type: 'string', default: packageFile('receipts', 'local') },
+  },
+);
 const rounds = Number(values.rounds);
 const work = resolve(values.work);
 const $ = zx({ verbose: false, quiet: true });
@@ -32,6 +40,7 @@ const bytes = Number((await $`du -sb --apparent-size ${tree}`).stdout.split('\t'
 const fs = (await $`stat -f -c %T ${work}`).stdout.trim();
 console.log(`tree: ${files} files, ${(bytes / 1e6).toFixed(0)} MB, filesystem ${fs}; ${rounds} interleaved rounds`);
 
+const start = await startBenchReceipt(work, resolve(values.out));
 const store = join(work, 'store');
 const scratch = join(work, 'scratch');
 rmSync(store, { recursive: true, force: true });
@@ -88,3 +97,24 @@ console.log(row('pdb-env checkpoint (unchanged)', checkpoint, sha, 'sha256sum -P
 console.log(`first import: ${formatDuration(firstImport, 2)} (${(firstImport / (median(cp) ?? NaN)).toFixed(2)}x cp)`);
 rmSync(scratch, { recursive: true, force: true });
 rmSync(store, { recursive: true, force: true });
+const receiptFile = await writeBenchReceipt(start, {
+  benchmark: 'full-copy',
+  command: `npm run bench:full-copy -- --rounds ${rounds}${values.tree ? ' --tree <dir>' : ''}`,
+  params: {
+    rounds,
+    tree: values.tree
+      ? 'given with --tree'
+      : 'node_modules of next@16, react@19, typescript@5.9.3, jest@30, vite@8.3.8, vitest@4.1.12, eslint@9, webpack@5, @babel/core@7',
+    files,
+    bytes,
+    filesystem: fs,
+    firstImportMs: Math.round(firstImport),
+  },
+  results: [
+    benchRow('cp -a --reflink=never', '', cp),
+    benchRow('pdb-env create (unchanged source)', '', create, { 'cp -a --reflink=never': cp }),
+    benchRow('find | xargs -P2 sha256sum', '', sha),
+    benchRow('pdb-env checkpoint (unchanged)', '', checkpoint, { 'find | xargs -P2 sha256sum': sha }),
+  ],
+});
+console.log(`receipt: ${receiptFile}`);

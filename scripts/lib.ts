@@ -70,7 +70,13 @@ export function summarizeProof(receipt: Receipt): string {
   const ok = cases.filter((c) => c.outcome === 'ok');
   const count = (outcome: string) => cases.filter((c) => c.outcome === outcome).length;
   const lines = [`## ${receipt.planName} (${receipt.runId})`, ''];
-  lines.push(`Passed ${ok.length} of ${cases.length} cases (${count('failed')} failed, ${count('timeout')} timed out).`);
+  lines.push(
+    `Passed ${ok.length} of ${cases.length} cases (${count('mismatch')} mismatch, ${count('failed')} failed, ${count('environment')} environment, ${count('timeout')} timed out).`,
+  );
+  const p = receipt.provenance;
+  lines.push(
+    `Ran ${receipt.startedAt} to ${receipt.finishedAt} at ${p.commit ? p.commit.slice(0, 12) : 'no commit'}${p.dirty ? ' (DIRTY)' : p.dirty === false ? ' (clean)' : ''}${p.changedDuringRun ? ', CHANGED during the run' : ''}; load average at the start ${receipt.host.loadAverage.map((x) => x.toFixed(2)).join(' / ')}.`,
+  );
   for (const c of cases.filter((x) => x.outcome !== 'ok'))
     lines.push(
       `- ${c.id}: ${c.outcome}, ${c.failure ? `${c.failure.code} in ${c.failure.phase}: ${c.failure.message}` : 'no failure record'}`,
@@ -117,12 +123,13 @@ function newestReceipt(out: string, planName: string, sinceMs: number): string |
 
 /**
  * Run one proof plan through `pdb-env bench` and print its summary; exits with bench's status.
- * Options: --plan FILE (default `defaultPlan`), --out DIR, --store DIR, --resume RUN.
+ * Options: --plan FILE (default `defaultPlan`), --out DIR (default receipts/local, which git
+ * ignores: pass --out receipts to add evidence), --store DIR, --resume RUN.
  */
 export async function runProof(defaultPlan: string, usage: string): Promise<never> {
   const { values } = scriptArgs(usage, {
     plan: { type: 'string', default: packageFile(defaultPlan) },
-    out: { type: 'string', default: packageFile('receipts') },
+    out: { type: 'string', default: packageFile('receipts', 'local') },
     store: { type: 'string' },
     resume: { type: 'string' },
   });

@@ -7,5 +7,5 @@ import { runProof } from './lib.js';
 
 await runProof(
   'plans/pnpm-proof.json',
-  'usage: npm run proof:pnpm -- [--out receipts] [--store DIR] [--resume RUN] [--plan FILE]\n   or: node dist/scripts/proof-pnpm.js [same options]',
+  'usage: npm run proof:pnpm -- [--out receipts/local] [--store DIR] [--resume RUN] [--plan FILE]\n   or: node dist/scripts/proof-pnpm.js [same options]',
 );

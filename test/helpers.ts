@@ -1,5 +1,5 @@
 // Shared test helpers: real temporary trees (one per test, removed after unless PDB_KEEP_TMP=1),
-// a CLI runner against the built binary, and skip-with-reason.
+// a CLI runner against the built binary, and the one way a test says what did not run.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -72,7 +72,50 @@ export function hasCommand(cmd: string): boolean {
   }
 }
 
-/** Print the reason a test is skipped in the form the test runner collects. */
-export function skipReason(name: string, reason: string): void {
-  console.log(`SKIP ${name}: ${reason}`);
+/**
+ * What a skipped test (or part of one) needed. PDB_ENV_REQUIRE=btrfs,xfs,... turns a skip for a
+ * listed capability into a failure, so CI, which installs them, cannot pass by skipping.
+ */
+export const CAPABILITIES = [
+  'btrfs', // loopback btrfs (root, btrfs-progs)
+  'xfs', // loopback XFS with reflink=1 (root, xfsprogs)
+  'overlay', // overlay mounts (root)
+  'registry', // the npm registry, for the lanes
+  'chromium', // headless Chromium, for the report screenshot
+  'git', // git, for git-worktree and provenance
+  'time', // GNU time (/usr/bin/time), for child CPU and RSS
+  'no-clone-tmp', // a temporary directory on a filesystem without clones (to see a clone refused)
+  'action-validator', // the workflow linter (a dev dependency)
+] as const;
+export type Capability = (typeof CAPABILITIES)[number];
+
+/** The capabilities PDB_ENV_REQUIRE names (comma or space separated). */
+export function requiredCapabilities(env: NodeJS.ProcessEnv = process.env): string[] {
+  return (env.PDB_ENV_REQUIRE ?? '').split(/[\s,]+/).filter(Boolean);
+}
+
+// The runner (test/run-tests.ts) finds these lines anywhere in a file's output, whatever the reporter
+// printed before them on the same line.
+export const SKIP_LINE = /SKIP (test|part) \[([a-z-]+)\] (.+?): (.*)$/gm;
+export const REQUIRED_LINE = /REQUIRED \[([a-z-]+)\] (.+?): (.*)$/gm;
+
+function skip(kind: 'test' | 'part', name: string, capability: Capability, reason: string): void {
+  if (requiredCapabilities().includes(capability)) {
+    console.log(`\nREQUIRED [${capability}] ${name}: ${reason}`);
+    throw new Error(`${name} needs ${capability}, which PDB_ENV_REQUIRE requires: ${reason}`);
+  }
+  console.log(`\nSKIP ${kind} [${capability}] ${name}: ${reason}`);
+}
+
+/**
+ * The rest of this test does not run: `return skipTest(...)`. The runner counts the test as skipped,
+ * not passed, and names it; with its capability in PDB_ENV_REQUIRE the test fails instead.
+ */
+export function skipTest(name: string, capability: Capability, reason: string): void {
+  skip('test', name, capability, reason);
+}
+
+/** One part of a test that otherwise runs is left out (counted as skipped, named; a failure when required). */
+export function skipPart(name: string, capability: Capability, reason: string): void {
+  skip('part', name, capability, reason);
 }

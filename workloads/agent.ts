@@ -354,21 +354,26 @@ export const agentWorkload: Workload = {
 };
 
 /**
- * A case is unavailable, not failed, when every agent that failed did so in its adapter (not
- * installed, no credentials, unsupported model, no network) before touching any file: the lane
- * cannot run on this machine, and that says nothing about the filesystem.
+ * What a failed agent case is. Every agent that failed did so in its adapter, before touching any
+ * file: unavailable when one was not installed (the lane cannot run on this machine), environment
+ * when the others lacked credentials, a supported model or the network (nothing is blamed on the
+ * filesystem). Anything else, or a failure after files were touched, is failed.
  */
-export function classifyAgentCase(failure: { code: string }, metrics: Record<string, string | number | boolean>): 'unavailable' | 'failed' {
+export function classifyAgentCase(
+  failure: { code: string },
+  metrics: Record<string, string | number | boolean>,
+): 'unavailable' | 'environment' | 'failed' {
   const failedRoles = AGENT_ROLES.filter((r) => {
     const outcome = metrics[`agent${r.toUpperCase()}Outcome`];
     return outcome !== undefined && outcome !== 'ok';
   });
   if (failedRoles.length === 0 || !AGENT_UNAVAILABLE_CODES.includes(failure.code as PdbErrorCode)) return 'failed';
-  const adapterOnly = failedRoles.every((r) => {
-    const code = metrics[`agent${r.toUpperCase()}Outcome`];
-    return AGENT_UNAVAILABLE_CODES.includes(code as PdbErrorCode) && metrics[`agent${r.toUpperCase()}FilesTouched`] === false;
-  });
-  return adapterOnly ? 'unavailable' : 'failed';
+  const codes = failedRoles.map((r) => metrics[`agent${r.toUpperCase()}Outcome`]);
+  const adapterOnly = failedRoles.every(
+    (r, i) => AGENT_UNAVAILABLE_CODES.includes(codes[i] as PdbErrorCode) && metrics[`agent${r.toUpperCase()}FilesTouched`] === false,
+  );
+  if (!adapterOnly) return 'failed';
+  return codes.includes('E_AGENT_NOT_INSTALLED') ? 'unavailable' : 'environment';
 }
 
 /** The base the fixture writes, as entries (for tests and for checking the fixture itself). */

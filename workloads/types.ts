@@ -82,8 +82,10 @@ export interface Step {
 }
 
 export interface Fixture {
-  /** Short, path-free name recorded in receipts (e.g. "npm-app@1"). */
+  /** Short, path-free name recorded in receipts, version included (e.g. "npm-app@1+73eddfd2"). */
   name: string;
+  /** The fixture's version; when absent, the part of the name after "@" (up to "-" or "+"). */
+  version?: string;
   /** Directory to import as the base. */
   sourceDir: string;
 }
@@ -121,8 +123,13 @@ export interface Workload {
   /** Workload-specific checks after the steps (e.g. peers saw only their own work). */
   check?(ctx: StepContext, results: Entry[][]): Promise<WorkloadCheck[]>;
   /**
-   * Whether a failed case is really "unavailable": the workload could not run here (an agent
-   * without credentials or network) and nothing in the session was touched. Absent: failed.
+   * What a failed case really is: "unavailable" when the lane cannot run on this host (an agent that
+   * is not installed), "environment" when something outside pdb-env and the filesystem failed (an
+   * agent's credentials or network, the registry) and nothing in the session was touched; "failed"
+   * otherwise. Absent: the harness's own rules (registry failures are environment).
    */
-  classifyFailure?(failure: { code: string; phase: string }, metrics: Record<string, string | number | boolean>): 'unavailable' | 'failed';
+  classifyFailure?(
+    failure: { code: string; phase: string },
+    metrics: Record<string, string | number | boolean>,
+  ): 'unavailable' | 'environment' | 'failed';
 }

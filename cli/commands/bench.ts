@@ -46,17 +46,20 @@ const bench: DefineCommand = (cmd, ctx) =>
       'after',
       `
 Runs every block of the plan (each block: every backend once for one workload, in an
-order shuffled from the seed), checks every case against the full-copy oracle, the
-unchanged base, a sibling session and cleanup, and writes a schema-validated,
-path-free receipt to DIR/<plan>-<run>.json. Backends this host cannot run are
-recorded as unavailable with their reason and skipped. With --json it prints the
-receipt path and summary.
+order shuffled from the seed; the plan must include full-copy), compares every other
+case entry by entry with its block's full-copy case (the oracle), checks the workload's
+expectation, the unchanged base, a sibling session of the same backend and cleanup,
+and writes a schema-validated, path-free receipt to DIR/<plan>-<run>.json with the
+commit it ran at (and whether the checkout was clean and stayed so). Backends this
+host cannot run are recorded as unavailable with their reason and skipped; cases
+stopped by the registry, credentials or the network are recorded as environment.
+With --json it prints the receipt path and summary.
 
-Exit status: 0 when every case ended ok, 1 when a case failed or timed out (the
+Exit status: 0 when no case mismatched, failed or timed out, 1 otherwise (the
 receipt is written either way), 2 on bad usage, 130 when interrupted (resumable).
 
 Examples:
-  pdb-env bench --plan plans/default.json --out receipts --summary
+  pdb-env bench --plan plans/default.json --out receipts/local --summary
   PDB_ENV_BENCH_STORE=/mnt/pdb-btrfs npm run proof`,
     )
     .action(async (_o, command) => {
@@ -91,12 +94,13 @@ Examples:
         () =>
           [
             `receipt ${show(receiptPath)}${summaryPath ? `\nsummary ${show(summaryPath)}` : ''}`,
-            `run ${receipt.runId}, seed ${receipt.seed}: ${s.planned} case slots, ${s.ok} ok, ${s.failed} failed, ${s.timeout} timeout, ${s.unavailable} unavailable (a backend or a lane this host cannot run)`,
-            `oracle mismatches: ${s.oracleMismatches}; harness overhead median ${s.overheadShareMedian === null ? '-' : `${(s.overheadShareMedian * 100).toFixed(1)} %`}`,
+            `run ${receipt.runId}, seed ${receipt.seed}: ${s.planned} case slots, ${s.ok} ok, ${s.mismatch} mismatch, ${s.failed} failed, ${s.environment} environment, ${s.timeout} timeout, ${s.unavailable} unavailable (a backend or a lane this host cannot run)`,
+            `oracle (each case vs its block's full-copy case): ${s.oracleChecked} checked, ${s.oracleMismatches} mismatch(es), ${s.oracleNotEvaluated} not evaluated; harness overhead median ${s.overheadShareMedian === null ? '-' : `${(s.overheadShareMedian * 100).toFixed(1)} %`}`,
+            `provenance: ${receipt.provenance.commit ? `${receipt.provenance.commit.slice(0, 12)}${receipt.provenance.dirty ? ' (DIRTY)' : ''}${receipt.provenance.changedDuringRun ? ' (CHANGED during the run)' : ''}` : 'not a git checkout'}`,
             `unavailable: ${unavailable.join(', ') || 'none'}`,
           ].join('\n'),
       );
-      ctx.exitCode = s.failed + s.timeout > 0 ? 1 : 0;
+      ctx.exitCode = s.mismatch + s.failed + s.timeout > 0 ? 1 : 0;
     });
 
 export const commands: Record<string, DefineCommand> = { bench };

@@ -136,12 +136,16 @@ const report: DefineCommand = (cmd) =>
     .addHelpText(
       'after',
       `
-Reads receipts, keeps every testbed (host + store filesystem) apart, and computes per
-backend x workload x phase x testbed: counts, median with an order-statistic 95% CI,
-p95 (n >= 20), min, max, IQR, CV; the paired per-block ratio to full-copy with a
-seeded bootstrap CI and a sign-flip permutation p-value; failure, mismatch and
-clone-fallback rates with 95% upper bounds; and diagnostics. --json prints the report
-JSON (numbers and gate) on stdout.
+Reads receipts (schema version 1 or 2), keeps every testbed (host + store filesystem)
+and every fixture apart, and answers first, per testbed and fixture: which backends were
+correct there and the fastest correct one (ratio to full-copy and CI, or "too few
+blocks to tell"). Then the policy verdict, and per backend x workload x fixture x phase
+x testbed: counts, median with an order-statistic 95% CI, p95 (n >= 20), min, max, IQR,
+CV; the paired per-block ratio to full-copy with a seeded bootstrap CI and a sign-flip
+permutation p-value; failure, mismatch and clone-fallback rates with 95% upper bounds
+(environment cases never count); and diagnostics. Receipts of schema version 1, or of
+a run at a dirty or changing commit, are shown but never gate evidence. --json prints
+the report JSON (numbers and gate) on stdout.
 
 Example:
   pdb-env report receipts/ --policy policies/reflink-linux.json --out reports/current`,

@@ -8,14 +8,14 @@ import { FS_MAGIC } from '../../backends/fs-util.js';
 import { ObjectStore } from '../../model/object-store.js';
 import { scanTree } from '../../model/scan.js';
 import { createSnapshot } from '../../model/snapshot.js';
-import { hasCommand, isRoot, skipReason, tempDir, writeTree } from '../helpers.js';
+import { hasCommand, isRoot, skipTest, tempDir, writeTree } from '../helpers.js';
 import { loadHostSetup, withLoopFs } from './cow-harness.js';
 
 const t = tempDir('pdb-btrfs-');
 test.after(() => t.cleanup());
 
 test('probe on a non-btrfs store is E_NOT_BTRFS', async () => {
-  if (Number(statfsSync(t.dir).type) === FS_MAGIC.btrfs) return skipReason('E_NOT_BTRFS', 'the temp filesystem is btrfs');
+  if (Number(statfsSync(t.dir).type) === FS_MAGIC.btrfs) return skipTest('E_NOT_BTRFS', 'no-clone-tmp', 'the temp filesystem is btrfs');
   const store = await ObjectStore.init(join(t.dir, 'store'));
   const r = await btrfsSnapshotBackend.probe({ store, probeDir: store.paths.tmp });
   assert.is(r.reason, 'E_NOT_BTRFS');
@@ -25,7 +25,7 @@ test('base is one read-only subvolume, made once; sessions are snapshots; releas
   const why = !isRoot()
     ? 'loopback btrfs needs root'
     : ((await (await loadHostSetup()).loopFsUnavailableReason('btrfs')) ?? (hasCommand('btrfs') ? null : 'btrfs-progs missing'));
-  if (why) return skipReason('btrfs-snapshot lifecycle', why);
+  if (why) return skipTest('btrfs-snapshot lifecycle', 'btrfs', why);
   await withLoopFs('btrfs', t.dir, async (mnt) => {
     const src = join(mnt, 'src');
     writeTree(src, { 'a.txt': 'a', d: { 'b.txt': 'b' } });

@@ -12,7 +12,7 @@ import { getBackend } from '../../backends/registry.js';
 import type { Digest } from '../../model/canonical-json.js';
 import { diffEntries } from '../../model/snapshot.js';
 import { SessionService } from '../../sessions/service.js';
-import { hasCommand, isRoot, skipReason, tempDir } from '../helpers.js';
+import { hasCommand, isRoot, skipPart, skipTest, tempDir } from '../helpers.js';
 import {
   gitCommitAll,
   loadHostSetup,
@@ -62,14 +62,14 @@ test('full-copy (the oracle), overlay and git-worktree on the temp filesystem ma
     // Re-entry after the mount is gone (as after a reboot): run must re-mount first.
     const o = await runMatrixCase(svc, 'overlay', source, oracleDigest, { applyScript, beforeReentry: unmount });
     assertConforms(o);
-  } else skipReason('overlay on tmp', (await svc.probe('overlay', source)).detail);
+  } else skipPart('overlay on tmp', 'overlay', (await svc.probe('overlay', source)).detail);
 
   if (hasCommand('git')) assertConforms(await runMatrixCase(svc, 'git-worktree', source, oracleDigest, { applyScript }));
-  else skipReason('git-worktree', 'git is not installed');
+  else skipPart('git-worktree', 'git', 'git is not installed');
 });
 
 test('git-worktree carries only committed files: the oracle catches the untracked .env it drops', async () => {
-  if (!hasCommand('git')) return skipReason('git-worktree .env', 'git is not installed');
+  if (!hasCommand('git')) return skipTest('git-worktree .env', 'git', 'git is not installed');
   const source = join(t.dir, 'src-env');
   writeMatrixFixture(source);
   gitCommitAll(source);
@@ -112,7 +112,7 @@ async function loopSkip(fsType: LoopFsType): Promise<string | null> {
 
 test('reflink on loopback XFS (reflink=1) matches the oracle, clones observed', async () => {
   const why = await loopSkip('xfs');
-  if (why) return skipReason('reflink on xfs', why);
+  if (why) return skipTest('reflink on xfs', 'xfs', why);
   await withLoopFs('xfs', t.dir, async (mnt) => {
     const source = join(mnt, 'src');
     writeMatrixFixture(source);
@@ -130,7 +130,7 @@ test('reflink on loopback XFS (reflink=1) matches the oracle, clones observed', 
 
 test('reflink and btrfs-snapshot on loopback btrfs match the oracle', async () => {
   const why = (await loopSkip('btrfs')) ?? (hasCommand('btrfs') ? null : 'btrfs (btrfs-progs) is not installed');
-  if (why) return skipReason('btrfs backends', why);
+  if (why) return skipTest('btrfs backends', 'btrfs', why);
   await withLoopFs('btrfs', t.dir, async (mnt) => {
     const source = join(mnt, 'src');
     writeMatrixFixture(source);

@@ -4,13 +4,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { gitWorktreeBackend } from '../../backends/git-worktree.js';
 import { ObjectStore } from '../../model/object-store.js';
-import { hasCommand, skipReason, tempDir, writeTree } from '../helpers.js';
+import { hasCommand, skipTest, tempDir, writeTree } from '../helpers.js';
 
 const t = tempDir('pdb-gitwt-');
 test.after(() => t.cleanup());
 
 test('probe: not a repository, or a repository without a commit, is E_NOT_GIT_REPO', async () => {
-  if (!hasCommand('git')) return skipReason('git-worktree probe', 'git is not installed');
+  if (!hasCommand('git')) return skipTest('git-worktree probe', 'git', 'git is not installed');
   const store = await ObjectStore.init(join(t.dir, 'store'));
   const plain = join(t.dir, 'plain');
   writeTree(plain, { 'a.txt': 'a' });

@@ -5,7 +5,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { isRoot, skipReason, tempDir } from '../helpers.js';
+import { isRoot, skipTest, tempDir } from '../helpers.js';
 import { loadHostSetup } from './cow-harness.js';
 
 const t = tempDir('pdb-host-');
@@ -20,7 +20,7 @@ const attached = (image: string) => execFileSync('losetup', ['-j', image], { enc
 test('mount, observe, release (twice)', async () => {
   const hs = await loadHostSetup();
   const why = isRoot() ? await hs.loopFsUnavailableReason('xfs') : 'loopback filesystems need root';
-  if (why) return skipReason('host-setup xfs', why);
+  if (why) return skipTest('host-setup xfs', 'xfs', why);
   const made = await hs.mountLoopFs({ fsType: 'xfs', image: join(t.dir, 'x.img'), mountPoint: join(t.dir, 'mnt') });
   try {
     assert.ok(mounted(made.mountPoint));
@@ -37,7 +37,7 @@ test('mount, observe, release (twice)', async () => {
 test('a failure half-way releases the loop device it attached', async () => {
   const hs = await loadHostSetup();
   const why = isRoot() ? await hs.loopFsUnavailableReason('xfs') : 'loopback filesystems need root';
-  if (why) return skipReason('host-setup failure path', why);
+  if (why) return skipTest('host-setup failure path', 'xfs', why);
   const image = join(t.dir, 'bad.img');
   const before = execFileSync('losetup', ['-a'], { encoding: 'utf8' });
   // The mount point is a regular file: mkdir fails after losetup and mkfs have run.

@@ -24,7 +24,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { diffEntries } from '../../model/snapshot.js';
 import { SessionService } from '../../sessions/service.js';
-import { hasCommand, isRoot, skipReason, tempDir } from '../helpers.js';
+import { hasCommand, isRoot, skipPart, tempDir } from '../helpers.js';
 import { gitCommitAll, loadHostSetup, pattern, withLoopFs } from './cow-harness.js';
 
 const RUNS = Number(process.env.PDB_PROPERTY_RUNS ?? 20);
@@ -280,17 +280,17 @@ test('every available backend equals the full-copy oracle on random trees and op
   const oracle: Target = { label: 'full-copy', backend: 'full-copy', svc: tmpSvc };
   const targets: Target[] = [{ label: 'full-copy (self)', backend: 'full-copy', svc: tmpSvc }];
   if ((await tmpSvc.probe('overlay', t.dir)).available) targets.push({ label: 'overlay on tmp', backend: 'overlay', svc: tmpSvc });
-  else skipReason('property overlay', (await tmpSvc.probe('overlay', t.dir)).detail);
+  else skipPart('property overlay', 'overlay', (await tmpSvc.probe('overlay', t.dir)).detail);
   if (hasCommand('git')) targets.push({ label: 'git-worktree', backend: 'git-worktree', svc: tmpSvc });
-  else skipReason('property git-worktree', 'git is not installed');
+  else skipPart('property git-worktree', 'git', 'git is not installed');
 
   const hs = await loadHostSetup();
   const xfsWhy = isRoot() ? await hs.loopFsUnavailableReason('xfs') : 'loopback xfs needs root';
   const btrfsWhy = isRoot()
     ? ((await hs.loopFsUnavailableReason('btrfs')) ?? (hasCommand('btrfs') ? null : 'btrfs-progs missing'))
     : 'loopback btrfs needs root';
-  if (xfsWhy) skipReason('property reflink on xfs', xfsWhy);
-  if (btrfsWhy) skipReason('property btrfs backends', btrfsWhy);
+  if (xfsWhy) skipPart('property reflink on xfs', 'xfs', xfsWhy);
+  if (btrfsWhy) skipPart('property btrfs backends', 'btrfs', btrfsWhy);
 
   const body = async () => {
     const r = await property(targets, oracle, RUNS);

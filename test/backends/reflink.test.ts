@@ -9,7 +9,7 @@ import { isPdbError } from '../../model/errors.js';
 import { ObjectStore } from '../../model/object-store.js';
 import { scanTree } from '../../model/scan.js';
 import { createSnapshot } from '../../model/snapshot.js';
-import { isRoot, skipReason, tempDir, writeTree } from '../helpers.js';
+import { isRoot, skipTest, tempDir, writeTree } from '../helpers.js';
 import { loadHostSetup, withLoopFs } from './cow-harness.js';
 
 const t = tempDir('pdb-reflink-');
@@ -25,7 +25,8 @@ async function fixture(dir: string, storeDir: string) {
 
 test('on a filesystem without clones the forced clone is E_CLONE_UNSUPPORTED and nothing is copied', async () => {
   const type = Number(statfsSync(t.dir).type);
-  if (type === FS_MAGIC.btrfs || type === FS_MAGIC.xfs) return skipReason('reflink refusal', 'the temp filesystem supports clones');
+  if (type === FS_MAGIC.btrfs || type === FS_MAGIC.xfs)
+    return skipTest('reflink refusal', 'no-clone-tmp', 'the temp filesystem supports clones');
   const { store, snapshot, digest } = await fixture(join(t.dir, 'src'), join(t.dir, 'store'));
   const ctx = { store, probeDir: store.paths.tmp };
   const probe = await reflinkBackend.probe(ctx);
@@ -46,7 +47,7 @@ test('on a filesystem without clones the forced clone is E_CLONE_UNSUPPORTED and
 
 test('a clone across filesystems is E_CROSS_DEVICE', async () => {
   const why = isRoot() ? await (await loadHostSetup()).loopFsUnavailableReason('xfs') : 'loopback xfs needs root';
-  if (why) return skipReason('reflink EXDEV', why);
+  if (why) return skipTest('reflink EXDEV', 'xfs', why);
   await withLoopFs('xfs', t.dir, async (mnt) => {
     const { store, snapshot, digest } = await fixture(join(mnt, 'src'), join(mnt, 'store'));
     const ctx = { store, probeDir: store.paths.tmp };

@@ -19,9 +19,12 @@ function caseRecord(): CaseRecord {
     warmup: false,
     backend: 'full-copy',
     workload: 'fileops',
-    fixture: 'fileops@1-10f-1m',
+    startedAt: '2026-11-30T01:02:04.000Z',
+    finishedAt: '2026-11-30T01:02:05.000Z',
+    fixture: { name: 'fileops@1-10f-1m', workload: 'fileops', version: '1', paramsDigest: DIGEST, baseSnapshot: DIGEST },
     outcome: 'ok',
     failure: null,
+    failures: [],
     phases: [
       {
         name: 'create',
@@ -35,7 +38,7 @@ function caseRecord(): CaseRecord {
         milestones: {},
       },
     ],
-    checks: [{ name: 'oracle', passed: true, mismatches: null, detail: null }],
+    checks: [{ name: 'expected', passed: true, evaluated: true, mismatches: 0, counts: null, paths: [], reference: null, detail: null }],
     diskBytes: 4096,
     cloneObserved: null,
     resultSnapshot: DIGEST,
@@ -49,9 +52,10 @@ function caseRecord(): CaseRecord {
 function receipt(): Receipt {
   const cases = [caseRecord()];
   return {
-    schemaVersion: 1,
+    schemaVersion: 2,
     kind: 'pdb-env-receipt',
-    tool: { name: 'pdb-env', version: '0.1.0', commit: 'abcdef1' },
+    tool: { name: 'pdb-env', version: '0.1.0' },
+    provenance: { commit: 'abcdef1'.padEnd(40, '0'), dirty: false, changedDuringRun: false },
     runId: '20261130T010203Z-abc123',
     planName: 'unit',
     planDigest: DIGEST,
@@ -60,12 +64,14 @@ function receipt(): Receipt {
     finishedAt: '2026-11-30T01:03:03.000Z',
     host: {
       hostId: 'cd'.repeat(32),
+      hostIdSource: 'machine-id',
       os: 'linux',
       kernel: '6.1.0',
       arch: 'x64',
       cpuModel: 'Some CPU',
       cores: 2,
       memoryBytes: 1024,
+      loadAverage: [0.5, 0.4, 0.3],
       storeFs: { type: 'ext4', mountOptions: ['rw', 'relatime'] },
       tools: { node: '20.0.0', npm: null },
     },
@@ -77,6 +83,13 @@ function receipt(): Receipt {
         detail: 'always available',
         experimental: false,
         evidence: { method: 'userspace read/write' },
+        capabilities: {
+          constantTimeCreate: false,
+          sharesExtents: false,
+          needsRemount: false,
+          carriesFullSnapshot: true,
+          securityIsolation: false,
+        },
       },
     ],
     blocks: [{ index: 0, workload: 'fileops', warmup: false, order: ['full-copy'] }],
@@ -188,6 +201,15 @@ test('pdb-env validate names the failing pointer and exits 1; accepts a good rec
     assert.ok(pointers.includes('/cases/0/failure/message'), pointers.join(' '));
     const plan = cli(['validate', 'plans/default.json']);
     assert.is(plan.code, 0, plan.stdout + plan.stderr);
+    // Receipts of schema version 1 (written before provenance) still validate, as version 1.
+    const legacy = cli(['validate', 'test/fixtures/receipts-v1/synthetic-host-a.json']);
+    assert.is(legacy.code, 0, legacy.stdout + legacy.stderr);
+    const v1 = receipt() as unknown as Record<string, unknown>;
+    v1.schemaVersion = 1;
+    writeFileSync(bad, JSON.stringify(v1));
+    const mixed = cli(['validate', bad, '--json']);
+    assert.is(mixed.code, 1, 'a version 2 body claiming version 1 is checked against version 1');
+    assert.ok(JSON.parse(mixed.stdout).files[0].problems.some((p: { pointer: string }) => p.pointer === '/provenance'));
   } finally {
     t.cleanup();
   }

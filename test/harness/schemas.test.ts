@@ -27,7 +27,7 @@ function audit(schema: S): string[] {
   return problems;
 }
 
-for (const name of ['receipt', 'plan', 'snapshot', 'changeset'] as const) {
+for (const name of ['receipt', 'plan', 'snapshot', 'changeset', 'bench-receipt'] as const) {
   test(`${name} schema: additionalProperties false everywhere, a description on every field`, () => {
     const schema = loadSchema(name);
     assert.ok(schema, `${name}.schema.json exists`);

@@ -125,13 +125,16 @@ test('failures, mismatches and clone fallbacks are counted with bounds; phases a
         c.phases = c.phases.filter((p) => p.name !== 'discard');
         c.phases.find((p) => p.name === 'checkpoint')!.outcome = 'failed';
       }
-      if (c.block === 5)
+      if (c.block === 5) {
         c.checks[0] = {
-          name: 'oracle',
+          ...c.checks[0]!,
           passed: false,
-          mismatches: { content: 1, mode: 0, symlink: 0, missing: 0, extra: 0, kind: 0 },
-          detail: null,
+          mismatches: 1,
+          counts: { content: 1, mode: 0, symlink: 0, missing: 0, extra: 0, kind: 0 },
+          paths: ['src/a.txt'],
         };
+        c.outcome = 'mismatch';
+      }
       if (c.block === 6) c.cloneObserved = false;
     },
   });
@@ -148,6 +151,7 @@ test('failures, mismatches and clone fallbacks are counted with bounds; phases a
   assert.is(cell('checkpoint').failed, 1);
   assert.is(cell('discard').notReached, 1);
   assert.is(cell(TOTAL_PHASE).failed, 1);
+  assert.is(cell(TOTAL_PHASE).mismatch, 1);
   assert.is(cell('create').completed, 9);
 });
 

@@ -15,7 +15,7 @@ import { syntheticReceipt, type SyntheticOptions } from './synthetic.js';
 function testPolicy(overrides: Partial<Policy> = {}): Policy {
   return validatePolicy({
     kind: 'pdb-env-policy',
-    policyVersion: 1,
+    policyVersion: 2,
     name: 'test-reflink',
     description: 'Test policy over synthetic receipts.',
     candidate: 'reflink',
@@ -28,7 +28,9 @@ function testPolicy(overrides: Partial<Policy> = {}): Policy {
     alpha: 0.05,
     correctness: { maxMismatches: 0, maxMismatchUpper95: 0.5, maxFailureUpper95: 0.5 },
     clone: { requireObserved: true, requireTypedFailures: true, requireFallbackEvidence: true },
+    fixtures: { ratio: ['fileops-small@1'], slack: ['tiny@1*'] },
     speedup: { phases: ['create'], maxRatioUpper95: 0.5, noSlowdownPhases: ['total'] },
+    slack: { phases: ['create', 'checkpoint'], maxSlowerMs: 50 },
     ...overrides,
   });
 }
@@ -112,7 +114,7 @@ test('HOLD: one host, too few blocks and no fallback evidence; each missing item
   assert.is(gate.verdict, 'HOLD');
   const holds = gate.findings.filter((f) => f.status === 'hold');
   assert.ok(
-    holds.some((f) => f.criterion === 'blocks' && /T1 workload fileops: 4 of 8/.test(f.message)),
+    holds.some((f) => f.criterion === 'blocks' && /T1 workload fileops fixture fileops-small@1: 4 of 8/.test(f.message)),
     'blocks named',
   );
   assert.ok(
@@ -129,15 +131,17 @@ test('HOLD: one host, too few blocks and no fallback evidence; each missing item
 test('HOLD: a workload the policy requires has no receipts', () => {
   const gate = evaluateGate([...twoHosts(), ext4Probe()], testPolicy({ workloads: ['fileops', 'npm'] }));
   assert.is(gate.verdict, 'HOLD');
-  assert.ok(gate.findings.some((f) => f.status === 'hold' && /workload npm: 0 of 8/.test(f.message)));
+  assert.ok(gate.findings.some((f) => f.status === 'hold' && /workload npm: 0 of 8.*no fixture the policy judges/.test(f.message)));
 });
 
 test('REJECT: an oracle mismatch, every reason listed', () => {
-  const mismatch = { content: 1, mode: 0, symlink: 0, missing: 0, extra: 0, kind: 0 };
+  const counts = { content: 1, mode: 0, symlink: 0, missing: 0, extra: 0, kind: 0 };
   const receipts = twoHosts({
     mutate: (c) => {
-      if (c.backend === 'reflink' && c.block === 4)
-        c.checks[0] = { name: 'oracle', passed: false, mismatches: mismatch, detail: 'content differs' };
+      if (c.backend === 'reflink' && c.block === 4) {
+        c.checks[0] = { ...c.checks[0]!, passed: false, mismatches: 1, counts, paths: ['src/a.txt'], detail: 'content differs' };
+        c.outcome = 'mismatch';
+      }
     },
   });
   const gate = evaluateGate([...receipts, ext4Probe()], testPolicy());

@@ -11,7 +11,9 @@ import { buildDocument } from '../../reports/document.js';
 import { evaluateGate } from '../../reports/gate.js';
 import { validatePolicy } from '../../reports/policy.js';
 import { renderHtml, renderJson, renderMarkdown } from '../../reports/render.js';
-import { hasCommand, REPO_ROOT, skipReason, tempDir } from '../helpers.js';
+import { distributionChart, ratioChart } from '../../reports/svg.js';
+import { syntheticReceipt } from './synthetic.js';
+import { hasCommand, REPO_ROOT, skipTest, tempDir } from '../helpers.js';
 
 const fixtures = ['synthetic-host-a.json', 'synthetic-host-b.json'].map(
   (f) => JSON.parse(readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'receipts', f), 'utf8')) as Receipt,
@@ -78,6 +80,51 @@ test('no absolute path, user or host name reaches a report', () => {
   assert.is(pathFreeViolation(renderMarkdown(input, { charts: 'inline' }).markdown.replace(/<\/[a-z]+>/g, '')), null);
 });
 
+test('the answer comes first: per testbed and fixture, correct backends and the fastest; then the verdict', () => {
+  const blocks = buildDocument(input);
+  const headings = blocks.filter((b) => b.kind === 'heading').map((b) => (b as { text: string }).text);
+  const answer = headings.indexOf('What the evidence says, per testbed and fixture');
+  const decision = headings.findIndex((h) => h.startsWith('Decision:'));
+  assert.ok(answer === 1 && decision > answer, headings.slice(0, 6).join(' | '));
+  assert.ok(input.data.answers.length >= 2);
+  const a = input.data.answers.find((x) => x.testbed === 'T1')!;
+  assert.equal(
+    a.backends.map((b) => [b.backend, b.status]),
+    [
+      ['full-copy', 'correct'],
+      ['reflink', 'correct'],
+    ],
+  );
+  assert.is(a.fastest?.backend, 'reflink');
+  const md = renderMarkdown(input).markdown;
+  assert.match(md, /\| fileops \| fileops-small@1 \| full-copy, reflink \| reflink: 0\.\d{3}x full-copy's whole-case time, 95% CI/);
+});
+
+test('"too few blocks to tell" is said in words; a policy line only on a chart holding its candidate', () => {
+  const few = syntheticReceipt({ runId: '20260101T000000Z-0000ff', blocks: 4 });
+  const data = analyzeReceipts([few]);
+  assert.ok(data.comparisons.every((c) => c.words === 'too few blocks to tell'));
+  assert.match(data.answers[0]!.fastest!.words, 'too few blocks to tell whether reflink is faster');
+  const cs = data.comparisons;
+  assert.match(ratioChart('t', cs, data.backends, { backend: 'reflink', ratio: 0.5 }), 'policy 0.5 (reflink)');
+  assert.not.match(ratioChart('t', cs, data.backends, { backend: 'apfs-clone', ratio: 0.5 }), 'policy 0.5');
+});
+
+test('one axis rule per distribution chart: every panel log, or every panel linear, and each says which', () => {
+  const wide = syntheticReceipt({ runId: '20260101T000000Z-0000aa', createMs: { 'full-copy': 5000, reflink: 20 } });
+  const data = analyzeReceipts([wide]);
+  const cells = data.cells.filter((c) => c.testbed === 'T1');
+  const svg = distributionChart('t', cells, data.phases, data.backends);
+  const rules = [...svg.matchAll(/\(ms, (log|linear) scale\)/g)].map((m) => m[1]);
+  assert.ok(rules.length >= 4);
+  assert.equal([...new Set(rules)], ['log'], 'create spans 250x, so every panel is log');
+  const narrow = analyzeReceipts([syntheticReceipt({ runId: '20260101T000000Z-0000ab', createMs: { 'full-copy': 300, reflink: 200 } })]);
+  const rules2 = [...distributionChart('t', narrow.cells, narrow.phases, narrow.backends).matchAll(/\(ms, (log|linear) scale\)/g)].map(
+    (m) => m[1],
+  );
+  assert.equal([...new Set(rules2)], ['linear']);
+});
+
 /** Blue-ish pixels: the reflink series colour (#2563eb) in dots, boxes and intervals; text is grey/black. */
 function countChartPixels(pngFile: string): number {
   const png = PNG.sync.read(readFileSync(pngFile));
@@ -116,10 +163,8 @@ function screenshot(htmlFile: string, pngFile: string, dir: string, height: numb
 }
 
 test('headless Chromium draws the charts of the HTML report', () => {
-  if (!hasCommand('chromium')) {
-    skipReason('chromium screenshot', 'chromium is not installed (apt-get install -y chromium)');
-    return;
-  }
+  if (!hasCommand('chromium'))
+    return skipTest('chromium screenshot', 'chromium', 'chromium is not installed (apt-get install -y chromium)');
   const t = tempDir('pdb-report-shot-');
   try {
     const html = renderHtml(input);

@@ -19,15 +19,27 @@ const close = (actual: number | null | undefined, expected: number, tol = 1e-9, 
   assert.ok(actual !== null && actual !== undefined && Math.abs(actual - expected) <= tol, `${what} expected ${expected}, got ${actual}`);
 };
 
+// Published values used below: the binomial tails of the distribution-free median interval as
+// tabulated in W. J. Conover, Practical Nonparametric Statistics, 3rd ed. (Wiley 1999), Table A3
+// (n = 10: P(Y <= 1) = 0.0107, P(Y <= 2) = 0.0547; n = 20: P(Y <= 5) = 0.0207, P(Y <= 6) = 0.0577,
+// with Y ~ Bin(n, 1/2)); R's binom.test for Clopper-Pearson; NIST StRD univariate data sets
+// NumAcc1 and NumAcc3 (certified mean and standard deviation); and the exact bootstrap
+// distribution of the sample median (Maritz & Jarrett, JASA 73 (1978) 194-196; Efron, The
+// Jackknife, the Bootstrap and Other Resampling Plans, SIAM 1982).
+
 test('median CI ranks for n = 10 are the 2nd and 9th order statistics (coverage 1 - 22/1024)', () => {
-  // P(Bin(10, 1/2) <= 1) = 11/1024 <= 0.025 < P(<= 2) = 56/1024.
+  // P(Bin(10, 1/2) <= 1) = 11/1024 <= 0.025 < P(<= 2) = 56/1024 (Conover Table A3: 0.0107, 0.0547).
+  close(binomialCdf(1, 10, 0.5), 0.0107, 5e-5, 'Table A3 n=10 y=1');
+  close(binomialCdf(2, 10, 0.5), 0.0547, 5e-5, 'Table A3 n=10 y=2');
   const r = medianCiRanks(10)!;
   assert.equal([r.lower, r.upper], [2, 9]);
   close(r.coverage, 1 - 22 / 1024, 1e-12, 'coverage');
 });
 
 test('median CI ranks for n = 20 are the 6th and 15th (coverage 1 - 2 * 21700/2^20)', () => {
-  // P(Bin(20, 1/2) <= 5) = (1 + 20 + 190 + 1140 + 4845 + 15504) / 2^20 = 21700 / 1048576.
+  // P(Bin(20, 1/2) <= 5) = (1 + 20 + 190 + 1140 + 4845 + 15504) / 2^20 = 21700 / 1048576 (Table A3: 0.0207, then 0.0577).
+  close(binomialCdf(5, 20, 0.5), 0.0207, 5e-5, 'Table A3 n=20 y=5');
+  close(binomialCdf(6, 20, 0.5), 0.0577, 5e-5, 'Table A3 n=20 y=6');
   const r = medianCiRanks(20)!;
   assert.equal([r.lower, r.upper], [6, 15]);
   close(r.coverage, 1 - (2 * 21700) / 1048576, 1e-12, 'coverage');
@@ -118,15 +130,47 @@ test('the seeded random source is reproducible', () => {
   assert.not.equal(xs, Array.from({ length: 5 }, createRandom(8)));
 });
 
-test('bootstrap with a fixed seed gives a fixed, plausible interval', () => {
-  const ratios = [0.52, 0.48, 0.55, 0.61, 0.47, 0.5, 0.58, 0.49, 0.53, 0.6, 0.51, 0.56];
-  const ci = bootstrapMedianCi(ratios, 42)!;
-  // Fixed: recorded from this implementation (mulberry32 seed 42, 4000 resamples of 12 blocks).
-  close(ci.lower, 0.495, 1e-12, 'lower');
-  close(ci.upper, 0.57, 1e-12, 'upper');
-  assert.equal(bootstrapMedianCi(ratios, 42), ci);
-  // Plausible: inside the data range and around the sample median (0.525).
-  assert.ok(ci.lower >= 0.47 && ci.upper <= 0.61 && ci.lower < 0.525 && ci.upper > 0.525);
+test('NIST StRD NumAcc1 and NumAcc3: certified mean and standard deviation; the median of their published data', () => {
+  // NumAcc1: 10000001, 10000003, 10000002; certified mean 10000002, sd 1 (exact).
+  const one = summarize([10000001, 10000003, 10000002]);
+  assert.is(one.median, 10000002);
+  close(one.mean, 10000002, 0, 'NumAcc1 mean');
+  close(one.cv! * one.mean!, 1, 1e-9, 'NumAcc1 sd');
+  // NumAcc3: 1000000.2, then 500 pairs of 1000000.1 and 1000000.3; certified mean 1000000.2, sd 0.1 (exact).
+  const three = [1000000.2, ...Array.from({ length: 500 }, () => [1000000.1, 1000000.3]).flat()];
+  const s3 = summarize(three);
+  assert.is(s3.n, 1001);
+  close(s3.mean, 1000000.2, 1e-8, 'NumAcc3 mean');
+  close(s3.cv! * s3.mean!, 0.1, 1e-7, 'NumAcc3 sd (about 9 significant digits survive the cancellation)');
+  assert.is(s3.median, 1000000.2);
+});
+
+/** P(bootstrap median <= x(k)) for n distinct values, n odd: P(Bin(n, k/n) >= (n+1)/2) (Maritz & Jarrett 1978). */
+function exactBootstrapMedianCdf(n: number, k: number): number {
+  return 1 - binomialCdf((n - 1) / 2, n, k / n);
+}
+
+test('bootstrap interval of the median matches its exact distribution (percentile 2.5% and 97.5%)', () => {
+  // The percentile interval's ends are the order statistics where the exact bootstrap CDF first
+  // reaches 0.025 and 0.975. For n = 7 that is x(2) and x(6) (CDF 0.0102, 0.1083 / 0.8917, 0.9898),
+  // for n = 11 x(3) and x(9) (0.0072, 0.0512 / 0.9488, 0.9928): each margin is 7+ Monte Carlo
+  // standard deviations at 4000 resamples, so every seed must give exactly these.
+  for (const [n, lo, hi] of [
+    [7, 2, 6],
+    [11, 3, 9],
+  ] as const) {
+    close(exactBootstrapMedianCdf(n, lo - 1), n === 7 ? 0.0102 : 0.0072, 5e-5, `cdf below x(${lo})`);
+    assert.ok(
+      exactBootstrapMedianCdf(n, lo) >= 0.025 && exactBootstrapMedianCdf(n, hi - 1) < 0.975 && exactBootstrapMedianCdf(n, hi) >= 0.975,
+    );
+    const xs = Array.from({ length: n }, (_, i) => 10 + i * i); // distinct, unevenly spaced, x(k) = 10 + (k-1)^2
+    const shuffled = [...xs].reverse();
+    for (const seed of [1, 42, 20260101]) {
+      const ci = bootstrapMedianCi(shuffled, seed)!;
+      assert.equal([ci.lower, ci.upper], [xs[lo - 1], xs[hi - 1]], `n=${n} seed ${seed}`);
+      assert.equal(bootstrapMedianCi(shuffled, seed), ci, 'reproducible from its seed');
+    }
+  }
   assert.is(bootstrapMedianCi([0.5], 1), null);
 });
 

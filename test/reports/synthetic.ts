@@ -1,7 +1,22 @@
 // Builds synthetic receipts for report tests. Every receipt made here has a planName starting with
 // "synthetic-", which the report marks and every shipped policy ignores: these are not evidence.
-import type { CaseRecord, PhaseRecord, Receipt } from '../../harness/receipt-types.js';
+// They are schema version 2 with a clean provenance unless asked otherwise; legacyReceipt() turns
+// one into the version 1 shape the committed pre-provenance receipts have.
+import { createHash } from 'node:crypto';
+import type { CaseRecord, CheckRecord, PhaseRecord, Provenance, Receipt, ReceiptV1 } from '../../harness/receipt-types.js';
 import { createRandom } from '../../reports/statistics.js';
+
+/** A stable fake digest derived from a label. */
+export function fakeDigest(label: string): `sha256:${string}` {
+  return `sha256:${createHash('sha256').update(label).digest('hex')}`;
+}
+
+export const CLEAN: Provenance = { commit: 'c'.repeat(40), dirty: false, changedDuringRun: false };
+
+/** A passed check of the version 2 shape. */
+export function passedCheck(name: string, reference: CheckRecord['reference'] = null): CheckRecord {
+  return { name, passed: true, evaluated: true, mismatches: 0, counts: null, paths: [], reference, detail: null };
+}
 
 export interface SyntheticOptions {
   /** yyyymmddThhmmssZ-xxxxxx, as the harness writes it. */
@@ -25,6 +40,8 @@ export interface SyntheticOptions {
   /** Edit a case after it is built. */
   mutate?: (c: CaseRecord) => void;
   unavailable?: { name: string; reason: string }[];
+  /** The checkout the run ran (default: a clean commit). */
+  provenance?: Provenance;
 }
 
 // Long on purpose: one literal receipt, field by field, reads better than pieces assembled elsewhere.
@@ -52,6 +69,8 @@ export function syntheticReceipt(o: SyntheticOptions): Receipt {
       const order = [...backends, ...skipped].sort(() => random() - 0.5);
       const isWarm = b < warmup;
       blockRecords.push({ index, workload, warmup: isWarm, order });
+      const oracleCase = `b${index}-p${order.indexOf('full-copy')}`;
+      const fixtureName = o.fixtures?.[workload] ?? `${workload}-small@1`;
       order.forEach((backend, position) => {
         if (skipped.includes(backend)) return;
         const base = createMs[backend] ?? 300;
@@ -80,13 +99,22 @@ export function syntheticReceipt(o: SyntheticOptions): Receipt {
           warmup: isWarm,
           backend,
           workload,
-          fixture: o.fixtures?.[workload] ?? `${workload}-small`,
+          startedAt: o.startedAt ?? '2026-01-01T00:00:00.000Z',
+          finishedAt: o.startedAt ?? '2026-01-01T00:00:00.000Z',
+          fixture: {
+            name: fixtureName,
+            workload,
+            version: '1',
+            paramsDigest: fakeDigest(`params ${fixtureName}`),
+            baseSnapshot: fakeDigest(`base ${fixtureName}`),
+          },
           outcome: 'ok',
           failure: null,
+          failures: [],
           phases,
           checks: [
-            { name: 'oracle', passed: true, mismatches: null, detail: null },
-            { name: 'base-unchanged', passed: true, mismatches: null, detail: null },
+            ...(backend === 'full-copy' ? [] : [passedCheck('oracle', { backend: 'full-copy', caseId: oracleCase })]),
+            passedCheck('base-unchanged'),
           ],
           diskBytes: backend === 'full-copy' ? 4_000_000 : 40_000,
           cloneObserved: backend === 'reflink' || backend === 'apfs-clone' ? true : null,
@@ -104,9 +132,10 @@ export function syntheticReceipt(o: SyntheticOptions): Receipt {
   }
   const count = (f: (c: CaseRecord) => boolean): number => cases.filter(f).length;
   return {
-    schemaVersion: 1,
+    schemaVersion: 2,
     kind: 'pdb-env-receipt',
-    tool: { name: 'pdb-env', version: '0.1.0', commit: null },
+    tool: { name: 'pdb-env', version: '0.1.0' },
+    provenance: o.provenance ?? CLEAN,
     runId: o.runId,
     planName: 'synthetic-report-test',
     planDigest: `sha256:${'0'.repeat(64)}`,
@@ -115,17 +144,27 @@ export function syntheticReceipt(o: SyntheticOptions): Receipt {
     finishedAt: new Date(Date.parse(o.startedAt ?? '2026-01-01T00:00:00.000Z') + 600_000).toISOString(),
     host: {
       hostId: o.hostId ?? 'a'.repeat(64),
+      hostIdSource: 'machine-id',
       os: o.os ?? 'linux',
       kernel: o.kernel ?? '6.1.0-synthetic',
       arch: 'x64',
       cpuModel: o.cpuModel ?? 'Synthetic CPU A',
       cores: 2,
       memoryBytes: 24 * 2 ** 30,
+      loadAverage: [0.1, 0.2, 0.3],
       storeFs: { type: o.storeFs ?? 'btrfs', mountOptions: ['rw'] },
       tools: { node: '20.20.2', npm: '11.19.1', git: null, pnpm: null },
     },
     backends: [
-      ...backends.map((name) => ({ name, available: true, reason: null, detail: 'synthetic', experimental: false, evidence: {} })),
+      ...backends.map((name) => ({
+        name,
+        available: true,
+        reason: null,
+        detail: 'synthetic',
+        experimental: false,
+        evidence: {},
+        capabilities: CAPS,
+      })),
       ...(o.unavailable ?? []).map((u) => ({
         name: u.name,
         available: false,
@@ -133,6 +172,7 @@ export function syntheticReceipt(o: SyntheticOptions): Receipt {
         detail: 'synthetic',
         experimental: false,
         evidence: {},
+        capabilities: CAPS,
       })),
     ],
     blocks: blockRecords,
@@ -140,12 +180,51 @@ export function syntheticReceipt(o: SyntheticOptions): Receipt {
     summary: {
       planned: cases.length,
       ok: count((c) => c.outcome === 'ok'),
+      mismatch: count((c) => c.outcome === 'mismatch'),
       failed: count((c) => c.outcome === 'failed'),
+      environment: count((c) => c.outcome === 'environment'),
       timeout: count((c) => c.outcome === 'timeout'),
       unavailable: count((c) => c.outcome === 'unavailable'),
-      oracleMismatches: count((c) => c.checks.some((k) => k.name === 'oracle' && !k.passed)),
+      oracleChecked: count((c) => c.checks.some((k) => k.name === 'oracle' && k.evaluated)),
+      oracleMismatches: count((c) => c.checks.some((k) => k.name === 'oracle' && k.evaluated && !k.passed)),
+      oracleNotEvaluated: count((c) => c.checks.some((k) => k.name === 'oracle' && !k.evaluated)),
       overheadShareMedian: null,
       overheadShareMax: null,
+    },
+  };
+}
+
+const CAPS = {
+  constantTimeCreate: false,
+  sharesExtents: false,
+  needsRemount: false,
+  carriesFullSnapshot: true,
+  securityIsolation: false,
+} as const;
+
+/** The same receipt in the version 1 shape: no provenance, the fixture as a name, first failure only, count-only checks. */
+export function legacyReceipt(r: Receipt, commit: string | null = null): ReceiptV1 {
+  const { provenance: _p, summary, ...rest } = r;
+  return {
+    ...rest,
+    schemaVersion: 1,
+    tool: { ...r.tool, commit },
+    host: (({ hostIdSource: _s, loadAverage: _l, ...h }) => h)(r.host),
+    cases: r.cases.map(({ startedAt: _a, finishedAt: _b, failures: _f, ...c }) => ({
+      ...c,
+      fixture: c.fixture.name,
+      outcome: c.outcome === 'mismatch' ? 'failed' : c.outcome === 'environment' ? 'failed' : c.outcome,
+      checks: c.checks.map((k) => ({ name: k.name, passed: k.passed, mismatches: k.counts, detail: k.detail })),
+    })),
+    summary: {
+      planned: summary.planned,
+      ok: summary.ok,
+      failed: summary.failed + summary.mismatch + summary.environment,
+      timeout: summary.timeout,
+      unavailable: summary.unavailable,
+      oracleMismatches: summary.oracleMismatches,
+      overheadShareMedian: summary.overheadShareMedian,
+      overheadShareMax: summary.overheadShareMax,
     },
   };
 }

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse } from 'yaml';
-import { cli, REPO_ROOT, skipReason } from '../helpers.js';
+import { cli, REPO_ROOT, skipTest } from '../helpers.js';
 
 const WORKFLOW = join(REPO_ROOT, '.github', 'workflows', 'evidence.yml');
 
@@ -61,10 +61,12 @@ const cliCommands = (() => {
 
 test('the workflow is valid for GitHub Actions (action-validator from the npm registry)', () => {
   const bin = join(REPO_ROOT, 'node_modules', '.bin', 'action-validator');
-  if (!existsSync(bin)) {
-    skipReason('action-validator', '@action-validator/cli is not installed (npm ci installs it as a dev dependency)');
-    return;
-  }
+  if (!existsSync(bin))
+    return skipTest(
+      'action-validator',
+      'action-validator',
+      '@action-validator/cli is not installed (npm ci installs it as a dev dependency)',
+    );
   const r = spawnSync(bin, [WORKFLOW], { encoding: 'utf8' });
   assert.is(r.status, 0, `${r.stdout}${r.stderr}`);
   // The validator must be able to fail: a misspelt key is rejected.

@@ -41,7 +41,7 @@ interface CaseRun {
 }
 
 /** What the harness does for one case, by hand: two sessions from one base, the steps, checkpoints. */
-async function runCase(params: Record<string, unknown>, backend = 'full-copy'): Promise<CaseRun> {
+async function runCase(params: Record<string, unknown>, backend = 'full-copy', override: Partial<StepContext> = {}): Promise<CaseRun> {
   const n = ++caseNo;
   const names = [`case${n}`, `case${n}-peer1`];
   const made = [];
@@ -66,6 +66,7 @@ async function runCase(params: Record<string, unknown>, backend = 'full-copy'): 
     },
     log: () => {},
     baseEntries: svc.readSnapshot(made[0]!.base).entries,
+    ...override,
   };
   let error: unknown = null;
   try {
@@ -185,12 +186,28 @@ test("no login: E_AGENT_AUTH by preflight (not launched) and from the launched t
 });
 
 test('a CLI that waits for the network is killed at its timeout and classified E_AGENT_NETWORK, not a timeout (fake codex)', async () => {
+  // The kill that ends the wait comes on a signal, not a timer race: `pdb-env run` starts the fake
+  // codex, and only once it has printed its network errors (its own output says so) is it killed,
+  // as its timeout would. On a loaded machine a timer could fire before it printed anything.
+  let killedAfterSignal = false;
+  const pdbEnvRun: StepContext['pdbEnvRun'] = async (s, command, args, options) => {
+    const p = proc.start(process.execPath, [CLI, 'run', s.name, '--store', storeDir, '--', command, ...args], {
+      cwd: t.dir,
+      env: options.env,
+    });
+    await p.waitForOutput((out) => out.includes('waiting for network'), 120_000, 'the fake codex waiting for the network');
+    killedAfterSignal = true;
+    return { ...(await p.stop()), timedOut: true };
+  };
   const r = await withEnv({ PDB_ENV_CODEX_BIN: FAKE_CODEX }, () =>
-    runCase({ agentA: 'codex', agentB: 'scripted', preflight: false, agentTimeoutMs: 1500 }),
+    runCase({ agentA: 'codex', agentB: 'scripted', preflight: false, agentTimeoutMs: 1500 }, 'full-copy', { pdbEnvRun }),
   );
+  assert.ok(killedAfterSignal);
   assert.ok(isPdbError(r.error, 'E_AGENT_NETWORK'), String(r.error));
+  assert.is(r.metrics.agentAOutcome, 'E_AGENT_NETWORK');
+  assert.is(r.metrics.agentAFailureReason, 'network: host unreachable');
   assert.is(r.metrics.agentAFilesTouched, false);
-  assert.ok(Number(r.metrics.agentADurationMs) >= 1500);
+  assert.is(classifyAgentCase({ code: 'E_AGENT_NETWORK' }, r.metrics), 'environment');
   await discard(r);
 });
 
@@ -211,15 +228,17 @@ test('receipt metrics are path-free: no absolute path, user or host name', async
   await discard(r);
 });
 
-test('a case whose failing agents only failed in their adapters, touching nothing, is unavailable; otherwise failed', () => {
+test('agents that failed only in their adapters, touching nothing: not installed is unavailable, credentials or network environment; otherwise failed', () => {
   const m = (a: string, aTouched: boolean, b = 'ok', bTouched = true) => ({
     agentAOutcome: a,
     agentAFilesTouched: aTouched,
     agentBOutcome: b,
     agentBFilesTouched: bTouched,
   });
-  assert.is(classifyAgentCase({ code: 'E_AGENT_AUTH' }, m('E_AGENT_AUTH', false)), 'unavailable');
-  assert.is(classifyAgentCase({ code: 'E_AGENT_NETWORK' }, m('E_AGENT_NETWORK', false, 'E_AGENT_AUTH', false)), 'unavailable');
+  assert.is(classifyAgentCase({ code: 'E_AGENT_NOT_INSTALLED' }, m('E_AGENT_NOT_INSTALLED', false)), 'unavailable');
+  assert.is(classifyAgentCase({ code: 'E_AGENT_AUTH' }, m('E_AGENT_AUTH', false, 'E_AGENT_NOT_INSTALLED', false)), 'unavailable');
+  assert.is(classifyAgentCase({ code: 'E_AGENT_AUTH' }, m('E_AGENT_AUTH', false)), 'environment');
+  assert.is(classifyAgentCase({ code: 'E_AGENT_NETWORK' }, m('E_AGENT_NETWORK', false, 'E_AGENT_AUTH', false)), 'environment');
   assert.is(classifyAgentCase({ code: 'E_AGENT_AUTH' }, m('E_AGENT_AUTH', true)), 'failed', 'it touched files before failing');
   assert.is(classifyAgentCase({ code: 'E_AGENT_CONTRACT' }, m('E_AGENT_CONTRACT', false)), 'failed');
   assert.is(

@@ -14,7 +14,7 @@ import { createProcessRunner } from '../../workloads/process-runner.js';
 import { parseTsserverFrames } from '../../workloads/tsserver-client.js';
 import type { StepContext, Workload } from '../../workloads/types.js';
 import { decodeFrames } from '../../workloads/vite-hmr.js';
-import { skipReason, tempDir } from '../helpers.js';
+import { skipTest, tempDir } from '../helpers.js';
 
 const t = tempDir('pdb-lane-');
 test.after(() => t.cleanup());
@@ -149,7 +149,7 @@ async function runLaneCase(kind: LaneKind): Promise<void> {
 
 for (const kind of ['npm', 'pnpm'] as const) {
   test(`${kind} lane: one full-copy case through the real tools`, async () => {
-    if (problem) return skipReason(`${kind} lane`, problem);
+    if (problem) return skipTest(`${kind} lane`, 'registry', problem);
     await runLaneCase(kind);
   });
 }

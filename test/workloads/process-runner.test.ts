@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createProcessRunner } from '../../workloads/process-runner.js';
-import { skipReason, tempDir } from '../helpers.js';
+import { skipTest, tempDir } from '../helpers.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());
@@ -18,7 +18,7 @@ test('run: exit code, output and (with GNU time) child CPU and peak RSS', async 
   assert.is(r.exitCode, 3);
   assert.match(r.stdout, /sum true/);
   assert.is(r.timedOut, false);
-  if (!hasTime) return skipReason('run: CPU and RSS', '/usr/bin/time (Debian package time) is not installed');
+  if (!hasTime) return skipTest('run: CPU and RSS', 'time', '/usr/bin/time (Debian package time) is not installed');
   assert.ok(r.peakRssBytes! > 10 * 1024 * 1024, `peak RSS ${r.peakRssBytes}`);
   assert.ok(r.cpuUserMs !== null && r.cpuSystemMs !== null);
 });
@@ -35,7 +35,7 @@ test('start/stop: a watcher is stopped through its own signal, and GNU time stil
   await w.waitForOutput((o) => o.includes('ready'), 20_000, 'ready line');
   const r = await w.stop();
   assert.ok(r.signal !== null || r.exitCode !== null);
-  if (!hasTime) return skipReason('start/stop: CPU and RSS', '/usr/bin/time (Debian package time) is not installed');
+  if (!hasTime) return skipTest('start/stop: CPU and RSS', 'time', '/usr/bin/time (Debian package time) is not installed');
   assert.ok(r.peakRssBytes !== null && r.peakRssBytes > 0, 'time wrote its report: the command, not time, got the signal');
 });
 

@@ -49,15 +49,29 @@ async function ensurePnpm(ctx: StepContext, version: string, timeoutMs: number):
     ['install', '--prefix', prefix, '--no-save', '--no-audit', '--no-fund', '--cache', cache, '--prefer-offline', `pnpm@${version}`],
     { cwd: prefix, timeoutMs, env: { npm_config_update_notifier: 'false' } },
   );
-  requireSuccess(r, ctx, `installing pnpm ${version}`, timeoutMs);
+  requireInstalled(r, ctx, `installing pnpm ${version}`, timeoutMs);
   if (!existsSync(bin)) throw new PdbError('E_TOOL_MISSING', `pnpm ${version} installed without its bin/pnpm.cjs`);
   return { bin, installedMs: Math.round(r.durationMs) };
 }
 
-function isRegistryFailure(result: ProcessResult): boolean {
+export function isRegistryFailure(result: ProcessResult): boolean {
   return /ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ERR_PNPM_META_FETCH_FAIL|network/i.test(
     `${result.stdout}\n${result.stderr}`,
   );
+}
+
+/**
+ * An install that failed because the registry could not be reached is E_REGISTRY_UNREACHABLE (the
+ * harness classes the case as environment: nothing is blamed on the filesystem); any other
+ * failure is the step's.
+ */
+function requireInstalled(result: ProcessResult, ctx: StepContext, what: string, timeoutMs: number): void {
+  if (result.exitCode !== 0 && !result.timedOut && isRegistryFailure(result)) {
+    throw new PdbError('E_REGISTRY_UNREACHABLE', `${what} could not reach the package registry: ${outputTail(result, ctx, 2)}`, {
+      hint: 'The lanes install from the npm registry; run them where it is reachable.',
+    });
+  }
+  requireSuccess(result, ctx, what, timeoutMs);
 }
 
 function npmCi(ctx: StepContext, timeoutMs: number): Promise<ProcessResult> {
@@ -114,16 +128,7 @@ export function installStep(kind: LaneKind, timeoutMs: number): Step {
     async run(ctx) {
       const milestones: Record<string, number> = {};
       const result = kind === 'npm' ? await npmCi(ctx, timeoutMs) : await pnpmInstall(ctx, timeoutMs, milestones);
-      if (result.exitCode !== 0 && !result.timedOut && isRegistryFailure(result)) {
-        throw new PdbError(
-          'E_REGISTRY_UNREACHABLE',
-          `${kind} install could not reach the package registry: ${outputTail(result, ctx, 2)}`,
-          {
-            hint: 'The lanes install from the npm registry; run them where it is reachable.',
-          },
-        );
-      }
-      requireSuccess(result, ctx, kind === 'npm' ? 'npm ci' : 'pnpm install --frozen-lockfile', timeoutMs);
+      requireInstalled(result, ctx, kind === 'npm' ? 'npm ci' : 'pnpm install --frozen-lockfile', timeoutMs);
       const set = installedSet(kind, ctx.session.root);
       if (set.length === 0) throw new PdbError('E_STEP_FAILED', `${kind} install exited 0 but recorded no installed packages`);
       ctx.metric('installedPackages', set.length);

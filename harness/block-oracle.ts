@@ -1,0 +1,42 @@
+// The oracle: at the end of every block, each case of another backend is compared entry by entry,
+// under the workload's projection, with the block's full-copy case. A full-copy case that did not
+// end ok is no reference: the other cases of its block are recorded as not evaluated (with the
+// reason), which classifies them as environment unless they failed on their own. A case the
+// environment stopped, or one without a result, is not evaluated either.
+import type { Entry } from '../model/snapshot.js';
+import type { Workload } from '../workloads/types.js';
+import { notEvaluated, projectedDigest, treeCheck, type BaseInfo } from './case-checks.js';
+import { classifyCase } from './case-outcome.js';
+import type { CaseResult } from './case-runner.js';
+import { ORACLE_BACKEND } from './plan.js';
+import type { CheckRecord } from './receipt-types.js';
+
+/** The oracle check of one case against the block's full-copy case (null: there was none in the block). */
+export function oracleCheck(r: CaseResult, reference: CaseResult | null): CheckRecord {
+  if (!reference) return notEvaluated('oracle', 'no full-copy case ran in this block');
+  const ref = { backend: ORACLE_BACKEND, caseId: reference.record.id };
+  const refRecord = reference.record;
+  if (refRecord.outcome !== 'ok' || !reference.projected) {
+    const why = refRecord.failure ? `${refRecord.outcome} (${refRecord.failure.code})` : refRecord.outcome;
+    return notEvaluated('oracle', `not judged: the block's full-copy case ${refRecord.id} ended ${why}, so there is no oracle`, ref);
+  }
+  if (r.notJudged !== null) return notEvaluated('oracle', r.notJudged, ref);
+  if (!r.projected) return notEvaluated('oracle', 'not judged: the case made no result to compare (it stopped before its checkpoint)', ref);
+  return treeCheck('oracle', reference.projected, r.projected, "the projected result (vs the block's full-copy case)", ref);
+}
+
+/**
+ * Add the oracle check to every case of the block but the full-copy one (first among its checks),
+ * record the digest it compared with, and classify the case again.
+ */
+export function applyBlockOracle(results: CaseResult[], workload: Workload, base: BaseInfo): void {
+  const reference = results.find((r) => r.record.backend === ORACLE_BACKEND) ?? null;
+  const refProjected: Entry[] | null = reference?.record.outcome === 'ok' ? reference.projected : null;
+  for (const r of results) {
+    if (r === reference) continue;
+    const check = oracleCheck(r, reference);
+    r.record.checks.unshift(check);
+    if (check.evaluated && refProjected) r.record.oracleSnapshot = projectedDigest(refProjected, base);
+    Object.assign(r.record, classifyCase(r.record, r.phaseFailures, workload));
+  }
+}

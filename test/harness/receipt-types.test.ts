@@ -1,0 +1,105 @@
+// The receipt contract is written twice: harness/receipt-types.ts (for the code) and
+// schemas/receipt.schema.json (for every other reader). This test holds them to one another: the
+// same fields in every record of schema version 2, and the same one-line description on each.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import ts from 'typescript';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { loadSchema } from '../../harness/schemas.js';
+import { REPO_ROOT } from '../helpers.js';
+
+type S = Record<string, any>;
+
+/** Interface name -> JSON pointer of its object schema in receipt.schema.json. */
+const MIRRORS: Record<string, string> = {
+  Receipt: '/$defs/receiptV2',
+  Provenance: '/$defs/provenance',
+  HostFingerprint: '/$defs/hostFingerprint',
+  BackendCapabilities: '/$defs/backendAvailability/properties/capabilities',
+  BackendAvailability: '/$defs/backendAvailability',
+  PhaseRecord: '/$defs/phaseRecord',
+  CheckReference: '/$defs/checkReference',
+  CheckRecord: '/$defs/checkRecord',
+  FailureRecord: '/$defs/failureRecord',
+  FixtureRecord: '/$defs/fixtureRecord',
+  CaseRecord: '/$defs/caseRecord',
+  BlockRecord: '/$defs/blockRecord',
+  ReceiptSummary: '/$defs/receiptSummary',
+};
+
+/** Every interface of a TypeScript file: its members' names and their one-line doc comments. */
+function interfaces(file: string): Map<string, Map<string, string | null>> {
+  const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022, true);
+  const out = new Map<string, Map<string, string | null>>();
+  sf.forEachChild((node) => {
+    if (!ts.isInterfaceDeclaration(node)) return;
+    const members = new Map<string, string | null>();
+    for (const m of node.members) {
+      if (!ts.isPropertySignature(m)) continue;
+      const doc = ts
+        .getJSDocCommentsAndTags(m)
+        .filter(ts.isJSDoc)
+        .map((d) => ts.getTextOfJSDocComment(d.comment) ?? '')
+        .join(' ')
+        .replace(/\s+/g, ' ')
+        .trim();
+      members.set(m.name.getText(sf), doc || null);
+    }
+    out.set(node.name.text, members);
+  });
+  return out;
+}
+
+function at(schema: S, pointer: string): S {
+  return pointer
+    .split('/')
+    .slice(1)
+    .reduce((s: S, k) => s[k], schema);
+}
+
+/** A property's description: its own, or that of the definition it refers to. */
+function description(schema: S, prop: S): string | undefined {
+  if (typeof prop.description === 'string') return prop.description;
+  if (typeof prop.$ref === 'string') return at(schema, prop.$ref.slice(1)).description;
+  return undefined;
+}
+
+test('every version 2 record has the same fields, each with the same description, in the types and the schema', () => {
+  const schema = loadSchema('receipt') as S;
+  const types = interfaces(join(REPO_ROOT, 'harness', 'receipt-types.ts'));
+  const problems: string[] = [];
+  for (const [name, pointer] of Object.entries(MIRRORS)) {
+    const members = types.get(name);
+    const def = at(schema, pointer);
+    if (!members) {
+      problems.push(`${name}: no such interface`);
+      continue;
+    }
+    const props: S = def.properties ?? {};
+    const tsNames = [...members.keys()].sort();
+    const schemaNames = Object.keys(props).sort();
+    if (JSON.stringify(tsNames) !== JSON.stringify(schemaNames))
+      problems.push(`${name}: fields differ (types ${tsNames.join(', ')}; schema ${schemaNames.join(', ')})`);
+    for (const [field, doc] of members) {
+      if (!props[field]) continue;
+      const want = description(schema, props[field]);
+      if (doc === null) problems.push(`${name}.${field}: no doc comment (schema says "${want}")`);
+      else if (doc !== want) problems.push(`${name}.${field}: "${doc}" in the types, "${want}" in the schema`);
+    }
+    const required = [...(def.required ?? [])].sort();
+    if (JSON.stringify(required) !== JSON.stringify(schemaNames)) problems.push(`${name}: not every field is required in the schema`);
+  }
+  assert.equal(problems, []);
+});
+
+test('the mirror check can fail: a renamed field or a changed description is seen', () => {
+  const schema = loadSchema('receipt') as S;
+  const prop = schema.$defs.provenance.properties.commit;
+  assert.is(description(schema, prop), 'Git commit of the pdb-env checkout when the run started; null outside a git checkout.');
+  const types = interfaces(join(REPO_ROOT, 'harness', 'receipt-types.ts'));
+  assert.is(types.get('Provenance')!.get('commit'), prop.description);
+  assert.not.ok(types.get('Provenance')!.has('dirtyAtEnd'));
+});
+
+test.run();
