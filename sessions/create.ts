@@ -192,6 +192,17 @@ async function materialize(
   }
 }
 
+/**
+ * The first import makes `main`. A lock on it that stays busy past the wait (a live updater, or an
+ * unreadable lock still in its grace period) does not undo a ready session: the next create from
+ * a source makes `main` if it still does not exist.
+ */
+async function makeMain(ctx: StoreContext, base: Digest): Promise<void> {
+  await initEnv(ctx.store, 'main', base).catch((err: unknown) => {
+    if (!isPdbError(err, 'E_LEASE_BUSY')) throw err;
+  });
+}
+
 /** Import or pick the base, materialize the session, race-check a prepare; the session is ready after. */
 export async function createSession(ctx: StoreContext, name: string, options: CreateOptions = {}): Promise<CreateResult> {
   const req = await checkRequest(ctx.store, name, options);
@@ -212,7 +223,7 @@ export async function createSession(ctx: StoreContext, name: string, options: Cr
     rec.state = 'ready';
     await writeSession(ctx.store, rec);
     crashPoint('create:after-ready');
-    if (chosen.imported) await initEnv(ctx.store, 'main', rec.base);
+    if (chosen.imported) await makeMain(ctx, rec.base);
     crashPoint('create:after-env');
     await ctx.journal.end(intent);
     return createResult(rec, root, chosen.snapshot, made, chosen.imported);
