@@ -79,7 +79,7 @@ export class ObjectStore {
 
   static async init(root: string): Promise<ObjectStore> {
     const paths = storePaths(root);
-    for (const dir of [paths.bases, paths.environments, paths.sessions, paths.journal, paths.tmp, paths.sources]) {
+    for (const dir of [paths.bases, paths.environments, paths.sessions, paths.journal, paths.tmp, paths.sources, paths.locks]) {
       await mkdir(dir, { recursive: true });
     }
     if (!existsSync(join(paths.objects, 'ff'))) {
