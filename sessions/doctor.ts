@@ -1,6 +1,6 @@
 // Doctor: what a crash, a reboot or damage left in the store, each finding with what fixes it
 // (`gc`, or a command for a person to run). It lists; it changes nothing.
-import { lstat, readdir, stat } from 'node:fs/promises';
+import { lstat, readdir } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { isPdbError } from '../model/errors.js';
 import { REPAIR_HINT } from '../model/object-store.js';

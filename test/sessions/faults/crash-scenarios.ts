@@ -12,6 +12,7 @@ import { scanTree } from '../../../model/scan.js';
 import { createSnapshot, diffEntries, snapshotDigest } from '../../../model/snapshot.js';
 import { SessionService } from '../../../sessions/service.js';
 import { mountsUnder } from '../../backends/cow-harness.js';
+import { writeTree } from '../../helpers.js';
 import { json, pdbAsync } from './fault-helpers.js';
 
 export interface Lane {
@@ -145,4 +146,40 @@ export async function closeLane(lane: Lane): Promise<void> {
   assert.equal(mountsUnder(join(lane.store, 'sessions')), [], `${lane.label}: mounts left`);
   const left = json(await pdbAsync(lane.store, ['doctor', '--json'])).findings;
   assert.equal(left, [], `${lane.label}: doctor at the end`);
+}
+
+/**
+ * gc and doctor, again and again, while creates with this lane's backend build their base and
+ * clone it (issue 14 saw a reflink create on XFS lose a live temp file): gc must act on nothing.
+ */
+export async function gcDuringCreates(lane: Lane, count = 2): Promise<number> {
+  const names = Array.from({ length: count }, (_, i) => `during-gc-${i}`);
+  let done = false;
+  const creates = Promise.all(
+    names.map((name, i) =>
+      pdbAsync(lane.store, [
+        'create',
+        name,
+        '--backend',
+        lane.backend,
+        '--json',
+        ...(i === 0 ? ['--from', lane.source] : ['--env', 'main']),
+      ]),
+    ),
+  ).finally(() => (done = true));
+  let rounds = 0;
+  while (!done) {
+    const [gc, doctor] = await Promise.all([pdbAsync(lane.store, ['gc', '--json']), pdbAsync(lane.store, ['doctor', '--json'])]);
+    assert.is(gc.code, 0, gc.stderr);
+    assert.is(doctor.code, 0, doctor.stderr);
+    assert.equal(JSON.parse(gc.stdout).actions, [], `${lane.label}: gc acted on live work: ${gc.stdout}`);
+    rounds++;
+  }
+  for (const r of await creates) assert.is(r.code, 0, `${lane.label}: a create during gc failed: ${r.stdout}${r.stderr}`);
+  for (const name of names) {
+    const rec = await lane.svc.readSession(name);
+    assert.equal(diffEntries(lane.svc.readSnapshot(rec.base).entries, await lane.svc.scanEntries(name)), [], `${lane.label}: ${name}`);
+    await lane.svc.discard(name);
+  }
+  return rounds;
 }
