@@ -87,7 +87,7 @@ export function recordFile(store: ObjectStore, name: string): string {
 
 /** How to get work out of a session whose record is damaged (doctor, gc and the error hint say it). */
 export function recoverHint(store: ObjectStore, name: string): string {
-  return `Its files are kept in ${sessionRoot(store, name)}: copy out what you need, then pdb-env discard ${name} (pdb-env doctor explains).`;
+  return `Its files are kept in ${sessionRoot(store, name)}: copy out what you need, then pdb-env discard ${name}.`;
 }
 
 /** Why `doc` is not a session record named `name`, or null when it is one. */
@@ -113,11 +113,16 @@ export async function readSession(store: ObjectStore, name: string): Promise<Ses
   } catch (err) {
     const code = osErrorCode(err);
     if (code === 'ENOENT' || code === 'ENOTDIR') {
-      if ((await lstat(sessionDir(store, name)).catch(() => null))?.isDirectory())
-        throw new PdbError('E_RECORD_CORRUPT', `session "${name}" has no record (${file} is missing)`, {
-          path: file,
-          hint: `If a create of ${name} is still running, wait for it. ${recoverHint(store, name)}`,
-        });
+      if ((await lstat(sessionDir(store, name)).catch(() => null))?.isDirectory()) {
+        const moved = (await readdir(join(store.paths.quarantine, 'records')).catch(() => [] as string[])).some((f) =>
+          f.startsWith(`${name}.session.json.`),
+        );
+        throw new PdbError(
+          'E_RECORD_CORRUPT',
+          `session "${name}" has no record (${file} is missing${moved ? '; its damaged record was moved to the quarantine by gc' : ''})`,
+          { path: file, hint: `${moved ? '' : `If a create of ${name} is still running, wait for it. `}${recoverHint(store, name)}` },
+        );
+      }
       throw new PdbError('E_SESSION_NOT_FOUND', `no session named "${name}" in this store`, {
         hint: 'pdb-env list shows the sessions; pdb-env create NAME makes one.',
       });
@@ -135,7 +140,7 @@ export async function readSession(store: ObjectStore, name: string): Promise<Ses
   if (problem)
     throw new PdbError('E_RECORD_CORRUPT', `the record of session "${name}" is damaged: ${problem} (${file})`, {
       path: file,
-      hint: recoverHint(store, name),
+      hint: `${recoverHint(store, name)} pdb-env doctor explains.`,
     });
   return doc as SessionRecord;
 }
