@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { copyFile, mkdtemp, statfs, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { tempPath } from '../model/temp-name.js';
 import { materializeTreeBase } from './base-tree.js';
 import { cloneError, cloneTree } from './clone-tree.js';
 import { FS_MAGIC, fsTypeOf, removeTreeForce } from './fs-util.js';
@@ -50,7 +51,8 @@ export const apfsCloneBackend: Backend = {
         detail: `the store is not on APFS (statfs type ${type})`,
         evidence: { platform: 'darwin', fsType: type },
       };
-    const dir = await mkdtemp(join(ctx.probeDir, `probe-apfs-${process.pid}-`));
+    const dir = tempPath(ctx.probeDir, 'probe-apfs');
+    await mkdir(dir);
     try {
       await writeFile(join(dir, 'a'), randomBytes(PROBE_BYTES));
       const before = await freeBytes(dir);

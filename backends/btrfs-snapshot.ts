@@ -1,6 +1,7 @@
-import { lstat, mkdtemp } from 'node:fs/promises';
+import { lstat, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Digest } from '../model/canonical-json.js';
+import { tempPath } from '../model/temp-name.js';
 import { PdbError, isPdbError } from '../model/errors.js';
 import { materializeTree } from '../model/materialize.js';
 import type { Snapshot } from '../model/snapshot.js';
@@ -26,6 +27,7 @@ async function deleteSubvolume(path: string): Promise<void> {
 async function materializeSubvolumeBase(ctx: BackendContext, snapshot: Snapshot, digest: Digest): Promise<string> {
   return materializeBaseOnce(
     ctx,
+    snapshot,
     digest,
     'btrfs-subvolume',
     async (tmp) => {
@@ -76,7 +78,8 @@ export const btrfsSnapshotBackend: Backend = {
         evidence: { fsType: 'btrfs', tool: false },
       };
     }
-    const dir = await mkdtemp(join(ctx.probeDir, `probe-btrfs-${process.pid}-`));
+    const dir = tempPath(ctx.probeDir, 'probe-btrfs');
+    await mkdir(dir);
     const sub = join(dir, 'sub');
     try {
       await runTool('btrfs', ['subvolume', 'create', sub], 'E_IO', 'a trial subvolume create');

@@ -4,7 +4,7 @@ import { constants, mkdirSync, symlinkSync } from 'node:fs';
 import { copyFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { PdbError, osErrorCode } from '../model/errors.js';
+import { PdbError, osErrorCode, toPdbError } from '../model/errors.js';
 import type { Snapshot } from '../model/snapshot.js';
 
 /** Files cloned at once. libuv runs them on its thread pool (4 threads by default). */
@@ -38,7 +38,8 @@ export function cloneError(err: unknown, relPath: string): PdbError {
         },
       );
     default:
-      return new PdbError('E_IO', `cloning ${relPath} failed: ${(err as Error).message}`, { cause: err, path: relPath });
+      // ENOSPC, EROFS, EACCES... typed by the one classifier, naming the file.
+      return toPdbError(err, 'E_IO', { action: `cloning ${relPath}` });
   }
 }
 

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
+import { tempPath } from '../model/temp-name.js';
 import { PdbError, isPdbError } from '../model/errors.js';
 import { materializeTreeBase, runTool } from './base-tree.js';
 import { fsTypeName, fsTypeOf, mountedFsType, removeTreeForce } from './fs-util.js';
@@ -63,7 +64,8 @@ export const overlayBackend: Backend = {
     if (typeof process.getuid === 'function' && process.getuid() !== 0) {
       return { available: false, reason: 'E_NOT_ROOT', detail: 'mounting an overlay needs root', evidence: { upperFs, root: false } };
     }
-    const dir = await mkdtemp(join(ctx.probeDir, `probe-overlay-${process.pid}-`));
+    const dir = tempPath(ctx.probeDir, 'probe-overlay');
+    await mkdir(dir);
     const [lower, upper, work, merged] = ['lower', 'upper', 'work', 'merged'].map((n) => join(dir, n)) as [string, string, string, string];
     try {
       for (const d of [join(lower, 'd'), upper, work, merged]) await mkdir(d, { recursive: true });

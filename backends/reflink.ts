@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { copyFile, mkdtemp, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { tempPath } from '../model/temp-name.js';
 import { PdbError } from '../model/errors.js';
 import { materializeTreeBase } from './base-tree.js';
 import { cloneError, cloneTree, observeShared } from './clone-tree.js';
@@ -26,7 +27,8 @@ export const reflinkBackend: Backend = {
   },
   async probe(ctx): Promise<ProbeResult> {
     const fsType = fsTypeName(await fsTypeOf(ctx.probeDir));
-    const dir = await mkdtemp(join(ctx.probeDir, `probe-reflink-${process.pid}-`));
+    const dir = tempPath(ctx.probeDir, 'probe-reflink');
+    await mkdir(dir);
     try {
       // 64 KiB: larger than btrfs's inline limit, so FIEMAP can show the shared extent.
       await writeFile(join(dir, 'a'), randomBytes(64 * 1024));

@@ -31,7 +31,11 @@ export function emitError(json: boolean, err: unknown): number {
   else {
     process.stderr.write(`pdb-env: ${e.code}: ${e.message}\n`);
     if (e.hint) process.stderr.write(`  ${e.hint}\n`);
-    if (e.code === 'E_INTERNAL' && e.stack) process.stderr.write(`${e.stack}\n`);
+    // A stack only for a real bug, and the original one (the wrapper's frames say nothing).
+    if (e.code === 'E_INTERNAL') {
+      const original = e.cause instanceof Error ? e.cause : e;
+      if (original.stack) process.stderr.write(`${original.stack}\n`);
+    }
   }
   return exitStatus(e.code);
 }

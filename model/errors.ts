@@ -16,6 +16,7 @@ export const ERROR_CODES = [
   'E_LEASE_BUSY',
   'E_OBJECT_MISSING',
   'E_OBJECT_CORRUPT',
+  'E_RECORD_CORRUPT',
   'E_STORE_INVALID',
   'E_CONFIG_INVALID',
   'E_BACKEND_UNKNOWN',
@@ -58,6 +59,9 @@ export const ERROR_CODES = [
   'E_PATH_OUTSIDE_ROOT',
   'E_COMMAND_NOT_FOUND',
   'E_COMMAND_NOT_EXECUTABLE',
+  'E_NO_SPACE',
+  'E_READ_ONLY',
+  'E_PERMISSION',
   'E_IO',
   'E_INTERNAL',
 ] as const;
@@ -102,10 +106,58 @@ export function osErrorCode(err: unknown): string | undefined {
   return undefined;
 }
 
-/** Wrap any thrown value as a PdbError, keeping PdbErrors as they are. */
-export function toPdbError(err: unknown, fallback: PdbErrorCode = 'E_INTERNAL'): PdbError {
+/** What an OS error code means for the user: its PdbError code and what to do. */
+const OS_ERRORS: Record<string, { code: PdbErrorCode; what: string; hint: string }> = {
+  ENOSPC: {
+    code: 'E_NO_SPACE',
+    what: 'no space left on the device',
+    hint: 'Free space on the filesystem that holds the store (or pass another --store), then run pdb-env gc.',
+  },
+  EDQUOT: {
+    code: 'E_NO_SPACE',
+    what: 'disk quota exceeded',
+    hint: 'Free space within your quota (or pass another --store), then run pdb-env gc.',
+  },
+  EROFS: {
+    code: 'E_READ_ONLY',
+    what: 'the filesystem is read-only',
+    hint: 'Remount the filesystem that holds it read-write, or pass another --store.',
+  },
+  EACCES: {
+    code: 'E_PERMISSION',
+    what: 'permission denied',
+    hint: 'Check the owner, mode and attributes (lsattr: chattr +i) of the path; run as the owner of the store.',
+  },
+  EPERM: {
+    code: 'E_PERMISSION',
+    what: 'operation not permitted',
+    hint: 'Check the owner, mode and attributes (lsattr: chattr +i) of the path; run as the owner of the store.',
+  },
+};
+
+export interface OsErrorContext {
+  /** What was being done, as a phrase: "writing the journal intent". */
+  action?: string;
+  /** The file it was about (Node leaves it out of read and write errors). */
+  path?: string;
+}
+
+/**
+ * Wrap any thrown value as a PdbError, keeping PdbErrors as they are. An OS error is classified by
+ * its err.code (ENOSPC is E_NO_SPACE, EROFS E_READ_ONLY, EACCES and EPERM E_PERMISSION, the rest
+ * E_IO) and named with the path and a hint; anything else is `fallback` with the original as cause.
+ */
+export function toPdbError(err: unknown, fallback: PdbErrorCode = 'E_INTERNAL', context: OsErrorContext = {}): PdbError {
   if (err instanceof PdbError) return err;
   const message = err instanceof Error ? err.message : String(err);
-  const code: PdbErrorCode = osErrorCode(err) ? 'E_IO' : fallback;
-  return new PdbError(code, message, { cause: err });
+  const errno = osErrorCode(err);
+  if (!errno || !/^E[A-Z0-9]+$/.test(errno)) return new PdbError(fallback, message, { cause: err });
+  const known = OS_ERRORS[errno];
+  const path = context.path ?? (err as { path?: unknown }).path;
+  const where = typeof path === 'string' && !message.includes(path) ? ` (${path})` : '';
+  const doing = context.action ? `${context.action} failed: ` : '';
+  return new PdbError(known?.code ?? 'E_IO', `${doing}${known ? `${known.what}: ` : ''}${message}${where}`, {
+    cause: err,
+    hint: known?.hint ?? 'Check that the path exists and the store is intact (pdb-env doctor).',
+  });
 }

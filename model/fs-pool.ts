@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { PdbError } from './errors.js';
+import { PdbError, toPdbError } from './errors.js';
 import { runFsTask, type FsTask, type FsTaskResult } from './fs-worker.js';
 
 type Pending = { resolve: (r: FsTaskResult) => void; reject: (e: unknown) => void };
@@ -74,14 +74,7 @@ export class FsPool {
         : await Promise.all(batches.map((b) => this.submit(makeTask(b))));
     const out: Array<{ digest: string; size: number; installed?: boolean } | null> = [];
     for (const r of results) {
-      if (!r.ok) {
-        const e = new Error(r.error.message) as NodeJS.ErrnoException;
-        e.code = r.error.code;
-        // ECHANGED: the worker read a file twice (hash, then install) and got different bytes.
-        if (r.error.code === 'ECHANGED')
-          throw new PdbError('E_SOURCE_CHANGED', `${r.error.message}; stop writers in the tree and try again`, { cause: e });
-        throw new PdbError('E_IO', `${r.error.message}`, { cause: e });
-      }
+      if (!r.ok) throw taskError(r.error);
       out.push(...r.results);
     }
     return out;
@@ -92,6 +85,21 @@ export class FsPool {
     this.workers = [];
     this.idle = [];
     await Promise.all(ws.map((w) => w.terminate()));
+  }
+}
+
+/** The typed error of a failed task; E_OBJECT_CORRUPT and E_OBJECT_MISSING keep the worker's error (path, object) as cause. */
+function taskError(error: { message: string; code?: string; path?: string; object?: string }): PdbError {
+  const e = Object.assign(new Error(error.message), { code: error.code, path: error.path, object: error.object });
+  switch (error.code) {
+    case 'ECHANGED': // the worker read a file twice (hash, then install) and got different bytes
+      return new PdbError('E_SOURCE_CHANGED', `${error.message}; stop writers in the tree and try again`, { cause: e });
+    case 'ECORRUPT':
+      return new PdbError('E_OBJECT_CORRUPT', error.message, { cause: e });
+    case 'EOBJMISSING':
+      return new PdbError('E_OBJECT_MISSING', error.message, { cause: e });
+    default:
+      return toPdbError(e, 'E_IO', { path: error.path });
   }
 }
 

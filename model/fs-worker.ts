@@ -3,15 +3,24 @@
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, fchmodSync, openSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
+import { tempEntryName } from './temp-name.js';
+
+/** A verified copy: the object at `src` is copied to `dst` and must hash to `hex` (its digest without "sha256:"). */
+export type CopyItem = [src: string, dst: string, mode: number, hex: string];
 
 export type FsTask =
   | { op: 'hash'; paths: string[] }
   | { op: 'install'; paths: string[]; objectsDir: string; tmpDir: string }
-  | { op: 'copy'; items: Array<[src: string, dst: string, mode: number]> };
+  | { op: 'copy'; items: CopyItem[] };
 
+/**
+ * A failed task names its code and path. Two codes are the worker's own: ECORRUPT (an object's
+ * bytes did not hash to its name while they were copied) and EOBJMISSING (the object is absent);
+ * for both, `object` is the object file and `path` the destination.
+ */
 export type FsTaskResult =
   | { ok: true; results: Array<{ digest: string; size: number; installed?: boolean } | null> }
-  | { ok: false; error: { message: string; code?: string; path?: string } };
+  | { ok: false; error: { message: string; code?: string; path?: string; object?: string } };
 
 const CHUNK = 1 << 20;
 const buffer = Buffer.allocUnsafe(CHUNK);
@@ -96,7 +105,7 @@ function installFile(path: string, objectsDir: string, tmpDir: string): { digest
 
 /** Write an object through a temp file in the store and rename it into place (atomic). */
 function writeObject(dst: string, tmpDir: string, fill: (fd: number) => void): void {
-  const tmp = `${tmpDir}/obj-${process.pid}-${tmpCounter++}-${Math.random().toString(36).slice(2)}`;
+  const tmp = `${tmpDir}/${tempEntryName('obj', `${(tmpCounter++).toString(36)}z${Math.random().toString(36).slice(2)}`)}`;
   const out = openSync(tmp, 'wx', 0o444);
   try {
     fill(out);
@@ -117,21 +126,42 @@ function writeObject(dst: string, tmpDir: string, fill: (fd: number) => void): v
   }
 }
 
-/** Explicit userspace read/write: never copy_file_range, which clones silently on btrfs and XFS. */
-function copyFile(src: string, dst: string, mode: number, umask: number): void {
-  const fdIn = openSync(src, 'r');
+function objectError(code: 'ECORRUPT' | 'EOBJMISSING', message: string, object: string): NodeJS.ErrnoException {
+  const e = new Error(message) as NodeJS.ErrnoException & { object: string };
+  e.code = code;
+  e.object = object;
+  return e;
+}
+
+/**
+ * Explicit userspace read/write: never copy_file_range, which clones silently on btrfs and XFS.
+ * The bytes are hashed as they pass (the read is paid for anyway), so an object whose bytes no
+ * longer match its name fails the copy instead of landing in a session.
+ */
+function copyFile(src: string, dst: string, mode: number, hex: string, umask: number): void {
+  let fdIn: number;
   try {
+    fdIn = openSync(src, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw objectError('EOBJMISSING', `object sha256:${hex} is missing`, src);
+    throw err;
+  }
+  try {
+    const h = createHash('sha256');
     const fdOut = openSync(dst, 'wx', mode);
     try {
       for (;;) {
         const n = readSync(fdIn, buffer, 0, CHUNK, null);
         if (n === 0) break;
+        h.update(buffer.subarray(0, n));
         writeAll(fdOut, buffer, n);
       }
       if ((umask & mode) !== 0) fchmodSync(fdOut, mode);
     } finally {
       closeSync(fdOut);
     }
+    const got = h.digest('hex');
+    if (got !== hex) throw objectError('ECORRUPT', `object sha256:${hex} holds bytes that hash to sha256:${got}`, src);
   } finally {
     closeSync(fdIn);
   }
@@ -146,9 +176,9 @@ export function runFsTask(task: FsTask, umask: number): FsTaskResult {
       case 'install':
         return { ok: true, results: task.paths.map((p) => ((current = p), installFile(p, task.objectsDir, task.tmpDir))) };
       case 'copy':
-        for (const [src, dst, mode] of task.items) {
+        for (const [src, dst, mode, hex] of task.items) {
           current = dst;
-          copyFile(src, dst, mode, umask);
+          copyFile(src, dst, mode, hex, umask);
         }
         return { ok: true, results: [] };
       default: {
@@ -157,8 +187,8 @@ export function runFsTask(task: FsTask, umask: number): FsTaskResult {
       }
     }
   } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    return { ok: false, error: { message: e.message, code: e.code, path: current } };
+    const e = err as NodeJS.ErrnoException & { object?: string };
+    return { ok: false, error: { message: e.message, code: e.code, path: current, object: e.object } };
   }
 }
 

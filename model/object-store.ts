@@ -1,9 +1,10 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { mkdir, open, readdir, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { canonicalBytes, isDigest, sha256Digest, type Digest } from './canonical-json.js';
-import { PdbError, osErrorCode } from './errors.js';
+import { PdbError, osErrorCode, toPdbError } from './errors.js';
+import { tempPath } from './temp-name.js';
 
 /** The directory layout of a store. Paths only; what lives where is documented in DESIGN section 4. */
 export interface StorePaths {
@@ -15,6 +16,10 @@ export interface StorePaths {
   journal: string;
   tmp: string;
   sources: string;
+  /** Where damaged things are moved aside, never deleted: objects/, journal/, records/. */
+  quarantine: string;
+  /** Store-level locks (the store lock that gc holds while it decides). */
+  locks: string;
 }
 
 export function storePaths(root: string): StorePaths {
@@ -27,31 +32,44 @@ export function storePaths(root: string): StorePaths {
     journal: join(root, 'journal'),
     tmp: join(root, 'tmp'),
     sources: join(root, 'sources'),
+    quarantine: join(root, 'quarantine'),
+    locks: join(root, 'locks'),
   };
 }
 
 export const STORE_MARKER = 'store.json';
 
-/** Unique temp name inside the store's tmp dir (same filesystem, so rename is atomic). */
-export function tempName(paths: StorePaths, prefix = 'tmp'): string {
-  return join(paths.tmp, `${prefix}-${process.pid}-${randomBytes(6).toString('hex')}`);
+/** What to do about a corrupt or missing object (doctor and verify print it too). */
+export const REPAIR_HINT =
+  'pdb-env verify moves corrupt objects to the quarantine and lists what is missing; pdb-env create NAME --from DIR re-imports a source that still holds the bytes and installs them again.';
+
+/**
+ * Unique temp path inside the store's tmp dir (same filesystem, so rename is atomic), named
+ * `<kind>.<pid>.<start>.<random>` so recovery can tell whether its owner still runs.
+ */
+export function tempName(paths: StorePaths, kind = 'tmp'): string {
+  return tempPath(paths.tmp, kind);
 }
 
-/** Write a file atomically: temp file in the same store, fsync, rename over the target. */
+/**
+ * Write a file atomically: temp file in the same store, fsync, rename over the target. Every
+ * failure is typed (E_NO_SPACE, E_READ_ONLY, E_PERMISSION...) and names the target; the temp
+ * file is removed.
+ */
 export async function writeFileAtomic(paths: StorePaths, target: string, data: string | Buffer, mode = 0o644): Promise<void> {
   const tmp = tempName(paths, 'write');
-  const fh = await open(tmp, 'wx', mode);
   try {
-    await fh.writeFile(data);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  try {
+    const fh = await open(tmp, 'wx', mode);
+    try {
+      await fh.writeFile(data);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
     await rename(tmp, target);
   } catch (err) {
-    await unlink(tmp).catch(() => {});
-    throw err;
+    await unlink(tmp).catch(() => {}); // rollback of our own temp file; the error below is what matters
+    throw toPdbError(err, 'E_IO', { action: 'writing', path: target });
   }
 }
 
@@ -61,7 +79,7 @@ export class ObjectStore {
 
   static async init(root: string): Promise<ObjectStore> {
     const paths = storePaths(root);
-    for (const dir of [paths.bases, paths.environments, paths.sessions, paths.journal, paths.tmp, paths.sources]) {
+    for (const dir of [paths.bases, paths.environments, paths.sessions, paths.journal, paths.tmp, paths.sources, paths.locks]) {
       await mkdir(dir, { recursive: true });
     }
     if (!existsSync(join(paths.objects, 'ff'))) {
@@ -94,12 +112,52 @@ export class ObjectStore {
 
   async putBytes(bytes: Buffer): Promise<Digest> {
     const digest = sha256Digest(bytes);
-    const dst = this.objectPath(digest);
-    if (existsSync(dst)) return digest;
-    const tmp = tempName(this.paths, 'obj');
-    await writeFile(tmp, bytes, { mode: 0o444, flag: 'wx' });
-    await rename(tmp, dst);
+    await this.install(digest, bytes, 'obj');
     return digest;
+  }
+
+  /**
+   * Install `bytes` as object `digest` unless a good copy is there. An existing copy whose bytes
+   * differ is quarantined and replaced: this is how a re-import repairs a damaged document.
+   */
+  private async install(digest: Digest, bytes: Buffer, kind: string): Promise<void> {
+    const dst = this.objectPath(digest);
+    if (existsSync(dst)) {
+      if (readFileSync(dst).equals(bytes)) return;
+      this.quarantineObject(digest);
+    }
+    const tmp = tempName(this.paths, kind);
+    try {
+      await writeFile(tmp, bytes, { mode: 0o444, flag: 'wx' });
+      await rename(tmp, dst);
+    } catch (err) {
+      await unlink(tmp).catch(() => {}); // rollback of our own temp file
+      throw toPdbError(err, 'E_IO', { action: `installing object ${digest}`, path: dst });
+    }
+  }
+
+  /**
+   * Move a damaged object aside into `<store>/quarantine/objects/` (never deleted), so that it is
+   * missing: the next import of a source holding those bytes installs them again. Returns where it
+   * went, or null when it was already gone (another process moved it first).
+   */
+  quarantineObject(digest: Digest): string | null {
+    const dir = join(this.paths.quarantine, 'objects');
+    mkdirSync(dir, { recursive: true });
+    const aside = join(dir, `${digest.slice(7)}.${new Date().toISOString().replace(/[:.]/g, '')}.${process.pid}`);
+    try {
+      renameSync(this.objectPath(digest), aside);
+      return aside;
+    } catch (err) {
+      if (osErrorCode(err) === 'ENOENT') return null;
+      throw toPdbError(err, 'E_IO', { action: `moving corrupt object ${digest} to the quarantine` });
+    }
+  }
+
+  /** Digests of the objects moved to the quarantine (each once, even when moved several times). */
+  async quarantinedObjects(): Promise<Digest[]> {
+    const names = await readdir(join(this.paths.quarantine, 'objects')).catch(() => [] as string[]);
+    return [...new Set(names.map((n) => `sha256:${n.split('.')[0]}` as Digest).filter((d) => isDigest(d)))].sort();
   }
 
   /** Read an object and verify its digest. */
@@ -111,67 +169,68 @@ export class ObjectStore {
       if (osErrorCode(err) === 'ENOENT')
         throw new PdbError('E_OBJECT_MISSING', `object ${digest} is not in the store`, {
           cause: err,
-          hint: 'Run pdb-env verify; re-import the source with pdb-env create.',
+          hint: REPAIR_HINT,
         });
-      throw err;
+      throw toPdbError(err, 'E_IO', { action: `reading object ${digest}` });
     }
     if (sha256Digest(bytes) !== digest) {
-      throw new PdbError('E_OBJECT_CORRUPT', `object ${digest} does not match its digest`, {
-        hint: 'Run pdb-env verify to list every corrupt object.',
-      });
+      throw new PdbError('E_OBJECT_CORRUPT', `object ${digest} does not match its digest`, { hint: REPAIR_HINT });
     }
     return bytes;
   }
 
   async putDocument(doc: unknown): Promise<Digest> {
     const { bytes, digest } = canonicalBytes(doc);
-    const dst = this.objectPath(digest);
-    if (!existsSync(dst)) {
-      const tmp = tempName(this.paths, 'doc');
-      await writeFile(tmp, bytes, { mode: 0o444, flag: 'wx' });
-      await rename(tmp, dst);
-    }
+    await this.install(digest, bytes, 'doc');
     return digest;
   }
 
-  getDocument<T>(digest: Digest): T {
-    return JSON.parse(this.getBytes(digest).toString('utf8')) as T;
+  /** A JSON document object; E_USAGE naming `what` when the object is not JSON (a file object's digest, say). */
+  getDocument<T>(digest: Digest, what = 'document'): T {
+    const bytes = this.getBytes(digest);
+    try {
+      return JSON.parse(bytes.toString('utf8')) as T;
+    } catch (err) {
+      throw new PdbError('E_USAGE', `${digest} is not a ${what}: the object holds ${bytes.length} bytes that are not JSON`, {
+        cause: err,
+        hint: 'Pass the digest of a Snapshot (pdb-env envs lists heads; checkpoint --json prints a result Snapshot).',
+      });
+    }
   }
 
-  /** Re-hash every object; returns the digests whose bytes do not match their name. */
-  async verifyAll(onProgress?: (done: number) => void): Promise<{ checked: number; corrupt: Digest[] }> {
+  /**
+   * Re-hash every object; returns the digests whose bytes do not match their name. With
+   * `quarantine`, each corrupt object is also moved aside (see quarantineObject).
+   */
+  async verifyAll(
+    options: { quarantine?: boolean; onProgress?: (done: number) => void } = {},
+  ): Promise<{ checked: number; corrupt: Digest[] }> {
     const corrupt: Digest[] = [];
     let checked = 0;
     for (const prefix of (await readdir(this.paths.objects)).sort()) {
       const dir = join(this.paths.objects, prefix);
       for (const rest of (await readdir(dir)).sort()) {
         const expected = `sha256:${prefix}${rest}` as Digest;
-        const h = createHash('sha256');
-        const fh = await open(join(dir, rest), 'r');
-        try {
-          for await (const chunk of fh.createReadStream()) h.update(chunk as Buffer);
-        } finally {
-          await fh.close().catch(() => {});
+        if (!isDigest(expected)) continue; // not an object name: nothing to check it against
+        if ((await hashFile(join(dir, rest))) !== expected) {
+          corrupt.push(expected);
+          if (options.quarantine) this.quarantineObject(expected);
         }
-        if (`sha256:${h.digest('hex')}` !== expected) corrupt.push(expected);
         checked++;
-        if (onProgress && checked % 1000 === 0) onProgress(checked);
+        if (options.onProgress && checked % 1000 === 0) options.onProgress(checked);
       }
     }
     return { checked, corrupt };
   }
+}
 
-  /** Remove leftover temp files (from a crash); returns how many. */
-  async cleanTmp(olderThanMs = 0): Promise<number> {
-    let n = 0;
-    for (const name of await readdir(this.paths.tmp).catch(() => [] as string[])) {
-      const p = join(this.paths.tmp, name);
-      const st = await stat(p).catch(() => null);
-      if (st && Date.now() - st.mtimeMs >= olderThanMs) {
-        await rm(p, { recursive: true, force: true });
-        n++;
-      }
-    }
-    return n;
+async function hashFile(path: string): Promise<string> {
+  const h = createHash('sha256');
+  const fh = await open(path, 'r');
+  try {
+    for await (const chunk of fh.createReadStream()) h.update(chunk as Buffer);
+  } finally {
+    await fh.close().catch(() => {}); // the stream closes it; a second close may fail harmlessly
   }
+  return `sha256:${h.digest('hex')}`;
 }

@@ -1,26 +1,22 @@
-// Create: check the request and the backend, claim the name, pick or import the base, let the
-// backend make the root, race-check the source, mark the session ready. Every failure after the
-// name is claimed undoes what was made.
-import { mkdir } from 'node:fs/promises';
+// Create: check the request and the backend, pick or import the base, then (under the store lock)
+// write the intent and claim the name, let the backend make the root, race-check the source and
+// mark the session ready. The intent comes before anything is created, and every failure after
+// it undoes what was made, so a failed or killed create leaves nothing gc cannot explain.
+import { lstat, mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { getBackend, probeBackend } from '../backends/registry.js';
 import type { AnyBackendName, Backend, BackendContext, CreatedSession } from '../backends/types.js';
 import { isDigest, type Digest } from '../model/canonical-json.js';
-import { PdbError, osErrorCode } from '../model/errors.js';
+import { crashPoint } from '../model/crash-point.js';
+import { PdbError, isPdbError, osErrorCode, toPdbError } from '../model/errors.js';
 import type { ObjectStore } from '../model/object-store.js';
 import { removeTree } from '../model/remove-tree.js';
 import type { Snapshot } from '../model/snapshot.js';
 import { envHead, initEnv } from './environments.js';
 import { assertSourceUnchanged, importSource, type ImportResult } from './import.js';
-import {
-  assertSessionName,
-  backendContext,
-  readSession,
-  sessionDir,
-  writeSession,
-  type SessionRecord,
-  type StoreContext,
-} from './records.js';
+import type { Intent } from './journal.js';
+import { assertSessionName, backendContext, sessionDir, writeSession, type SessionRecord, type StoreContext } from './records.js';
+import { withStoreLock } from './store-lock.js';
 
 export interface CreateOptions {
   from?: string;
@@ -47,12 +43,22 @@ export interface CreateResult {
   import: { filesHashed: number; filesTrusted: number; objectsInstalled: number; bytes: number } | null;
 }
 
+interface Request {
+  name: string;
+  backend: Backend;
+  sourceDir: string | null;
+  bctx: BackendContext;
+  options: CreateOptions;
+}
+
+function sessionExists(name: string): PdbError {
+  return new PdbError('E_SESSION_EXISTS', `a session named "${name}" already exists`, {
+    hint: `Pick another name, or pdb-env discard ${name} first.`,
+  });
+}
+
 /** Validate the request and probe the backend, before anything is made. */
-async function checkRequest(
-  store: ObjectStore,
-  name: string,
-  options: CreateOptions,
-): Promise<{ backend: Backend; sourceDir: string | null; bctx: BackendContext }> {
+async function checkRequest(store: ObjectStore, name: string, options: CreateOptions): Promise<Request> {
   assertSessionName(name);
   const backend = getBackend(options.backend ?? 'full-copy', { allowTestOnly: options.allowTestOnly });
   if (options.env && options.base) throw new PdbError('E_USAGE', 'create takes --env or --base, not both');
@@ -66,36 +72,51 @@ async function checkRequest(
       hint: 'pdb-env backends lists what this host can run.',
     });
   }
-  return { backend, sourceDir, bctx };
+  // Early and cheap, so a taken name is not found only after a long import; claimName decides.
+  if (await lstat(sessionDir(store, name)).catch(() => null)) throw sessionExists(name);
+  return { name, backend, sourceDir, bctx, options };
 }
 
-/** Make the session directory; the name is taken by whoever makes it first. */
-async function claimName(store: ObjectStore, name: string): Promise<string> {
-  const dir = sessionDir(store, name);
-  try {
-    await mkdir(dir);
-  } catch (err) {
-    if (osErrorCode(err) === 'EEXIST')
-      throw new PdbError('E_SESSION_EXISTS', `a session named "${name}" already exists`, {
-        hint: `Pick another name, or pdb-env discard ${name} first.`,
-      });
-    throw err;
-  }
-  return dir;
+/** A Snapshot document; E_USAGE when the digest names something else (a file object, a Changeset). */
+function readSnapshot(store: ObjectStore, digest: Digest): Snapshot {
+  const doc = store.getDocument<Snapshot>(digest, 'Snapshot');
+  if (!doc || typeof doc !== 'object' || !Array.isArray(doc.entries) || !Array.isArray(doc.excludes))
+    throw new PdbError('E_USAGE', `${digest} is not a Snapshot`, {
+      hint: 'Pass the digest of a Snapshot (pdb-env envs lists heads; checkpoint --json prints a result Snapshot).',
+    });
+  return doc;
 }
 
-/** The base: an environment's head, a Snapshot in the store, or a fresh import of the source. */
-async function chooseBase(
-  store: ObjectStore,
-  options: CreateOptions,
-  sourceDir: string | null,
-): Promise<{ base: Digest; snapshot: Snapshot; imported: ImportResult | null }> {
-  if (options.env || options.base) {
-    const base = options.base ?? (await envHead(store, options.env!));
-    return { base, snapshot: store.getDocument<Snapshot>(base), imported: null };
+/**
+ * The base: an environment's head, a Snapshot in the store, or a fresh import of the source. An
+ * import only adds immutable objects and the source's stat cache (each written atomically), so it
+ * runs before the intent: a crash in it leaves nothing half-made, only temp files of a dead owner.
+ */
+async function chooseBase(store: ObjectStore, req: Request): Promise<{ base: Digest; snapshot: Snapshot; imported: ImportResult | null }> {
+  if (req.options.env || req.options.base) {
+    const base = req.options.base ?? (await envHead(store, req.options.env!));
+    return { base, snapshot: readSnapshot(store, base), imported: null };
   }
-  const imported = await importSource(store, sourceDir!);
+  const imported = await importSource(store, req.sourceDir!);
   return { base: imported.digest, snapshot: imported.snapshot, imported };
+}
+
+/** Under the store lock: write the intent, then make the session directory (the name is taken by whoever makes it first). */
+async function claimName(ctx: StoreContext, req: Request, base: Digest): Promise<{ dir: string; intent: Intent }> {
+  const dir = sessionDir(ctx.store, req.name);
+  return withStoreLock(ctx.store, `create ${req.name}`, async () => {
+    const intent = await ctx.journal.begin('create', { session: req.name, detail: { backend: req.backend.name, base } });
+    crashPoint('create:after-intent');
+    try {
+      await mkdir(dir);
+    } catch (err) {
+      await ctx.journal.end(intent);
+      if (osErrorCode(err) === 'EEXIST') throw sessionExists(req.name);
+      throw toPdbError(err, 'E_IO', { action: 'making the session directory', path: dir });
+    }
+    crashPoint('create:after-mkdir');
+    return { dir, intent };
+  });
 }
 
 function newRecord(name: string, backend: AnyBackendName, base: Digest, sourceDir: string | null): SessionRecord {
@@ -137,36 +158,86 @@ function createResult(
   };
 }
 
+function isObjectFault(err: unknown): boolean {
+  return isPdbError(err, 'E_OBJECT_CORRUPT') || isPdbError(err, 'E_OBJECT_MISSING');
+}
+
+/**
+ * Let the backend make the base and the root. Every byte is verified on the way out; when an
+ * object turns out corrupt (now quarantined) or missing and the base was imported, the source is
+ * imported again (which installs those bytes anew, if the source still has them) and the root
+ * made once more. Without a source, or when that fails too, the typed error stands.
+ */
+async function materialize(
+  ctx: StoreContext,
+  req: Request,
+  rec: SessionRecord,
+  dir: string,
+  chosen: Awaited<ReturnType<typeof chooseBase>>,
+) {
+  const root = join(dir, 'root');
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await req.backend.materializeBase(req.bctx, chosen.snapshot, rec.base);
+      crashPoint('create:after-base');
+      return await req.backend.createSession(req.bctx, chosen.snapshot, rec.base, root, dir);
+    } catch (err) {
+      if (attempt > 1 || !chosen.imported || !isObjectFault(err)) throw err;
+      await req.backend.release(req.bctx, root, dir, {}).catch(() => {}); // rollback of a half-made root before the retry
+      await removeTree(root);
+      const again = await importSource(ctx.store, req.sourceDir!);
+      if (again.digest !== rec.base) throw err; // the source moved on: the race check would refuse it anyway
+      chosen.imported = again;
+    }
+  }
+}
+
+/**
+ * The first import makes `main`. A lock on it that stays busy past the wait (a live updater, or an
+ * unreadable lock still in its grace period) does not undo a ready session: the next create from
+ * a source makes `main` if it still does not exist.
+ */
+async function makeMain(ctx: StoreContext, base: Digest): Promise<void> {
+  await initEnv(ctx.store, 'main', base).catch((err: unknown) => {
+    if (!isPdbError(err, 'E_LEASE_BUSY')) throw err;
+  });
+}
+
 /** Import or pick the base, materialize the session, race-check a prepare; the session is ready after. */
 export async function createSession(ctx: StoreContext, name: string, options: CreateOptions = {}): Promise<CreateResult> {
-  const { backend, sourceDir, bctx } = await checkRequest(ctx.store, name, options);
-  const dir = await claimName(ctx.store, name);
-  const intent = await ctx.journal.begin('create', { session: name, detail: { backend: backend.name } });
+  const req = await checkRequest(ctx.store, name, options);
+  const chosen = await chooseBase(ctx.store, req);
+  const { dir, intent } = await claimName(ctx, req, chosen.base);
+  const rec = newRecord(name, req.backend.name, chosen.base, req.sourceDir);
   const root = join(dir, 'root');
-  let created = false;
   try {
-    const { base, snapshot, imported } = await chooseBase(ctx.store, options, sourceDir);
-    const rec = newRecord(name, backend.name, base, sourceDir);
     await writeSession(ctx.store, rec);
-    await backend.materializeBase(bctx, snapshot, base);
-    created = true;
-    const made = await backend.createSession(bctx, snapshot, base, root, dir);
+    crashPoint('create:after-record');
+    const made = await materialize(ctx, req, rec, dir, chosen);
     rec.backendState = made.state;
     await writeSession(ctx.store, rec);
+    crashPoint('create:after-materialize');
     await options.afterMaterialize?.();
     // Prepare is race-checked: the source must still be what was imported.
-    if (imported) await assertSourceUnchanged(ctx.store, sourceDir!, imported);
+    if (chosen.imported) await assertSourceUnchanged(ctx.store, req.sourceDir!, chosen.imported);
     rec.state = 'ready';
     await writeSession(ctx.store, rec);
-    if (imported) await initEnv(ctx.store, 'main', base);
+    crashPoint('create:after-ready');
+    if (chosen.imported) await makeMain(ctx, rec.base);
+    crashPoint('create:after-env');
     await ctx.journal.end(intent);
-    return createResult(rec, root, snapshot, made, imported);
+    return createResult(rec, root, chosen.snapshot, made, chosen.imported);
   } catch (err) {
-    // Leave nothing half-made: undo the backend's work and remove the session directory.
-    if (created)
-      await backend.release(bctx, root, dir, (await readSession(ctx.store, name).catch(() => null))?.backendState ?? {}).catch(() => {});
-    await removeTree(dir).catch(() => {});
-    await ctx.journal.end(intent);
-    throw err;
+    // Leave nothing half-made: undo the backend's work and remove the session directory. The
+    // rollback's own failures are not the story; if the directory stays, so does the intent, for gc.
+    await req.backend.release(req.bctx, root, dir, rec.backendState).catch(() => {});
+    if (
+      await removeTree(dir).then(
+        () => true,
+        () => false,
+      )
+    )
+      await ctx.journal.end(intent);
+    throw toPdbError(err, 'E_INTERNAL', { action: `creating session ${name}` });
   }
 }

@@ -1,30 +1,46 @@
 // Environments: named lineages whose head is a Snapshot. A head file is replaced atomically, and
-// every change to it (the first import's `main`, a publish) happens under the environment's lock.
+// every change to it (the first import's `main`, a publish) happens under the environment's lock,
+// which a second publisher waits for (bounded), so parallel publishes with one --expect give one
+// winner and E_HEAD_MOVED for the rest.
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDigest, type Digest } from '../model/canonical-json.js';
-import { PdbError, osErrorCode } from '../model/errors.js';
+import { crashPoint } from '../model/crash-point.js';
+import { PdbError, osErrorCode, toPdbError } from '../model/errors.js';
 import { writeFileAtomic, type ObjectStore } from '../model/object-store.js';
-import { tryLock } from './lock.js';
+import { SHORT_LOCK_WAIT_MS, tryLock } from './lock.js';
 import { assertEnvName, readSession, type StoreContext } from './records.js';
 
-function envFile(store: ObjectStore, env: string): string {
+export function envFile(store: ObjectStore, env: string): string {
   assertEnvName(env);
   return join(store.paths.environments, `${env}.json`);
 }
 
 export async function envHead(store: ObjectStore, env: string): Promise<Digest> {
+  const file = envFile(store, env);
+  let text: string;
   try {
-    const doc = JSON.parse(await readFile(envFile(store, env), 'utf8')) as { head: Digest };
-    return doc.head;
+    text = await readFile(file, 'utf8');
   } catch (err) {
     if (osErrorCode(err) === 'ENOENT')
       throw new PdbError('E_ENV_NOT_FOUND', `no environment named "${env}"`, {
         hint: 'An environment "main" is made by the first pdb-env create from a source.',
       });
-    throw err;
+    throw toPdbError(err, 'E_IO', { action: `reading environment ${env}`, path: file });
   }
+  let head: unknown;
+  try {
+    head = (JSON.parse(text) as { head?: unknown } | null)?.head;
+  } catch {
+    head = undefined;
+  }
+  if (typeof head !== 'string' || !isDigest(head))
+    throw new PdbError('E_RECORD_CORRUPT', `the environment file of "${env}" is damaged: no head digest in ${file}`, {
+      path: file,
+      hint: `Its head is lost from this file: pdb-env list --json and checkpoints show candidate Snapshots; write {"name":"${env}","head":"sha256:..."} to ${file}, or remove it and create from a source again.`,
+    });
+  return head as Digest;
 }
 
 export async function listEnvs(store: ObjectStore): Promise<Array<{ name: string; head: Digest }>> {
@@ -53,9 +69,13 @@ async function writeEnv(store: ObjectStore, env: string, head: Digest, previous:
   );
 }
 
-/** Run `fn` holding the environment's update lock; E_LEASE_BUSY at once when another process holds it. */
+/** Run `fn` holding the environment's update lock; waits for another holder (bounded), then E_LEASE_BUSY. */
 async function withEnvLock<T>(store: ObjectStore, env: string, fn: () => Promise<T>): Promise<T> {
-  const taken = await tryLock(`${envFile(store, env)}.lock`, { kind: 'update', purpose: `update environment ${env}` });
+  const taken = await tryLock(`${envFile(store, env)}.lock`, {
+    kind: 'update',
+    purpose: `update environment ${env}`,
+    wait: { timeoutMs: SHORT_LOCK_WAIT_MS },
+  });
   if (!taken.lock)
     throw new PdbError('E_LEASE_BUSY', `environment "${env}" is being updated by process ${taken.holder?.pid ?? '?'}`, {
       hint: 'Try again in a moment.',
@@ -90,7 +110,9 @@ export async function publish(
       });
     }
     const intent = await ctx.journal.begin('publish', { session: name, env, detail: { from: current, to: head } });
+    crashPoint('publish:after-intent');
     await writeEnv(ctx.store, env, head, current);
+    crashPoint('publish:after-head');
     await ctx.journal.end(intent);
     return { env, previous: current, head };
   });

@@ -1,10 +1,19 @@
+// Intent records for crash recovery: written before a multi-step mutation creates anything,
+// removed after its final state. An intent names its operation and its process, so recovery can
+// tell a live one from an abandoned one. A journal entry that is not a well-formed intent
+// (garbage, an unknown operation, an unsafe session name, a symlink) is never followed: `list`
+// returns it as bad, doctor reports it and gc moves it to the quarantine.
 import { randomBytes } from 'node:crypto';
-import { readdir, readFile, unlink } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
+import { lstat, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { osErrorCode, toPdbError } from '../model/errors.js';
 import { writeFileAtomic, type StorePaths } from '../model/object-store.js';
-import { isProcessAlive, processStartTime } from './process-identity.js';
+import { isProcessAlive, processStartTime } from '../model/process-identity.js';
+import { SESSION_NAME_PATTERN } from './records.js';
 
-export type IntentOp = 'create' | 'checkpoint' | 'discard' | 'publish';
+export const INTENT_OPS = ['create', 'checkpoint', 'discard', 'publish'] as const;
+export type IntentOp = (typeof INTENT_OPS)[number];
 
 export interface Intent {
   id: string;
@@ -19,10 +28,48 @@ export interface Intent {
   detail: Record<string, string | null>;
 }
 
-/** Intent records for crash recovery: written before a multi-step mutation, removed after its final state. */
+/** A journal entry that is not a well-formed intent, with why. */
+export interface BadIntent {
+  file: string;
+  reason: string;
+}
+
+/** A safe id (it becomes a file name): what begin() makes, or any simple name. */
+const ID = /^[0-9A-Za-z][0-9A-Za-z_-]{0,63}$/;
+
+/** The intent in `text` (from the file `name`), or why it is not one. */
+export function parseIntent(name: string, text: string): Intent | string {
+  let doc: Partial<Record<keyof Intent, unknown>>;
+  try {
+    doc = JSON.parse(text) as typeof doc;
+  } catch {
+    return 'not JSON';
+  }
+  if (typeof doc !== 'object' || doc === null) return 'not an intent record';
+  if (`${String(doc.id)}.json` !== name || !ID.test(String(doc.id))) return 'its id does not match its file name';
+  if (!INTENT_OPS.includes(doc.op as IntentOp)) return `unknown operation "${String(doc.op)}"`;
+  for (const key of ['session', 'env'] as const) {
+    if (doc[key] !== undefined && (typeof doc[key] !== 'string' || !SESSION_NAME_PATTERN.test(doc[key] as string)))
+      return `unsafe ${key} name "${String(doc[key])}"`;
+  }
+  if (!Number.isInteger(doc.pid) || (doc.pid as number) <= 0) return 'no owner pid';
+  const detail = doc.detail && typeof doc.detail === 'object' ? (doc.detail as Intent['detail']) : {};
+  return {
+    id: doc.id as string,
+    op: doc.op as IntentOp,
+    session: doc.session as string | undefined,
+    env: doc.env as string | undefined,
+    pid: doc.pid as number,
+    pidStart: typeof doc.pidStart === 'string' ? doc.pidStart : null,
+    startedAt: typeof doc.startedAt === 'string' ? doc.startedAt : '?',
+    detail,
+  };
+}
+
 export class Journal {
   constructor(private readonly paths: StorePaths) {}
 
+  /** Write the intent (atomically); a failure is typed (E_NO_SPACE, E_READ_ONLY...) and leaves nothing. */
   async begin(op: IntentOp, fields: { session?: string; env?: string; detail?: Record<string, string | null> }): Promise<Intent> {
     const intent: Intent = {
       id: `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`,
@@ -38,27 +85,71 @@ export class Journal {
     return intent;
   }
 
+  /** Remove a finished intent. Best effort: one left behind (a read-only store) is dropped by gc later. */
   async end(intent: Intent): Promise<void> {
     await unlink(this.file(intent.id)).catch(() => {});
   }
 
-  /** All intents on disk, each marked live (its process still runs) or abandoned. */
-  async list(): Promise<Array<Intent & { live: boolean }>> {
-    const out: Array<Intent & { live: boolean }> = [];
+  /** Every intent on disk, each marked live (its process still runs) or abandoned, and every bad entry. */
+  async scan(): Promise<{ intents: Array<Intent & { live: boolean }>; bad: BadIntent[] }> {
+    const intents: Array<Intent & { live: boolean }> = [];
+    const bad: BadIntent[] = [];
+    const dir = await lstat(this.paths.journal).catch(() => null);
+    if (dir && !dir.isDirectory()) return { intents, bad: [{ file: '.', reason: 'the journal is not a directory (a symlink?)' }] };
     for (const name of (await readdir(this.paths.journal).catch(() => [] as string[])).sort()) {
-      if (!name.endsWith('.json')) continue;
-      try {
-        const intent = JSON.parse(await readFile(join(this.paths.journal, name), 'utf8')) as Intent;
-        out.push({ ...intent, live: isProcessAlive(intent.pid, intent.pidStart) });
-      } catch {
-        /* a half-written intent is impossible (atomic write); skip anything foreign */
-      }
+      const read = await this.read(name);
+      if (read === null) continue; // removed meanwhile: its operation ended
+      if (typeof read === 'string') bad.push({ file: name, reason: read });
+      else intents.push({ ...read, live: isProcessAlive(read.pid, read.pidStart) });
     }
-    return out;
+    return { intents, bad };
+  }
+
+  /** Intents on disk (bad entries left out; see scan). */
+  async list(): Promise<Array<Intent & { live: boolean }>> {
+    return (await this.scan()).intents;
+  }
+
+  /** Read one entry without following a symlink: the intent, why it is bad, or null when it is gone. */
+  private async read(name: string): Promise<Intent | string | null> {
+    if (!name.endsWith('.json')) return 'not an intent file name';
+    let text: string;
+    try {
+      const fh = await open(join(this.paths.journal, name), fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+      try {
+        if (!(await fh.stat()).isFile()) return 'not a regular file';
+        text = await fh.readFile('utf8');
+      } finally {
+        await fh.close();
+      }
+    } catch (err) {
+      if (osErrorCode(err) === 'ENOENT') return null;
+      if (osErrorCode(err) === 'ELOOP') return 'a symlink';
+      throw toPdbError(err, 'E_IO', { action: 'reading the journal', path: join(this.paths.journal, name) });
+    }
+    return parseIntent(name, text);
   }
 
   async remove(id: string): Promise<void> {
-    await unlink(this.file(id)).catch(() => {});
+    await unlink(this.file(id)).catch((err: unknown) => {
+      if (osErrorCode(err) !== 'ENOENT') throw toPdbError(err, 'E_IO', { action: 'dropping an intent', path: this.file(id) });
+    });
+  }
+
+  /** Move a bad entry (or the journal itself, `file` "."), never followed, to `<store>/quarantine/journal/`. */
+  async quarantine(file: string): Promise<string> {
+    const dir = join(this.paths.quarantine, 'journal');
+    await mkdir(dir, { recursive: true });
+    const stamp = new Date().toISOString().replace(/[:.]/g, '');
+    const from = file === '.' ? this.paths.journal : join(this.paths.journal, file);
+    const to = join(dir, `${file === '.' ? 'journal' : file}.${stamp}`);
+    try {
+      await rename(from, to); // rename moves a symlink itself, never its target
+      if (file === '.') await mkdir(this.paths.journal);
+    } catch (err) {
+      throw toPdbError(err, 'E_IO', { action: 'moving a bad journal entry to the quarantine', path: from });
+    }
+    return to;
   }
 
   private file(id: string): string {

@@ -15,8 +15,9 @@ import { constants as fsConstants } from 'node:fs';
 import { link, lstat, open, rename, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { osErrorCode } from '../model/errors.js';
-import { isProcessAlive, processStartTime } from './process-identity.js';
+import { osErrorCode, toPdbError } from '../model/errors.js';
+import { isProcessAlive, processStartTime } from '../model/process-identity.js';
+import { tempEntryName } from '../model/temp-name.js';
 
 export interface LockOwner {
   /** What the holder does under the lock: 'writer', 'exclusive', 'update'... */
@@ -55,9 +56,17 @@ export interface LockOptions {
  * An unreadable lock file (empty, cut short, not JSON) is stale only once it is older than this.
  * Older pdb-env versions created the lock first and wrote the owner after it (a crash in between
  * left an empty lock that wedged publish); a young unreadable lock may be one of those writers
- * mid-write, which must not be broken.
+ * mid-write, which must not be broken. Longer than SHORT_LOCK_WAIT_MS, so a waiter gives up on a
+ * fresh unreadable lock rather than break it.
  */
-export const GARBAGE_GRACE_MS = 5_000;
+export const GARBAGE_GRACE_MS = 10_000;
+
+/**
+ * How long a command waits, silently, for a short-held lock (the store lock, an environment's
+ * update lock): their holders keep them for a few file writes, so eight parallel commands pass
+ * through one after another well within it. A holder that keeps it longer gets E_LEASE_BUSY.
+ */
+export const SHORT_LOCK_WAIT_MS = 5_000;
 
 /** Attempts to take a lock without waiting: a stale lock is broken, then taken (or lost to a racer). */
 const MAX_ATTEMPTS = 5;
@@ -95,14 +104,19 @@ export function parseLockOwner(text: string): LockOwner | null {
 
 /** Create `path` holding `owner`, in one step. False when it already exists. */
 async function createWithContent(path: string, owner: LockOwner): Promise<boolean> {
-  const tmp = join(dirname(path), `.${basename(path)}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
-  await writeFile(tmp, JSON.stringify(owner), { flag: 'wx', mode: 0o644 });
+  const tmp = join(dirname(path), `.${basename(path)}.${tempEntryName('lock-tmp')}`);
+  try {
+    await writeFile(tmp, JSON.stringify(owner), { flag: 'wx', mode: 0o644 });
+  } catch (err) {
+    await unlink(tmp).catch(() => {}); // rollback of a temp file that may be cut short (ENOSPC)
+    throw toPdbError(err, 'E_IO', { action: 'taking a lock', path });
+  }
   try {
     await link(tmp, path);
     return true;
   } catch (err) {
     if (osErrorCode(err) === 'EEXIST') return false;
-    throw err;
+    throw toPdbError(err, 'E_IO', { action: 'taking a lock', path });
   } finally {
     // Our own uniquely named temp file: the lock (if made) is its second name. A leftover is inert.
     await unlink(tmp).catch(() => {});
@@ -139,7 +153,7 @@ export async function inspectLock(path: string, options: Pick<LockOptions, 'garb
 
 /** Move `path` aside and delete it if it is still the file with `fingerprint`; otherwise put it back. */
 async function removeIfSame(path: string, fingerprint: string, options: Omit<LockOptions, 'kind' | 'purpose'>): Promise<void> {
-  const aside = join(dirname(path), `.${basename(path)}.stale-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const aside = join(dirname(path), `.${basename(path)}.${tempEntryName('lock-stale')}`);
   try {
     await rename(path, aside);
   } catch (err) {

@@ -1,10 +1,12 @@
 // Session records and names: what `<store>/sessions/<name>/session.json` holds, where a session
-// lives, and the context the session modules share (the store and its journal).
-import { readdir, readFile } from 'node:fs/promises';
+// lives, and the context the session modules share (the store and its journal). A record that
+// cannot be read is E_RECORD_CORRUPT naming the file, never a parser's stack trace, and its
+// session is listed as damaged, never hidden.
+import { lstat, readdir, readFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { AnyBackendName, BackendContext, BackendState } from '../backends/types.js';
-import type { Digest } from '../model/canonical-json.js';
-import { PdbError, osErrorCode } from '../model/errors.js';
+import { isDigest, type Digest } from '../model/canonical-json.js';
+import { PdbError, osErrorCode, toPdbError } from '../model/errors.js';
 import { writeFileAtomic, type ObjectStore } from '../model/object-store.js';
 import { realpathOr } from '../model/paths.js';
 import type { Journal } from './journal.js';
@@ -12,6 +14,7 @@ import type { Journal } from './journal.js';
 export const SESSION_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 export type SessionState = 'creating' | 'ready' | 'discarding';
+const STATES: readonly SessionState[] = ['creating', 'ready', 'discarding'];
 
 export interface SessionRecord {
   version: 1;
@@ -27,11 +30,24 @@ export interface SessionRecord {
   lastCheckpoint: { snapshot: Digest; changeset: Digest; at: string } | null;
 }
 
-export interface SessionInfo extends SessionRecord {
+interface SessionPlace {
   root: string;
   /** The current directory is inside this session's root. */
   current: boolean;
 }
+
+/** A session whose record cannot be read: listed with why, its files kept. */
+export interface DamagedSession extends SessionPlace {
+  name: string;
+  state: 'damaged';
+  /** What is wrong with the record, in one sentence. */
+  damage: string;
+  backend: null;
+  base: null;
+  lastCheckpoint: null;
+}
+
+export type SessionInfo = (SessionRecord & SessionPlace) | DamagedSession;
 
 /** What the session modules share; SessionService is one. */
 export interface StoreContext {
@@ -65,37 +81,101 @@ export function sessionRoot(store: ObjectStore, name: string): string {
   return join(sessionDir(store, name), 'root');
 }
 
+export function recordFile(store: ObjectStore, name: string): string {
+  return join(sessionDir(store, name), 'session.json');
+}
+
+/** How to get work out of a session whose record is damaged (doctor, gc and the error hint say it). */
+export function recoverHint(store: ObjectStore, name: string): string {
+  return `Its files are kept in ${sessionRoot(store, name)}: copy out what you need, then pdb-env discard ${name}.`;
+}
+
+/** Why `doc` is not a session record named `name`, or null when it is one. */
+function recordProblem(doc: unknown, name: string): string | null {
+  if (!doc || typeof doc !== 'object' || Array.isArray(doc)) return 'not a JSON object';
+  const r = doc as Partial<Record<keyof SessionRecord, unknown>>;
+  if (r.version !== 1) return `unknown version ${JSON.stringify(r.version)}`;
+  if (r.name !== name) return `it names session ${JSON.stringify(r.name)}`;
+  if (typeof r.backend !== 'string') return 'no backend';
+  if (typeof r.base !== 'string' || !isDigest(r.base)) return 'no base digest';
+  if (!STATES.includes(r.state as SessionState)) return `unknown state ${JSON.stringify(r.state)}`;
+  if (!r.backendState || typeof r.backendState !== 'object') return 'no backend state';
+  const cp = r.lastCheckpoint as SessionRecord['lastCheckpoint'] | undefined;
+  if (cp !== null && (typeof cp !== 'object' || !isDigest(cp?.snapshot) || !isDigest(cp?.changeset))) return 'a malformed last checkpoint';
+  return null;
+}
+
 export async function readSession(store: ObjectStore, name: string): Promise<SessionRecord> {
-  const dir = sessionDir(store, name);
+  const file = recordFile(store, name);
   let text: string;
   try {
-    text = await readFile(join(dir, 'session.json'), 'utf8');
+    text = await readFile(file, 'utf8');
   } catch (err) {
-    if (osErrorCode(err) === 'ENOENT' || osErrorCode(err) === 'ENOTDIR') {
+    const code = osErrorCode(err);
+    if (code === 'ENOENT' || code === 'ENOTDIR') {
+      if ((await lstat(sessionDir(store, name)).catch(() => null))?.isDirectory()) {
+        const moved = (await readdir(join(store.paths.quarantine, 'records')).catch(() => [] as string[])).some((f) =>
+          f.startsWith(`${name}.session.json.`),
+        );
+        throw new PdbError(
+          'E_RECORD_CORRUPT',
+          `session "${name}" has no record (${file} is missing${moved ? '; its damaged record was moved to the quarantine by gc' : ''})`,
+          { path: file, hint: `${moved ? '' : `If a create of ${name} is still running, wait for it. `}${recoverHint(store, name)}` },
+        );
+      }
       throw new PdbError('E_SESSION_NOT_FOUND', `no session named "${name}" in this store`, {
         hint: 'pdb-env list shows the sessions; pdb-env create NAME makes one.',
       });
     }
-    throw err;
+    throw toPdbError(err, 'E_IO', { action: `reading the record of session ${name}`, path: file });
   }
-  return JSON.parse(text) as SessionRecord;
+  let doc: unknown;
+  let problem: string | null;
+  try {
+    doc = JSON.parse(text);
+    problem = recordProblem(doc, name);
+  } catch (err) {
+    problem = `not JSON (${(err as Error).message})`;
+  }
+  if (problem)
+    throw new PdbError('E_RECORD_CORRUPT', `the record of session "${name}" is damaged: ${problem} (${file})`, {
+      path: file,
+      hint: `${recoverHint(store, name)} pdb-env doctor explains.`,
+    });
+  return doc as SessionRecord;
 }
 
 export async function writeSession(store: ObjectStore, rec: SessionRecord): Promise<void> {
-  await writeFileAtomic(store.paths, join(sessionDir(store, rec.name), 'session.json'), `${JSON.stringify(rec, null, 2)}\n`);
+  await writeFileAtomic(store.paths, recordFile(store, rec.name), `${JSON.stringify(rec, null, 2)}\n`);
 }
 
-/** Every readable session, sorted by name; `current` marks the one whose root holds `cwd`. */
-export async function listSessions(store: ObjectStore, cwd: string): Promise<SessionInfo[]> {
+function isInside(root: string, here: string): boolean {
+  const rel = relative(root, here);
+  return rel === '' || (!rel.startsWith('..') && !rel.startsWith(sep) && !rel.includes(`..${sep}`));
+}
+
+/**
+ * Every session directory, sorted by name; `current` marks the one whose root holds `cwd`. A
+ * session whose record cannot be read is listed as damaged (with why), unless a live create of
+ * that name (in `creating`) has not written it yet.
+ */
+export async function listSessions(store: ObjectStore, cwd: string, creating: ReadonlySet<string> = new Set()): Promise<SessionInfo[]> {
   const here = realpathOr(cwd);
   const out: SessionInfo[] = [];
   for (const name of (await readdir(store.paths.sessions).catch(() => [] as string[])).sort()) {
     if (!SESSION_NAME_PATTERN.test(name)) continue;
-    const rec = await readSession(store, name).catch(() => null);
-    if (!rec) continue;
+    if (!(await lstat(join(store.paths.sessions, name)).catch(() => null))?.isDirectory()) continue; // a planted link or file
     const root = sessionRoot(store, name);
-    const rel = relative(root, here);
-    out.push({ ...rec, root, current: rel === '' || (!rel.startsWith('..') && !rel.startsWith(sep) && !rel.includes(`..${sep}`)) });
+    const place = { root, current: isInside(root, here) };
+    // A live create writes the record just after it claims the name: not damaged, not listed yet.
+    if (creating.has(name) && !(await lstat(recordFile(store, name)).catch(() => null))) continue;
+    try {
+      out.push({ ...(await readSession(store, name)), ...place });
+    } catch (err) {
+      if (err instanceof PdbError && err.code === 'E_SESSION_NOT_FOUND') continue; // discarded meanwhile
+      if (!(err instanceof PdbError) || err.code !== 'E_RECORD_CORRUPT') throw err;
+      out.push({ name, state: 'damaged', damage: err.message, backend: null, base: null, lastCheckpoint: null, ...place });
+    }
   }
   return out;
 }

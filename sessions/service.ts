@@ -8,13 +8,15 @@ import type { Change, Entry, Snapshot } from '../model/snapshot.js';
 import { createSession, type CreateOptions, type CreateResult } from './create.js';
 import { envHead, listEnvs, publish } from './environments.js';
 import { importSource, sourceChangesSince, type ImportResult } from './import.js';
+import { discardSession } from './discard.js';
+import { doctor, type Finding } from './doctor.js';
+import { gc, type GcResult } from './gc.js';
+import { verifyStore, type VerifyResult } from './integrity.js';
 import { Journal } from './journal.js';
-import { doctor, gc, verify, type Finding } from './recovery.js';
 import { backendContext, listSessions, readSession, sessionDir, sessionRoot, type SessionInfo, type SessionRecord } from './records.js';
 import {
   checkpointSession,
   diffSession,
-  discardSession,
   openSession,
   resumeSession,
   runInSession,
@@ -25,11 +27,13 @@ import {
 } from './session-ops.js';
 
 export { SESSION_NAME_PATTERN, assertEnvName, assertSessionName } from './records.js';
-export type { SessionInfo, SessionRecord, SessionState } from './records.js';
+export type { DamagedSession, SessionInfo, SessionRecord, SessionState } from './records.js';
 export type { ImportResult } from './import.js';
 export type { CreateOptions, CreateResult } from './create.js';
 export type { CheckpointResult, OpenSession, RunOptions } from './session-ops.js';
-export type { Finding } from './recovery.js';
+export type { Finding, FindingKind } from './doctor.js';
+export type { GcResult } from './gc.js';
+export type { ObjectProblem, VerifyResult } from './integrity.js';
 
 /** The session lifecycle over one store: create, run, checkpoint, diff, publish, discard, doctor, gc. */
 export class SessionService {
@@ -82,8 +86,10 @@ export class SessionService {
     return readSession(this.store, name);
   }
 
-  list(cwd = process.cwd()): Promise<SessionInfo[]> {
-    return listSessions(this.store, cwd);
+  /** Every session, damaged ones included (state "damaged", with why). */
+  async list(cwd = process.cwd()): Promise<SessionInfo[]> {
+    const creating = (await this.journal.list()).filter((i) => i.live && i.op === 'create' && i.session).map((i) => i.session!);
+    return listSessions(this.store, cwd, new Set(creating));
   }
 
   create(name: string, options: CreateOptions = {}): Promise<CreateResult> {
@@ -147,17 +153,18 @@ export class SessionService {
 
   // ---- health
 
-  /** What a crash or a reboot left behind. Lists; changes nothing. */
+  /** What a crash, a reboot or damage left behind, each with its fix. Lists; changes nothing. */
   doctor(): Promise<Finding[]> {
     return doctor(this);
   }
 
-  /** Finish or remove what `doctor` found. With dryRun, only report. */
-  gc(options: { dryRun?: boolean } = {}): Promise<{ actions: string[] }> {
+  /** Finish or remove what `doctor` found, safely next to live work. With dryRun, only report. */
+  gc(options: { dryRun?: boolean } = {}): Promise<GcResult> {
     return gc(this, options);
   }
 
-  verify(): Promise<{ checked: number; corrupt: Digest[] }> {
-    return verify(this);
+  /** Re-hash every object (corrupt ones go to the quarantine) and list what reachable documents miss. */
+  verify(): Promise<VerifyResult> {
+    return verifyStore(this);
   }
 }

@@ -1,14 +1,13 @@
 // Work on an existing session: open it, run in it under a writer lease, checkpoint it under an
-// exclusive one, diff and scan it, discard it.
-import { lstat, unlink } from 'node:fs/promises';
+// exclusive one, diff and scan it. (Discard is in discard.ts.)
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { getBackend } from '../backends/registry.js';
 import type { Backend, BackendContext } from '../backends/types.js';
 import type { Digest } from '../model/canonical-json.js';
+import { crashPoint } from '../model/crash-point.js';
 import { PdbError, osErrorCode } from '../model/errors.js';
-import { removeTree } from '../model/remove-tree.js';
 import { scanTree, type ScanResult } from '../model/scan.js';
 import { createChangeset, createSnapshot, diffEntries, type Change, type Entry, type Snapshot } from '../model/snapshot.js';
 import { acquireLease } from './lease.js';
@@ -114,29 +113,41 @@ async function scanSession(ctx: StoreContext, s: OpenSession, install: boolean):
 export async function checkpointSession(ctx: StoreContext, name: string): Promise<CheckpointResult> {
   const s = await resumeSession(ctx, name);
   const lease = await acquireLease(join(s.dir, 'lease'), name, 'exclusive', 'checkpoint');
-  const intent = await ctx.journal.begin('checkpoint', { session: name });
   try {
-    const { base, scan } = await scanSession(ctx, s, true);
-    const result = createSnapshot(scan.entries, base.excludes, s.rec.base);
-    const snapshot = await ctx.store.putDocument(result);
-    const changes = diffEntries(base.entries, result.entries);
-    const changeset = await ctx.store.putDocument(createChangeset(s.rec.base, snapshot, changes));
-    const rec = await readSession(ctx.store, name);
-    rec.lastCheckpoint = { snapshot, changeset, at: new Date().toISOString() };
-    await writeSession(ctx.store, rec);
-    return {
-      session: name,
-      base: s.rec.base,
-      snapshot,
-      changeset,
-      changes: changes.length,
-      files: scan.entries.filter((e) => e.kind === 'file').length,
-      bytes: scan.bytes,
-    };
+    const intent = await ctx.journal.begin('checkpoint', { session: name });
+    try {
+      crashPoint('checkpoint:after-intent');
+      return await recordCheckpoint(ctx, s, name);
+    } finally {
+      // A checkpoint changes nothing but immutable objects and one atomic record write: done or
+      // failed, its intent goes.
+      await ctx.journal.end(intent);
+    }
   } finally {
-    await ctx.journal.end(intent);
     await lease.release();
   }
+}
+
+async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: string): Promise<CheckpointResult> {
+  const { base, scan } = await scanSession(ctx, s, true);
+  const result = createSnapshot(scan.entries, base.excludes, s.rec.base);
+  const snapshot = await ctx.store.putDocument(result);
+  const changes = diffEntries(base.entries, result.entries);
+  const changeset = await ctx.store.putDocument(createChangeset(s.rec.base, snapshot, changes));
+  crashPoint('checkpoint:after-objects');
+  const rec = await readSession(ctx.store, name);
+  rec.lastCheckpoint = { snapshot, changeset, at: new Date().toISOString() };
+  await writeSession(ctx.store, rec);
+  crashPoint('checkpoint:after-record');
+  return {
+    session: name,
+    base: s.rec.base,
+    snapshot,
+    changeset,
+    changes: changes.length,
+    files: scan.entries.filter((e) => e.kind === 'file').length,
+    bytes: scan.bytes,
+  };
 }
 
 /** Changes since the base, by relative path (read-only; installs nothing). */
@@ -150,41 +161,6 @@ export async function diffSession(ctx: StoreContext, name: string): Promise<{ se
 export async function scanSessionEntries(ctx: StoreContext, name: string): Promise<Entry[]> {
   const s = await resumeSession(ctx, name);
   return (await scanSession(ctx, s, false)).scan.entries;
-}
-
-/**
- * Remove the named session: only its directory inside `<store>/sessions`, never following a
- * symlink out of it. Succeeds (discarded: false) when it is already gone.
- */
-export async function discardSession(
-  ctx: StoreContext,
-  name: string,
-  options: { force?: boolean } = {},
-): Promise<{ session: string; discarded: boolean }> {
-  const dir = sessionDir(ctx.store, name);
-  const st = await lstat(dir).catch(() => null);
-  if (!st) return { session: name, discarded: false };
-  if (!st.isDirectory()) {
-    // A symlink (or file) planted in place of a session: remove the link itself, never its target.
-    await unlink(dir);
-    return { session: name, discarded: true };
-  }
-  const rec = await readSession(ctx.store, name).catch(() => null);
-  const lease = options.force ? null : await acquireLease(join(dir, 'lease'), name, 'exclusive', 'discard');
-  const intent = await ctx.journal.begin('discard', { session: name, detail: { backend: rec?.backend ?? null } });
-  try {
-    if (rec) {
-      rec.state = 'discarding';
-      await writeSession(ctx.store, rec);
-      const backend = getBackend(rec.backend, { allowTestOnly: true });
-      await backend.release(backendContext(ctx.store, rec.sourceDir ?? undefined), join(dir, 'root'), dir, rec.backendState);
-    }
-    await removeTree(dir);
-  } finally {
-    await lease?.release().catch(() => {});
-    await ctx.journal.end(intent);
-  }
-  return { session: name, discarded: true };
 }
 
 /** A program that could not start fails like a shell would: not found (127) or not executable (126), never a usage error. */

@@ -77,6 +77,7 @@ export function hasCommand(cmd: string): boolean {
  * listed capability into a failure, so CI, which installs them, cannot pass by skipping.
  */
 export const CAPABILITIES = [
+  'root', // running as root (bind mounts, chattr)
   'btrfs', // loopback btrfs (root, btrfs-progs)
   'xfs', // loopback XFS with reflink=1 (root, xfsprogs)
   'overlay', // overlay mounts (root)

@@ -1,7 +1,7 @@
 import { BACKEND_NAMES } from '../../backends/types.js';
 import type { Digest } from '../../model/canonical-json.js';
 import { PdbError } from '../../model/errors.js';
-import { SessionService } from '../../sessions/service.js';
+import { SessionService, type SessionInfo } from '../../sessions/service.js';
 import { resolveStoreDir } from '../../sessions/store-location.js';
 import { emit, short, table } from '../output.js';
 import type { CliContext, DefineCommand } from '../program.js';
@@ -140,15 +140,19 @@ const list: DefineCommand = (cmd) =>
         throw err;
       }
       const sessions = await svc.list();
-      emit(json, { store: svc.store.paths.root, sessions }, () =>
-        sessions.length === 0
-          ? 'no sessions (pdb-env create NAME makes one)'
-          : table([
-              ['', 'SESSION', 'BACKEND', 'BASE', 'STATE', 'CHECKPOINT'],
-              ...sessions.map((s) => [s.current ? '*' : '', s.name, s.backend, short(s.base), s.state, short(s.lastCheckpoint?.snapshot)]),
-            ]),
-      );
+      emit(json, { store: svc.store.paths.root, sessions }, () => listText(sessions));
     });
+
+/** The session table; a damaged session is a row too, with why and how to recover below it. */
+function listText(sessions: SessionInfo[]): string {
+  if (sessions.length === 0) return 'no sessions (pdb-env create NAME makes one)';
+  const rows = table([
+    ['', 'SESSION', 'BACKEND', 'BASE', 'STATE', 'CHECKPOINT'],
+    ...sessions.map((s) => [s.current ? '*' : '', s.name, s.backend ?? '-', short(s.base), s.state, short(s.lastCheckpoint?.snapshot)]),
+  ]);
+  const damaged = sessions.flatMap((s) => (s.state === 'damaged' ? [`  ${s.name}: ${s.damage}`] : []));
+  return damaged.length ? `${rows}\n\ndamaged (pdb-env doctor explains how to recover):\n${damaged.join('\n')}` : rows;
+}
 
 const checkpoint: DefineCommand = (cmd) =>
   cmd

@@ -1,6 +1,6 @@
 import { listBackends, probeBackend } from '../../backends/registry.js';
-import { ObjectStore } from '../../model/object-store.js';
-import { SessionService } from '../../sessions/service.js';
+import { ObjectStore, REPAIR_HINT } from '../../model/object-store.js';
+import { SessionService, type Finding, type VerifyResult } from '../../sessions/service.js';
 import { resolveStoreDir } from '../../sessions/store-location.js';
 import { emit, table } from '../output.js';
 import type { DefineCommand } from '../program.js';
@@ -40,19 +40,31 @@ const doctor: DefineCommand = (cmd) =>
     .addHelpText(
       'after',
       `
-Lists abandoned intents, unfinished sessions, stale temp files and active leases.
-pdb-env gc finishes or removes what is marked "gc".`,
+Lists what a crash, a reboot or damage left: abandoned or bad journal intents,
+unfinished and damaged sessions, stale locks and temp files, live leases, and
+objects that are corrupt (quarantined by verify) or missing. What pdb-env gc fixes
+is marked "gc"; the rest says what to run.`,
     )
     .action(async (_o, command) => {
       const o = command.optsWithGlobals();
       const svc = await openService(o.store);
       const findings = await svc.doctor();
-      emit(o.json === true, { store: svc.store.paths.root, findings }, () =>
-        findings.length === 0
-          ? 'store is healthy'
-          : table([['KIND', 'ID', 'FIX', 'DETAIL'], ...findings.map((f) => [f.kind, f.id, f.fix ?? '-', f.detail])]),
-      );
+      emit(o.json === true, { store: svc.store.paths.root, findings }, () => doctorText(findings));
     });
+
+function doctorText(findings: Finding[]): string {
+  if (findings.length === 0) return 'store is healthy';
+  const rows = table([['KIND', 'ID', 'FIX', 'DETAIL'], ...findings.map((f) => [f.kind, f.id, f.fix ?? '-', f.detail])]);
+  const repairs = [
+    ...new Set(
+      findings.flatMap((f) =>
+        f.repair ? [`  ${f.kind === 'missing-object' || f.kind === 'corrupt-object' ? 'objects' : f.id}: ${f.repair}`] : [],
+      ),
+    ),
+  ];
+  const gcable = findings.some((f) => f.fix === 'gc') ? '\n\npdb-env gc fixes what is marked "gc" (pdb-env gc --dry-run shows how).' : '';
+  return `${rows}${gcable}${repairs.length ? `\n\nto repair:\n${repairs.join('\n')}` : ''}`;
+}
 
 const gc: DefineCommand = (cmd) =>
   cmd
@@ -60,28 +72,46 @@ const gc: DefineCommand = (cmd) =>
     .addHelpText(
       'after',
       `
-Undoes interrupted creates, finishes interrupted discards, removes dead temp files.
-Objects are never removed.`,
+Undoes interrupted creates, finishes interrupted discards, breaks stale locks,
+removes temp files of processes that are gone, and moves bad journal entries and
+damaged session records to <store>/quarantine (a damaged session's files stay).
+It never touches what a live process owns. Objects are never removed.`,
     )
     .action(async (_o, command) => {
       const o = command.optsWithGlobals();
       const dryRun = o.dryRun === true;
       const r = await (await openService(o.store)).gc({ dryRun });
-      emit(o.json === true, r, () =>
-        r.actions.length ? r.actions.map((a) => `${dryRun ? 'would ' : ''}${a}`).join('\n') : 'nothing to do',
-      );
+      emit(o.json === true, r, () => {
+        const actions = r.actions.length ? r.actions.map((a) => `${dryRun ? 'would ' : ''}${a}`).join('\n') : 'nothing to do';
+        return r.notes.length ? `${actions}\n\nstill to do by hand:\n${r.notes.map((n) => `  ${n}`).join('\n')}` : actions;
+      });
     });
 
 const verify: DefineCommand = (cmd, ctx) =>
-  cmd.addHelpText('after', '\nExits 1 and lists the digests whose bytes no longer match.').action(async (_o, command) => {
-    const o = command.optsWithGlobals();
-    const r = await (await openService(o.store)).verify();
-    emit(o.json === true, r, () =>
-      r.corrupt.length
-        ? `E_OBJECT_CORRUPT: ${r.corrupt.length} of ${r.checked} objects are corrupt:\n${r.corrupt.join('\n')}`
-        : `${r.checked} objects verified`,
-    );
-    ctx.exitCode = r.corrupt.length ? 1 : 0;
-  });
+  cmd
+    .addHelpText(
+      'after',
+      `
+Re-hashes every object, moves corrupt ones to <store>/quarantine (never deleted),
+then lists every object a reachable Snapshot or Changeset needs that is missing.
+Exits 1 when anything is corrupt or missing.`,
+    )
+    .action(async (_o, command) => {
+      const o = command.optsWithGlobals();
+      const r = await (await openService(o.store)).verify();
+      emit(o.json === true, r, () => verifyText(r));
+      ctx.exitCode = r.corrupt.length || r.missing.length ? 1 : 0;
+    });
+
+function verifyText(r: VerifyResult): string {
+  if (!r.corrupt.length && !r.missing.length) return `${r.checked} objects verified`;
+  const out: string[] = [];
+  if (r.corrupt.length)
+    out.push(`E_OBJECT_CORRUPT: ${r.corrupt.length} of ${r.checked} objects are corrupt (moved to ${r.quarantine}):`, ...r.corrupt);
+  if (r.missing.length)
+    out.push(`E_OBJECT_MISSING: ${r.missing.length} objects are missing:`, ...r.missing.map((m) => `${m.digest}  ${m.ref}`));
+  out.push('', REPAIR_HINT);
+  return out.join('\n');
+}
 
 export const commands: Record<string, DefineCommand> = { backends, doctor, gc, verify };

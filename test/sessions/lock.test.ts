@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { GARBAGE_GRACE_MS, breakStale, inspectLock, parseLockOwner, tryLock, type HeldLock } from '../../sessions/lock.js';
-import { processStartTime } from '../../sessions/process-identity.js';
+import { processStartTime } from '../../model/process-identity.js';
 import { tempDir } from '../helpers.js';
 import { crash, killHolders, startHolder } from './lock-helpers.js';
 

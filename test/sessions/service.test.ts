@@ -230,7 +230,7 @@ test('an abandoned create is listed by doctor and removed by gc', async () => {
       detail: {},
     }),
   );
-  writeFileSync(join(svc.store.paths.tmp, `obj-${2 ** 22 + 1}-abc`), 'partial');
+  writeFileSync(join(svc.store.paths.tmp, `obj.${2 ** 22 + 1}.x.abc`), 'partial');
   const findings = await svc.doctor();
   assert.equal(findings.map((f) => f.kind).sort(), ['abandoned-intent', 'temp-file', 'unfinished-session']);
   const dry = await svc.gc({ dryRun: true });

@@ -1,0 +1,101 @@
+// Discard: remove only the named session's directory inside `<store>/sessions`, never following a
+// symlink out of it. It releases the backend (unmount, delete the subvolume), moves the directory
+// into the store's tmp under a name that says who is removing it, and deletes it there. So the
+// name is free at once, a crash mid-delete leaves a temp tree of a dead owner for gc, and
+// parallel discards of one session all succeed: whoever does not hold the exclusive lease waits
+// for the holder to finish (or reports the session already gone).
+import { lstat, rename, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { getBackend } from '../backends/registry.js';
+import { crashPoint } from '../model/crash-point.js';
+import { PdbError, osErrorCode, toPdbError } from '../model/errors.js';
+import { tempName } from '../model/object-store.js';
+import { isProcessAlive } from '../model/process-identity.js';
+import { removeTree } from '../model/remove-tree.js';
+import { tryAcquireLease, type Lease } from './lease.js';
+import { backendContext, readSession, sessionDir, writeSession, type SessionRecord, type StoreContext } from './records.js';
+
+/** How long a discard waits for a live peer that is discarding the same session (a large tree takes a while). */
+export const DISCARD_PEER_WAIT_MS = 120_000;
+
+type Outcome = { session: string; discarded: boolean };
+
+/** The session's exclusive lease for discard; 'gone' when the session went away; waits out a peer discard. */
+async function leaseForDiscard(dir: string, name: string): Promise<Lease | 'gone'> {
+  const deadline = Date.now() + DISCARD_PEER_WAIT_MS;
+  for (let pause = 10; ; pause = Math.min(pause * 2, 200)) {
+    const r = await tryAcquireLease(join(dir, 'lease'), 'exclusive', 'discard');
+    if (r.lease) return r.lease;
+    if (r.gone || !(await lstat(dir).catch(() => null))) return 'gone';
+    const peerDiscards = r.holder?.purpose === 'discard' && isProcessAlive(r.holder.pid, r.holder.pidStart);
+    if (!peerDiscards || Date.now() > deadline) {
+      const who = r.holder
+        ? `process ${r.holder.pid} holds a ${r.kind} lease for ${r.holder.purpose}`
+        : `another process is taking a lease`;
+      throw new PdbError('E_LEASE_BUSY', `session "${name}" is busy: ${who}; discard was refused`, {
+        hint: r.kind === 'writer' ? 'Wait for the running command to finish, or pdb-env discard --force.' : 'Wait for it to finish.',
+      });
+    }
+    await sleep(pause);
+  }
+}
+
+/**
+ * Remove the named session: only its directory inside `<store>/sessions`, never following a
+ * symlink out of it. Succeeds (discarded: false) when it is already gone or a peer removed it.
+ */
+export async function discardSession(ctx: StoreContext, name: string, options: { force?: boolean } = {}): Promise<Outcome> {
+  const dir = sessionDir(ctx.store, name);
+  const st = await lstat(dir).catch(() => null);
+  if (!st) return { session: name, discarded: false };
+  if (!st.isDirectory()) {
+    // A symlink (or file) planted in place of a session: remove the link itself, never its target.
+    await unlink(dir).catch((err: unknown) => {
+      if (osErrorCode(err) !== 'ENOENT') throw toPdbError(err, 'E_IO', { action: 'removing a planted link', path: dir });
+    });
+    return { session: name, discarded: true };
+  }
+  const lease = options.force ? null : await leaseForDiscard(dir, name);
+  if (lease === 'gone') return { session: name, discarded: false };
+  // A damaged record does not stop a discard: the user asked for the directory to go.
+  const rec = await readSession(ctx.store, name).catch(() => null);
+  try {
+    const intent = await ctx.journal.begin('discard', { session: name, detail: { backend: rec?.backend ?? null } });
+    crashPoint('discard:after-intent');
+    try {
+      return await removeSession(ctx, name, dir, rec);
+    } finally {
+      await ctx.journal.end(intent);
+    }
+  } finally {
+    // The lease file went with the directory; releasing finds it gone and does nothing.
+    await lease?.release().catch(() => {});
+  }
+}
+
+async function removeSession(ctx: StoreContext, name: string, dir: string, rec: SessionRecord | null): Promise<Outcome> {
+  if (rec) {
+    rec.state = 'discarding';
+    await writeSession(ctx.store, rec);
+    crashPoint('discard:after-state');
+    const backend = getBackend(rec.backend, { allowTestOnly: true });
+    await backend.release(backendContext(ctx.store, rec.sourceDir ?? undefined), join(dir, 'root'), dir, rec.backendState);
+    crashPoint('discard:after-release');
+  }
+  const trash = tempName(ctx.store.paths, 'discard');
+  try {
+    await rename(dir, trash);
+  } catch (err) {
+    const code = osErrorCode(err);
+    if (code === 'ENOENT') return { session: name, discarded: false }; // with --force, a peer was faster
+    if (code !== 'EXDEV' && code !== 'EBUSY') throw toPdbError(err, 'E_IO', { action: `discarding session ${name}`, path: dir });
+    await removeTree(dir); // a directory that cannot move (a mount inside): removed in place
+    return { session: name, discarded: true };
+  }
+  crashPoint('discard:after-rename');
+  await removeTree(trash).catch((err: unknown) => {
+    throw toPdbError(err, 'E_IO', { action: `removing the discarded session ${name}`, path: trash });
+  });
+  return { session: name, discarded: true };
+}
