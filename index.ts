@@ -8,11 +8,15 @@ export type {
   CheckpointResult,
   CreateOptions,
   CreateResult,
+  DamagedSession,
   Finding as DoctorFinding,
+  GcResult,
   ImportResult,
+  ObjectProblem,
   SessionInfo,
   SessionRecord,
   SessionState,
+  VerifyResult,
 } from './sessions/service.js';
 export { resolveStoreDir } from './sessions/store-location.js';
 
