@@ -1,11 +1,12 @@
-// The AgentFS command-line interface as documented, every call bounded. Followed: MANUAL.md
-// ("agentfs init [OPTIONS] [ID]" with "--base <PATH>" for a copy-on-write overlay; "agentfs mount
-// [OPTIONS] [ID_OR_PATH] [MOUNT_POINT]"; unmount on Linux with "fusermount -u <MOUNT_POINT>") and
-// https://docs.turso.tech/agentfs/reference/cli, read at tursodatabase/agentfs v0.6.4
-// (commit 3a5ed2b88e5d5a5f9b2c7fe02d012b50fd19e3c0). From that commit's source: init writes
-// `.agentfs/<ID>.db` under the working directory (sdk/rust/src/lib.rs agentfs_dir) and stores the
-// canonical base path in it; mount daemonizes (fork + setsid) once the mount point is a mount,
-// waiting at most 10 s, and names the FUSE mount `agentfs:<canonical db path>` (cli/src/cmd/mount.rs).
+// The AgentFS command-line interface as documented, every call bounded. Followed:
+// https://github.com/tursodatabase/agentfs/blob/v0.6.4/MANUAL.md ("agentfs init [OPTIONS] [ID]",
+// "--base <PATH>" for a copy-on-write overlay; "agentfs mount [OPTIONS] [ID_OR_PATH] [MOUNT_POINT]";
+// unmounting on Linux: "fusermount -u <MOUNT_POINT>") and https://docs.turso.tech/agentfs/reference/cli,
+// read at tursodatabase/agentfs v0.6.4, commit 3a5ed2b88e5d5a5f9b2c7fe02d012b50fd19e3c0. From that
+// commit's source: init writes `.agentfs/<ID>.db` under its working directory (sdk/rust/src/lib.rs,
+// agentfs_dir) and stores the canonical base path in it; mount daemonizes (fork + setsid) once the
+// mount point is a mount, waiting at most 10 s, and names the FUSE mount `agentfs:<canonical db
+// path>` (cli/src/cmd/mount.rs, cli/src/daemon.rs). Nothing here has run against a real binary.
 import { randomBytes } from 'node:crypto';
 import { existsSync, realpathSync } from 'node:fs';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
@@ -196,7 +197,8 @@ async function cleanTrial(dir: string, mnt: string, timeouts: AgentfsTimeouts): 
 export async function runTrial(tool: AgentfsTool, probeDir: string): Promise<TrialResult> {
   const started = performance.now();
   const ms = () => Math.round(performance.now() - started);
-  const dir = await mkdtemp(join(probeDir, `probe-agentfs-${process.pid}-`));
+  // `probe-<pid>-...`: the store's doctor reads the owner's pid from the second field of a temp name.
+  const dir = await mkdtemp(join(probeDir, `probe-${process.pid}-agentfs-`));
   const base = join(dir, 'base');
   const mnt = join(dir, 'mnt');
   const p: AgentfsPlace = { stateDir: join(dir, 'state'), id: 'trial' };

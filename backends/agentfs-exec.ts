@@ -77,6 +77,8 @@ function procPids(): string[] {
  * inherited our pipes (AgentFS's mount daemon redirects its stdio, a broken one may not) must not
  * hold the call open. Stray members of the group are killed after a normal exit too; AgentFS's
  * mount daemon leaves the group through setsid (cli/src/daemon.rs) before its parent exits.
+ * node:child_process rather than execa here: execa's timeout signals only the child, not its
+ * group, and its result waits for the child's pipes to close.
  */
 export function runBounded(argv: readonly string[], o: BoundedOptions): Promise<BoundedResult> {
   const started = performance.now();
@@ -88,23 +90,31 @@ export function runBounded(argv: readonly string[], o: BoundedOptions): Promise<
     };
     child.stdout.on('data', collect('stdout'));
     child.stderr.on('data', collect('stderr'));
+    const closed = new Promise<void>((r) => child.on('close', () => r()));
     let timedOut = false;
     let settled = false;
-    const finish = (r: Omit<BoundedResult, 'stdout' | 'stderr' | 'durationMs' | 'timedOut'>) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      child.stdout.destroy();
-      child.stderr.destroy();
-      const durationMs = Math.round(performance.now() - started);
-      void killGroupAndWait(child.pid).then(() => resolve({ ...r, timedOut, ...out, durationMs }));
-    };
     const timer = setTimeout(() => {
       timedOut = true;
       killGroup(child.pid);
+      // A process in uninterruptible sleep (a syscall on a hung FUSE mount) may never report its
+      // exit; the call is bounded all the same.
+      setTimeout(() => void finish({ exitCode: null, signal: null, spawnError: null }), 2_000).unref();
     }, o.timeoutMs);
-    child.on('error', (err) => finish({ exitCode: null, signal: null, spawnError: osErrorCode(err) ?? err.message }));
-    child.on('exit', (code, signal) => finish({ exitCode: code, signal, spawnError: null }));
+    const finish = async (r: Omit<BoundedResult, 'stdout' | 'stderr' | 'durationMs' | 'timedOut'>) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      child.unref();
+      const durationMs = Math.round(performance.now() - started);
+      // Output still in the pipes is read for a moment; a daemon holding them open does not delay us longer.
+      await Promise.race([closed, new Promise((r) => setTimeout(r, 200))]);
+      child.stdout.destroy();
+      child.stderr.destroy();
+      await killGroupAndWait(child.pid);
+      resolve({ ...r, timedOut, ...out, durationMs });
+    };
+    child.on('error', (err) => void finish({ exitCode: null, signal: null, spawnError: osErrorCode(err) ?? err.message }));
+    child.on('exit', (code, signal) => void finish({ exitCode: code, signal, spawnError: null }));
   });
 }
 

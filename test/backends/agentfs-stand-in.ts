@@ -70,7 +70,7 @@ export function copyStandIn(dir: string, extraLine = ''): string {
 /** What a bounded call left behind under `dir`: trial directories, mounts, processes naming it. Empty when clean. */
 export function leftovers(dir: string): string[] {
   const out: string[] = [];
-  const trials = existsSync(dir) ? readdirSync(dir).filter((n) => n.startsWith('probe-agentfs-')) : [];
+  const trials = existsSync(dir) ? readdirSync(dir).filter((n) => /^probe-\d+-agentfs-/.test(n)) : [];
   if (trials.length) out.push(`trial directories: ${trials.join(', ')}`);
   const mounts = mountPointsUnder(dir);
   if (mounts.length) out.push(`mounts: ${mounts.join(', ')}`);
