@@ -42,7 +42,7 @@ export interface MountCheck {
 /**
  * What runs AgentFS commands. `kind: 'agentfs'` is a binary whose sha256 matched the pin, made only
  * by agentfsTool() from a VerifiedBinary; its mounts must be AgentFS FUSE mounts of the very
- * database (`agentfs:<db>`), which only a FUSE server can make. `kind: 'stand-in'` is a test's
+ * database (`agentfs:<db>`), which only a FUSE server can make. The 'stand-in' kind is a test's
  * imitation with its own mount check; the backend's probe never builds one.
  */
 export interface AgentfsTool {

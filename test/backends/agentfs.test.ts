@@ -2,14 +2,14 @@
 // real trial. The executable used here is the STAND-IN (test/fixtures/agentfs-stand-in), never
 // AgentFS; even with its checksum pinned, the production probe refuses it, because it cannot make
 // an AgentFS FUSE mount. No test here, or anywhere, sees agentfs available.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { AGENTFS_BIN_ENV, AGENTFS_CONFIG_FILE, AGENTFS_SHA256_ENV, agentfsBackend, probeAgentfs } from '../../backends/agentfs.js';
 import type { BackendContext, ProbeResult } from '../../backends/types.js';
 import { ObjectStore } from '../../model/object-store.js';
-import { tempDir } from '../helpers.js';
+import { REPO_ROOT, tempDir } from '../helpers.js';
 import { QUICK, STAND_IN, copyStandIn, leftovers, sha256Of, standInEnv, type StandInMode } from './agentfs-stand-in.js';
 
 const t = tempDir('pdb-agentfs-');
@@ -146,6 +146,24 @@ test('the registered backend runs no binary that is not pinned: create refuses w
     else process.env[AGENTFS_BIN_ENV] = saved.bin;
     if (saved.sha !== undefined) process.env[AGENTFS_SHA256_ENV] = saved.sha;
   }
+});
+
+test('production code never builds a stand-in tool: only tests do', () => {
+  const makers: string[] = [];
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory() && !['node_modules', 'dist', 'test', 'fixtures', '.git'].includes(e.name)) walk(p);
+      else if (e.isFile() && p.endsWith('.ts') && /kind:\s*'stand-in'/.test(readFileSync(p, 'utf8'))) makers.push(p);
+    }
+  };
+  walk(REPO_ROOT);
+  assert.equal(makers, []);
+  assert.match(
+    readFileSync(join(REPO_ROOT, 'test', 'backends', 'agentfs-stand-in.ts'), 'utf8'),
+    /kind: 'stand-in'/,
+    'the check can see one',
+  );
 });
 
 test.run();
