@@ -140,8 +140,9 @@ export function describeEnd(what: string, r: BoundedResult, timeoutMs: number): 
 }
 
 /**
- * Processes (other than this one) with `marker` in an argument. The marker is a state path only
- * this adapter made, so the match names our own invocations and nothing else on the host.
+ * Processes (other than this one) with an argument that is `marker` or a path below it. The marker
+ * is a directory only this adapter made, so the match names our own invocations (AgentFS's mount
+ * daemon keeps the database path it was given) and nothing else on the host.
  */
 export function processesMentioning(marker: string): number[] {
   const found: number[] = [];
@@ -153,7 +154,7 @@ export function processesMentioning(marker: string): number[] {
     } catch {
       continue; // the process ended while we looked
     }
-    if (cmdline.split('\0').some((arg) => arg.includes(marker))) found.push(Number(pid));
+    if (cmdline.split('\0').some((arg) => arg === marker || arg.startsWith(`${marker}/`))) found.push(Number(pid));
   }
   return found;
 }

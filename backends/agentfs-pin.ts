@@ -7,7 +7,6 @@ import { createReadStream } from 'node:fs';
 import { access, constants, readFile, stat } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
 import { osErrorCode } from '../model/errors.js';
-import { formatIssues, validateAgainst } from '../model/schema-validator.js';
 import type { ProbeResult } from './types.js';
 
 export const AGENTFS_BIN_ENV = 'PDB_ENV_AGENTFS_BIN';
@@ -57,7 +56,9 @@ export async function sha256File(p: string): Promise<string> {
   return h.digest('hex');
 }
 
-function checkPin(doc: unknown, source: PinSource, what: string): Pin {
+async function checkPin(doc: unknown, source: PinSource, what: string): Promise<Pin> {
+  // Loaded on use: `pdb-env list` loads the backend registry and must not load ajv (test/cli/program.test.ts).
+  const { formatIssues, validateAgainst } = await import('../model/schema-validator.js');
   const issues = validateAgainst('agentfs-config', doc);
   if (issues.length)
     return { kind: 'invalid', source, detail: `${what} does not match schemas/agentfs-config.schema.json: ${formatIssues(issues)}` };
