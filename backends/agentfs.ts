@@ -1,96 +1,176 @@
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { access, constants, stat } from 'node:fs/promises';
-import { delimiter, join } from 'node:path';
+// AgentFS as a backend: an external, checksum-pinned binary behind a bounded adapter, never
+// embedded. It is available only when the pinned binary has passed a real trial on this host
+// (init, mount, write, read back, unmount), and otherwise says why: E_AGENTFS_MISSING,
+// E_AGENTFS_CHECKSUM (no pin, a bad pin, or another binary) or E_AGENTFS_PROBE (the step that
+// failed or hung). A session is `agentfs init session --base <base tree>` in <session>/agentfs/,
+// mounted at the session root; the root is an ordinary mounted directory, so checkpoint is the
+// normal complete scan. The npm package agentfs-sdk is a library over a database, with no mount.
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join, relative } from 'node:path';
 import { PdbError } from '../model/errors.js';
-import type { Backend, ProbeResult } from './types.js';
+import {
+  DEFAULT_AGENTFS_TIMEOUTS,
+  agentfsDb,
+  agentfsFuseMount,
+  initAgentfs,
+  mountAgentfs,
+  mountAnswers,
+  runTrial,
+  unmountAgentfs,
+  type AgentfsPlace,
+  type AgentfsTimeouts,
+  type AgentfsTool,
+  type MountCheck,
+} from './agentfs-adapter.js';
+import { verifyAgentfsBinary, type VerifiedBinary } from './agentfs-pin.js';
+import { materializeTreeBase } from './base-tree.js';
+import { mountAt, removeTreeForce } from './fs-util.js';
+import type { Backend, BackendContext, BackendState, ProbeResult } from './types.js';
 
-/**
- * sha256 of AgentFS CLI releases this adapter has been checked against. Empty: no AgentFS
- * release binary was reachable from the hosts this build was made on (only the npm registry and
- * Debian packages are), so no checksum could be verified and pinned. Any binary found is
- * therefore refused with E_AGENTFS_CHECKSUM; pin a release here after verifying it by hand.
- */
-export const PINNED_AGENTFS_SHA256: readonly string[] = [];
+export { AGENTFS_BIN_ENV, AGENTFS_CONFIG_FILE, AGENTFS_SHA256_ENV } from './agentfs-pin.js';
 
-export const AGENTFS_BIN_ENV = 'PDB_ENV_AGENTFS_BIN';
+/** The session's AgentFS working directory, inside its session dir: `.agentfs/session.db` lives in it. */
+export const AGENTFS_STATE_DIR = 'agentfs';
+const SESSION_ID = 'session';
 
-/** The agentfs binary: $PDB_ENV_AGENTFS_BIN, else `agentfs` on PATH; null when neither exists. */
-export async function locateAgentfs(env: NodeJS.ProcessEnv = process.env): Promise<string | null> {
-  const explicit = env[AGENTFS_BIN_ENV];
-  if (explicit) return (await isExecutable(explicit)) ? explicit : null;
-  for (const dir of (env.PATH ?? '').split(delimiter)) {
-    if (!dir) continue;
-    const p = join(dir, 'agentfs');
-    if (await isExecutable(p)) return p;
-  }
-  return null;
+function place(stateDir: string): AgentfsPlace {
+  return { stateDir, id: SESSION_ID };
 }
 
-async function isExecutable(p: string): Promise<boolean> {
+/** The tool for a binary that matched its pin; its mounts must be AgentFS FUSE mounts of the session's database. */
+export function agentfsTool(binary: VerifiedBinary, env: NodeJS.ProcessEnv, timeouts = DEFAULT_AGENTFS_TIMEOUTS): AgentfsTool {
+  return { kind: 'agentfs', bin: binary.path, env, timeouts, ownsMount: agentfsFuseMount };
+}
+
+export interface AgentfsProbeOptions {
+  /** Where the binary and the pin are read from, and the environment agentfs runs with (default: process.env). */
+  env?: NodeJS.ProcessEnv;
+  timeouts?: AgentfsTimeouts;
+}
+
+/** Locate, hold to the pin, then run the trial. Only a binary that matched its pin and passed the trial is available. */
+export async function probeAgentfs(ctx: BackendContext, o: AgentfsProbeOptions = {}): Promise<ProbeResult> {
+  const env = o.env ?? process.env;
+  const v = await verifyAgentfsBinary(env, ctx.store.paths.root);
+  if (!v.ok) return v.probe;
+  const pinned = { found: true, via: v.binary.via, sha256: v.binary.sha256, checksum: 'match', pinnedBy: v.binary.pinnedBy };
+  if (process.platform !== 'linux') {
+    return {
+      available: false,
+      reason: 'E_AGENTFS_PROBE',
+      detail: `the trial was not run: this adapter checks AgentFS's FUSE mount in /proc/self/mountinfo, which ${process.platform} does not have`,
+      evidence: { ...pinned, trial: 'not-run', step: 'mount', timedOut: false },
+    };
+  }
+  const trial = await runTrial(agentfsTool(v.binary, env, o.timeouts), ctx.probeDir);
+  if (!trial.passed) {
+    return {
+      available: false,
+      reason: 'E_AGENTFS_PROBE',
+      detail: `the trial failed at step "${trial.step}": ${trial.detail}`,
+      evidence: { ...pinned, trial: 'failed', step: trial.step, timedOut: trial.timedOut, trialMs: trial.durationMs },
+    };
+  }
+  return {
+    available: true,
+    reason: null,
+    detail: `the pinned agentfs passed the trial: init --base, mount, write, read back, unmount (${trial.unmountedBy})`,
+    evidence: { ...pinned, trial: 'passed', step: null, timedOut: false, trialMs: trial.durationMs },
+  };
+}
+
+/** Release: unmount (lazily when it must), end the session's AgentFS processes, remove its state. Safe to repeat. */
+export async function releaseAgentfsSession(root: string, stateDir: string, timeouts: AgentfsTimeouts): Promise<void> {
+  await unmountAgentfs(place(stateDir), root, timeouts, { lazyFallback: true });
+  await removeTreeForce(stateDir);
+}
+
+/** Create: init over the base tree in `stateDir`, mount at `root` (which must not exist yet). Leaves nothing when it fails. */
+export async function createAgentfsSession(tool: AgentfsTool, base: string, root: string, stateDir: string): Promise<void> {
   try {
-    await access(p, constants.X_OK);
-    return (await stat(p)).isFile();
-  } catch {
-    return false;
+    await initAgentfs(tool, place(stateDir), base);
+    await mkdir(root);
+    await mountAgentfs(tool, place(stateDir), root);
+  } catch (err) {
+    // Rollback: the create error is the one to report, whatever the undo says.
+    await releaseAgentfsSession(root, stateDir, tool.timeouts).catch(() => {});
+    throw err;
   }
 }
 
-async function sha256File(p: string): Promise<string> {
-  const h = createHash('sha256');
-  for await (const chunk of createReadStream(p)) h.update(chunk as Buffer);
-  return h.digest('hex');
+export interface ResumeOptions {
+  root: string;
+  stateDir: string;
+  base: string;
+  timeouts: AgentfsTimeouts;
+  ownsMount(mountPoint: string, db: string): MountCheck;
+  /** The tool, asked for only when a mount is needed (so a live session does not re-hash the binary). */
+  tool(): Promise<AgentfsTool>;
 }
 
-/** Probe logic with the environment and pinned list injectable, so tests need no real binary. */
-export async function probeAgentfs(
-  env: NodeJS.ProcessEnv = process.env,
-  pinned: readonly string[] = PINNED_AGENTFS_SHA256,
-): Promise<ProbeResult> {
-  const bin = await locateAgentfs(env);
-  if (!bin) {
-    return {
-      available: false,
-      reason: 'E_AGENTFS_MISSING',
-      detail: `no agentfs binary (set ${AGENTFS_BIN_ENV} or put agentfs on PATH)`,
-      evidence: { found: false, via: env[AGENTFS_BIN_ENV] ? AGENTFS_BIN_ENV : 'PATH' },
-    };
+/** Resume: nothing to do when the session's own mount answers; otherwise detach what is there (a dead daemon's mount) and mount again. */
+export async function resumeAgentfsSession(o: ResumeOptions): Promise<void> {
+  const p = place(o.stateDir);
+  const db = agentfsDb(p);
+  if (o.ownsMount(o.root, db).ok && (await mountAnswers(o.root, o.timeouts))) return;
+  if (mountAt(o.root)) await unmountAgentfs(p, o.root, o.timeouts, { lazyFallback: true });
+  for (const [what, path] of [
+    ['AgentFS database', db],
+    ['base tree', o.base],
+  ] as const) {
+    if (!existsSync(path))
+      throw new PdbError('E_SESSION_BROKEN', `the session's ${what} is missing, so it cannot be mounted again`, {
+        hint: 'Discard the session and create it again.',
+      });
   }
-  const sha256 = await sha256File(bin);
-  if (!pinned.includes(sha256)) {
-    return {
-      available: false,
-      reason: 'E_AGENTFS_CHECKSUM',
-      detail:
-        pinned.length === 0
-          ? 'an agentfs binary was found, but no release checksum is pinned in this build'
-          : 'the agentfs binary does not match a pinned release checksum',
-      evidence: { found: true, sha256, pinnedCount: pinned.length },
-    };
-  }
-  return { available: true, reason: null, detail: 'agentfs binary matches a pinned checksum', evidence: { found: true, sha256 } };
+  await mkdir(o.root, { recursive: true });
+  await mountAgentfs(await o.tool(), p, o.root);
 }
 
-function noAdapter(): never {
-  throw new PdbError('E_BACKEND_UNAVAILABLE', 'the agentfs session adapter is not enabled: no AgentFS release is pinned in this build', {
-    hint: 'Use another backend; pdb-env backends lists what this host can run.',
-  });
+async function verifiedTool(ctx: BackendContext): Promise<AgentfsTool> {
+  const v = await verifyAgentfsBinary(process.env, ctx.store.paths.root);
+  if (!v.ok) throw new PdbError(v.probe.reason ?? 'E_BACKEND_UNAVAILABLE', v.probe.detail, { hint: v.hint });
+  return agentfsTool(v.binary, process.env);
 }
 
-/** External AgentFS behind a bounded adapter; accepted only with a pinned checksum, never embedded. */
+function recordedBase(ctx: BackendContext, state: BackendState): string {
+  if (typeof state.base !== 'string')
+    throw new PdbError('E_SESSION_BROKEN', 'the agentfs session has no recorded base tree', {
+      hint: 'Discard the session and create it again.',
+    });
+  return join(ctx.store.paths.root, state.base);
+}
+
 export const agentfsBackend: Backend = {
   name: 'agentfs',
   experimental: true,
   testOnly: false,
-  summary: 'external AgentFS binary, checksum-pinned (candidate)',
+  summary:
+    'external AgentFS CLI, checksum-pinned, every call bounded: a FUSE copy-on-write overlay of the base mounted at the root (candidate)',
   capabilities: { constantTimeCreate: true, sharesExtents: true, needsRemount: true, carriesFullSnapshot: true, securityIsolation: false },
-  probe: () => probeAgentfs(),
-  async materializeBase() {
-    noAdapter();
+  probe: (ctx) => probeAgentfs(ctx),
+  async materializeBase(ctx, snapshot, digest) {
+    await materializeTreeBase(ctx, snapshot, digest, 'tree');
   },
-  async createSession() {
-    noAdapter();
+  async createSession(ctx, snapshot, digest, root, sessionDir) {
+    const tool = await verifiedTool(ctx);
+    const base = await materializeTreeBase(ctx, snapshot, digest, 'tree');
+    await createAgentfsSession(tool, base, root, join(sessionDir, AGENTFS_STATE_DIR));
+    const state: BackendState = { base: relative(ctx.store.paths.root, base), stateDir: AGENTFS_STATE_DIR, id: SESSION_ID };
+    return { state, files: snapshot.entries.filter((e) => e.kind === 'file').length, cloneObserved: null };
   },
-  async resume() {},
-  async release() {},
+  async resume(ctx, root, sessionDir, state) {
+    await resumeAgentfsSession({
+      root,
+      stateDir: join(sessionDir, AGENTFS_STATE_DIR),
+      base: recordedBase(ctx, state),
+      timeouts: DEFAULT_AGENTFS_TIMEOUTS,
+      ownsMount: agentfsFuseMount,
+      tool: () => verifiedTool(ctx),
+    });
+  },
+  async release(_ctx, root, sessionDir) {
+    await releaseAgentfsSession(root, join(sessionDir, AGENTFS_STATE_DIR), DEFAULT_AGENTFS_TIMEOUTS);
+  },
 };

@@ -1,5 +1,6 @@
 // Small filesystem helpers the backends share: forced removal, mount table look-ups, statfs type.
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { statfs } from 'node:fs/promises';
 import { realpathOr } from '../model/paths.js';
 
@@ -11,18 +12,60 @@ function unescapeMountPath(s: string): string {
   return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
 }
 
-/** The filesystem type mounted exactly at `path`, or null when nothing is mounted there. */
-export function mountedFsType(path: string): string | null {
-  const want = realpathOr(path);
-  let found: string | null = null;
+/** One line of /proc/self/mountinfo: where, what type, from what source. */
+export interface MountEntry {
+  mountPoint: string;
+  fsType: string;
+  /** The mount source (a device, or a FUSE filesystem's fsname such as `agentfs:<db>`). */
+  source: string;
+}
+
+function mountTable(): MountEntry[] {
+  const out: MountEntry[] = [];
   for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
     const fields = line.split(' ');
     if (fields.length < 10) continue;
-    if (unescapeMountPath(fields[4]!) !== want) continue;
     const sep = fields.indexOf('-');
-    found = sep > 0 ? fields[sep + 1]! : 'unknown'; // the last mount on a point is the visible one
+    out.push({
+      mountPoint: unescapeMountPath(fields[4]!),
+      fsType: sep > 0 ? fields[sep + 1]! : 'unknown',
+      source: sep > 0 ? unescapeMountPath(fields[sep + 2] ?? '') : '',
+    });
   }
+  return out;
+}
+
+/**
+ * The canonical path of a mount point. A dead FUSE mount answers lstat with ENOTCONN, so when the
+ * path itself cannot be resolved its parent is, and the name kept.
+ */
+function canonicalMountPoint(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return join(realpathOr(dirname(path)), basename(path));
+  }
+}
+
+/** The mount exactly at `path` (the last one, which is the visible one), or null when nothing is mounted there. */
+export function mountAt(path: string): MountEntry | null {
+  const want = canonicalMountPoint(path);
+  let found: MountEntry | null = null;
+  for (const m of mountTable()) if (m.mountPoint === want) found = m;
   return found;
+}
+
+/** The filesystem type mounted exactly at `path`, or null when nothing is mounted there. */
+export function mountedFsType(path: string): string | null {
+  return mountAt(path)?.fsType ?? null;
+}
+
+/** Mount points at or below `dir`. */
+export function mountPointsUnder(dir: string): string[] {
+  const want = realpathOr(dir);
+  return mountTable()
+    .map((m) => m.mountPoint)
+    .filter((m) => m === want || m.startsWith(`${want}/`));
 }
 
 export const FS_MAGIC = { btrfs: 0x9123683e, xfs: 0x58465342, overlay: 0x794c7630, ext4: 0xef53, tmpfs: 0x01021994, apfs: 26 } as const;

@@ -83,11 +83,16 @@ function missingBackend(name: BackendName): Backend {
   };
 }
 
+/**
+ * One backend as probed here. Declared capabilities are claims, so they are reported only for a
+ * backend whose probe found it available; an unavailable one reports its typed reason instead.
+ */
 export interface BackendReport extends ProbeResult {
   name: AnyBackendName;
   experimental: boolean;
   summary: string;
-  capabilities: Backend['capabilities'];
+  /** Declared capabilities; present only when `available` is true. */
+  capabilities?: Backend['capabilities'];
   securityIsolation: false;
 }
 
@@ -103,15 +108,16 @@ export async function probeBackend(backend: Backend, ctx: BackendContext): Promi
       evidence: {},
     };
   }
-  return {
+  const report: BackendReport = {
     name: backend.name,
     available: result.available,
-    reason: result.available ? null : result.reason,
+    reason: result.available ? null : (result.reason ?? 'E_BACKEND_UNAVAILABLE'),
     detail: result.detail,
     evidence: result.evidence,
     experimental: backend.experimental,
     summary: backend.summary,
-    capabilities: backend.capabilities,
     securityIsolation: false,
   };
+  if (result.available) report.capabilities = { ...backend.capabilities };
+  return report;
 }

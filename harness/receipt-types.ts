@@ -85,8 +85,8 @@ export interface BackendAvailability {
   experimental: boolean;
   /** Probe evidence (for reflink: a forced clone was made and observed). */
   evidence: Record<string, string | number | boolean | null>;
-  /** Declared capabilities of the backend. */
-  capabilities: BackendCapabilities;
+  /** Declared capabilities of the backend; present only when the probe found it available (an unavailable backend records its reason and no claims). */
+  capabilities?: BackendCapabilities;
 }
 
 export interface PhaseRecord {

@@ -52,6 +52,7 @@ export async function probeBackends(run: BenchRun, svc: SessionService, firstSou
     const r = await probeBackend(getBackend(name, { allowTestOnly: run.allowTestOnly }), svc.backendContext(firstSource));
     const evidence: BackendAvailability['evidence'] = {};
     for (const [k, v] of Object.entries(r.evidence)) evidence[k] = typeof v === 'string' ? scrubText(v) : v;
+    // Capability claims only for a backend probed available; an unavailable one records its reason alone.
     backends.push({
       name,
       available: r.available,
@@ -59,7 +60,7 @@ export async function probeBackends(run: BenchRun, svc: SessionService, firstSou
       detail: scrubText(r.detail),
       experimental: r.experimental,
       evidence,
-      capabilities: { ...r.capabilities },
+      ...(r.available && r.capabilities ? { capabilities: { ...r.capabilities } } : {}),
     });
     run.progress({
       kind: 'note',

@@ -87,6 +87,8 @@ export const CAPABILITIES = [
   'time', // GNU time (/usr/bin/time), for child CPU and RSS
   'no-clone-tmp', // a temporary directory on a filesystem without clones (to see a clone refused)
   'action-validator', // the workflow linter (a dev dependency)
+  'bind-mount', // bind mounts (root), for the AgentFS stand-in's trial and sessions
+  'agentfs', // a pinned AgentFS binary that passes its probe (never installed by CI: none is pinned)
 ] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 

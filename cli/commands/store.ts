@@ -11,8 +11,11 @@ const backends: DefineCommand = (cmd) =>
     .addHelpText(
       'after',
       `
-Probes every backend against the store's filesystem. Unavailable backends carry a
-typed reason; every entry says securityIsolation: false.`,
+Probes every backend against the store's filesystem. An available backend lists its
+declared capabilities; an unavailable one carries its typed reason and no capabilities
+(agentfs: E_AGENTFS_MISSING, E_AGENTFS_CHECKSUM or E_AGENTFS_PROBE until a binary pinned with
+PDB_ENV_AGENTFS_SHA256 or <store>/agentfs.json passes a trial mount). Every entry says
+securityIsolation: false.`,
     )
     .action(async (_o, command) => {
       const o = command.optsWithGlobals();

@@ -105,6 +105,17 @@ test('negative control: the hard-link farm fails the oracle checks', async () =>
   assert.throws(() => getBackend('hardlink-farm'), /unknown backend/);
 });
 
+test('agentfs (an external, pinned AgentFS binary) matches the oracle, re-mounted after its mount is gone', async () => {
+  const source = join(t.dir, 'src-agentfs');
+  writeMatrixFixture(source);
+  const svc = await SessionService.open(join(t.dir, 'store-agentfs'), { create: true });
+  // Gated by the probe itself: available only where a pinned binary passed the trial mount.
+  const probe = await svc.probe('agentfs', source);
+  if (!probe.available) return skipTest('agentfs', 'agentfs', `${probe.reason}: ${probe.detail}`);
+  const oracle = oracleDigest ?? (await oracleFor(svc, source));
+  assertConforms(await runMatrixCase(svc, 'agentfs', source, oracle, { applyScript, beforeReentry: unmount }));
+});
+
 async function loopSkip(fsType: LoopFsType): Promise<string | null> {
   if (!isRoot()) return `loopback ${fsType} needs root`;
   return (await loadHostSetup()).loopFsUnavailableReason(fsType);

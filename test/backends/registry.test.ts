@@ -20,6 +20,9 @@ test('backends --json lists all seven user backends with the typed fields', () =
     assert.ok(b.evidence && typeof b.evidence === 'object');
     if (b.available) assert.is(b.reason, null);
     else assert.match(String(b.reason), /^E_[A-Z_]+$/, `${String(b.name)} is unavailable without a typed reason`);
+    // Declared capabilities are claims: only a backend probed available makes them.
+    if (b.available) assert.is(typeof b.capabilities, 'object', `${String(b.name)} is available without its capabilities`);
+    else assert.not.ok('capabilities' in b, `${String(b.name)} is unavailable but claims capabilities`);
   }
   const by = Object.fromEntries(out.backends.map((b) => [b.name, b]));
   assert.is(by['full-copy']!.available, true);
