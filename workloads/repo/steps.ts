@@ -53,7 +53,10 @@ async function runToEnd(s: RepoStep, ctx: StepContext, state: CaseState, timeout
   const output = `${r.stdout}\n${r.stderr}`;
   if (r.timedOut)
     throw withProcess(
-      new PdbError('E_TIMEOUT', `step ${s.name} did not finish within its ${timeoutMs} ms timeout: ${tail(output, ctx)}`),
+      new PdbError(
+        'E_TIMEOUT',
+        `step ${s.name} did not finish within its ${s.timeoutMs ?? DEFAULT_STEP_TIMEOUT_MS} ms timeout: ${tail(output, ctx)}`,
+      ),
       r,
     );
   if (r.exitCode !== expected) {
@@ -149,12 +152,17 @@ async function runLongRunning(s: RepoStep, ctx: StepContext, state: CaseState, t
   return { process: result, milestones };
 }
 
-/** One step of the plan as the harness runs it (timed under its own timeout). */
+/**
+ * One step of the plan as the harness runs it, under its own timeout. The step's own limit ends a
+ * little before the harness's (5%, at most 250 ms), so a step that runs out of time is stopped by
+ * itself and says what its process printed last.
+ */
 export function repoStep(s: RepoStep, state: CaseState): Step {
   const timeoutMs = s.timeoutMs ?? DEFAULT_STEP_TIMEOUT_MS;
+  const own = Math.max(1, Math.round(timeoutMs - Math.min(250, timeoutMs / 20)));
   return {
     name: s.name,
     timeoutMs,
-    run: (ctx) => (s.milestone ? runLongRunning(s, ctx, state, timeoutMs) : runToEnd(s, ctx, state, timeoutMs)),
+    run: (ctx) => (s.milestone ? runLongRunning(s, ctx, state, own) : runToEnd(s, ctx, state, own)),
   };
 }
