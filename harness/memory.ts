@@ -12,7 +12,16 @@ export interface RssProbe {
   reset(): void;
   /** The peak RSS in bytes since the last reset, or null when not measured per phase. */
   peak(): number | null;
+  /**
+   * The peak RSS of the process so far in bytes. Resetting VmHWM resets what getrusage reports too
+   * (the kernel takes the larger of VmHWM and the peak of exited threads), so the probe keeps the
+   * mark it read before each reset, and the lifetime peak is the largest of those and getrusage's.
+   */
+  lifetimePeak(): number;
 }
+
+/** getrusage's maxrss in bytes (Node reports kilobytes on every platform). */
+const rusagePeak = () => process.resourceUsage().maxRSS * 1024;
 
 /** The VmHWM line of /proc/self/status in bytes, or null when it cannot be read. */
 export function readVmHwm(status = (): string => readFileSync('/proc/self/status', 'utf8')): number | null {
@@ -24,11 +33,13 @@ export function readVmHwm(status = (): string => readFileSync('/proc/self/status
   }
 }
 
-const NO_PROBE: RssProbe = { method: 'none', reset() {}, peak: () => null };
+const NO_PROBE: RssProbe = { method: 'none', reset() {}, peak: () => null, lifetimePeak: rusagePeak };
 
 /** The probe this host allows: a resettable VmHWM (Linux), checked once by resetting it; otherwise none. */
 export function createRssProbe(): RssProbe {
   const reset = () => writeFileSync('/proc/self/clear_refs', '5');
+  // The process's peak until now, read before the first reset lowers what getrusage and VmHWM say.
+  let before = Math.max(rusagePeak(), readVmHwm() ?? 0);
   try {
     reset();
   } catch {
@@ -38,6 +49,7 @@ export function createRssProbe(): RssProbe {
   return {
     method: 'vmhwm-reset',
     reset() {
+      before = Math.max(before, readVmHwm() ?? 0);
       try {
         reset();
       } catch {
@@ -45,6 +57,7 @@ export function createRssProbe(): RssProbe {
       }
     },
     peak: () => readVmHwm(),
+    lifetimePeak: () => Math.max(before, readVmHwm() ?? 0, rusagePeak()),
   };
 }
 
@@ -73,8 +86,7 @@ export function createHarnessMemoryLog(probe: RssProbe = createRssProbe()): Harn
     },
     record: () => ({
       method: probe.method,
-      // maxRSS is in kilobytes (getrusage ru_maxrss on Linux).
-      processMaxRssBytes: process.resourceUsage().maxRSS * 1024,
+      processMaxRssBytes: probe.lifetimePeak(),
       phases: [...phases.values()].map((p) => ({ ...p })),
     }),
   };

@@ -86,6 +86,7 @@ export const CAPABILITIES = [
   'time', // GNU time (/usr/bin/time), for child CPU and RSS
   'no-clone-tmp', // a temporary directory on a filesystem without clones (to see a clone refused)
   'action-validator', // the workflow linter (a dev dependency)
+  'procfs', // Linux /proc (a resettable VmHWM, for the harness's own peak RSS per phase)
 ] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 
