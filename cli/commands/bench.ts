@@ -24,7 +24,8 @@ function parseCount(text: string | undefined, what: string, min: number, max: nu
 }
 
 const parseSeed = (text: string | undefined) => parseCount(text, '--seed', 0, 0xffffffff);
-const collect = (value: string, previous: string[]) => [...previous, value];
+// Repeatable options start undefined (commander would print a default of [] in --help).
+const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 const show = (p: string) => relative(process.cwd(), p) || p;
 
 /**
@@ -81,9 +82,9 @@ function mismatches(receipt: Receipt): Array<{ backend: string; caseId: string; 
 type BenchFlags = {
   plan?: string;
   source?: string;
-  step: string[];
-  var: string[];
-  volatile: string[];
+  step?: string[];
+  var?: string[];
+  volatile?: string[];
   backends?: string;
   blocks?: string;
   warmup?: string;
@@ -114,7 +115,7 @@ async function oneLinePlan(o: BenchFlags, workloads: Record<string, Workload>, s
     {
       sourceDir: o.source,
       label: o.label,
-      steps: o.step,
+      steps: o.step ?? [],
       backends,
       blocks: parseCount(o.blocks, '--blocks', 1, 1000),
       warmupBlocks: parseCount(o.warmup, '--warmup', 0, 100),
@@ -129,38 +130,7 @@ async function oneLinePlan(o: BenchFlags, workloads: Record<string, Workload>, s
   return plan;
 }
 
-const ONE_LINE_ONLY = ['backends', 'blocks', 'warmup', 'label', 'stepTimeout', 'caseTimeout', 'planOut'] as const;
-
-const bench: DefineCommand = (cmd, ctx) =>
-  cmd
-    .option('--plan <file>', 'the plan (see schemas/plan.schema.json; plans/default.json is quick)')
-    .option('--source <dir>', 'the repository to benchmark (with --step), or the value of ${SOURCE} in a plan')
-    .option(
-      '--step <name=command>',
-      'a step of the one-line bench, in order (repeat it): a shell command line run in each session',
-      collect,
-      [],
-    )
-    .option(
-      '--backends <list>',
-      'one-line bench: comma-separated backends (default: every backend this host can run); full-copy is always added',
-    )
-    .option('--blocks <n>', 'one-line bench: measured blocks (default 6, the fewest in which a 2x difference can be told)')
-    .option('--warmup <n>', 'one-line bench: warm-up blocks run first and marked (default 0)')
-    .option('--label <name>', "one-line bench: the source's name in the receipt (default: its folder's name)")
-    .option('--volatile <glob>', 'one-line bench: a cache path dropped before comparing, added to the defaults (repeat it)', collect, [])
-    .option('--step-timeout <ms>', 'one-line bench: the timeout of each step (default 600000)')
-    .option('--case-timeout <ms>', "one-line bench: a whole case's limit (default: the steps' timeouts plus 30 minutes)")
-    .option('--plan-out <file>', 'one-line bench: save the plan it built (path-free: the source is ${SOURCE}) to run again with --plan')
-    .option('--var <name=value>', "a value for a plan's ${NAME} placeholder (repeat it)", collect, [])
-    .option('--seed <n>', "override the plan's seed (recorded in the receipt)")
-    .option('--out <dir>', 'where receipts go (default: receipts)')
-    .option('--resume <run>', 'continue an interrupted run (same --out); finished cases are not repeated')
-    .option('--summary', 'also write a Markdown summary next to the receipt')
-    .option('--report', 'also write a report under --out (the one-line bench always does)')
-    .addHelpText(
-      'after',
-      `
+const HELP = `
 Runs every block of the plan (each block: every backend once for one workload, in an
 order shuffled from the seed; the plan must include full-copy), compares every other
 case entry by entry with its block's full-copy case (the oracle), checks the workload's
@@ -186,29 +156,99 @@ Examples:
   pdb-env bench --plan plans/default.json --out receipts/local --summary
   pdb-env bench --source . --step 'install=npm ci' --step 'test=npm test' --out receipts/local
   pdb-env bench --plan plans/repo-example.json --source ~/src/app --out receipts/local --report
-  PDB_ENV_BENCH_STORE=/mnt/pdb-btrfs npm run proof`,
+  PDB_ENV_BENCH_STORE=/mnt/pdb-btrfs npm run proof`;
+
+const ONE_LINE_ONLY = ['backends', 'blocks', 'warmup', 'label', 'stepTimeout', 'caseTimeout', 'planOut'] as const;
+
+/** Options of the one-line bench given without --step, or neither a plan, a one-line bench nor a resume: usage errors. */
+function checkUsage(o: BenchFlags & { resume?: string }): void {
+  if (o.step?.length) return;
+  const stray = [...ONE_LINE_ONLY.filter((k) => o[k] !== undefined), ...(o.volatile?.length ? ['volatile'] : [])];
+  if (stray.length)
+    throw new PdbError(
+      'E_USAGE',
+      `--${stray[0]!.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} belongs to the one-line bench: add --step NAME=COMMAND (and --source DIR)`,
+    );
+  if (!o.plan && !o.resume)
+    throw new PdbError('E_USAGE', 'bench needs --plan FILE, --source DIR with --step NAME=COMMAND, or --resume RUN', {
+      hint: "pdb-env bench --plan plans/default.json, or pdb-env bench --source . --step 'test=npm test'",
+    });
+}
+
+/** The run's result on stdout: the answer first (when a report was written), each mismatch, then the receipt's summary. */
+function printResult(
+  json: boolean,
+  r: Awaited<ReturnType<typeof runBench>>,
+  report: { dir: string; answer: string[]; answers: unknown[] } | null,
+  planOut: string | undefined,
+): void {
+  const { receipt, receiptPath, summaryPath } = r;
+  const s = receipt.summary;
+  const differ = mismatches(receipt);
+  const unavailable = receipt.backends.filter((b) => !b.available).map((b) => `${b.name} (${b.reason})`);
+  const p = receipt.provenance;
+  const value = {
+    receipt: show(receiptPath),
+    markdown: summaryPath ? show(summaryPath) : null,
+    report: report ? { dir: show(report.dir), answer: report.answer, answers: report.answers } : null,
+    plan: planOut ? show(resolve(planOut)) : null,
+    runId: receipt.runId,
+    seed: receipt.seed,
+    summary: { ...s, mismatches: differ },
+  };
+  emit(json, value, () =>
+    [
+      ...(report ? [...report.answer, ''] : []),
+      ...differ.map(
+        (m) =>
+          `mismatch: ${m.backend} case ${m.caseId}: ${m.entries ?? '?'} entries differ from full-copy, first: ${m.paths.join(', ') || '-'}`,
+      ),
+      `receipt ${show(receiptPath)}${summaryPath ? `\nsummary ${show(summaryPath)}` : ''}${report ? `\nreport ${show(join(report.dir, 'report.md'))}` : ''}`,
+      `run ${receipt.runId}, seed ${receipt.seed}: ${s.planned} case slots, ${s.ok} ok, ${s.mismatch} mismatch, ${s.failed} failed, ${s.environment} environment, ${s.timeout} timeout, ${s.unavailable} unavailable (a backend or a lane this host cannot run)`,
+      `oracle (each case vs its block's full-copy case): ${s.oracleChecked} checked, ${s.oracleMismatches} mismatch(es), ${s.oracleNotEvaluated} not evaluated; harness overhead median ${s.overheadShareMedian === null ? '-' : `${(s.overheadShareMedian * 100).toFixed(1)} %`}`,
+      `provenance: ${p.commit ? `${p.commit.slice(0, 12)}${p.dirty ? ' (DIRTY)' : ''}${p.changedDuringRun ? ' (CHANGED during the run)' : ''}` : 'not a git checkout'}`,
+      `unavailable: ${unavailable.join(', ') || 'none'}`,
+    ].join('\n'),
+  );
+}
+
+const bench: DefineCommand = (cmd, ctx) =>
+  cmd
+    .option('--plan <file>', 'the plan (see schemas/plan.schema.json; plans/default.json is quick)')
+    .option('--source <dir>', 'the repository to benchmark (with --step), or the value of ${SOURCE} in a plan')
+    .option(
+      '--step <name=command>',
+      'a step of the one-line bench, in order (repeat it): a shell command line run in each session',
+      collect,
     )
+    .option(
+      '--backends <list>',
+      'one-line bench: comma-separated backends (default: every backend this host can run); full-copy is always added',
+    )
+    .option('--blocks <n>', 'one-line bench: measured blocks (default 6, the fewest in which a 2x difference can be told)')
+    .option('--warmup <n>', 'one-line bench: warm-up blocks run first and marked (default 0)')
+    .option('--label <name>', "one-line bench: the source's name in the receipt (default: its folder's name)")
+    .option('--volatile <glob>', 'one-line bench: a cache path dropped before comparing, added to the defaults (repeat it)', collect)
+    .option('--step-timeout <ms>', 'one-line bench: the timeout of each step (default 600000)')
+    .option('--case-timeout <ms>', "one-line bench: a whole case's limit (default: the steps' timeouts plus 30 minutes)")
+    .option('--plan-out <file>', 'one-line bench: save the plan it built (path-free: the source is ${SOURCE}) to run again with --plan')
+    .option('--var <name=value>', "a value for a plan's ${NAME} placeholder (repeat it)", collect)
+    .option('--seed <n>', "override the plan's seed (recorded in the receipt)")
+    .option('--out <dir>', 'where receipts go (default: receipts)')
+    .option('--resume <run>', 'continue an interrupted run (same --out); finished cases are not repeated')
+    .option('--summary', 'also write a Markdown summary next to the receipt')
+    .option('--report', 'also write a report under --out (the one-line bench always does)')
+    .addHelpText('after', HELP)
     .action(async (_o, command) => {
       const o = command.optsWithGlobals();
-      const oneLine = o.step.length > 0;
-      if (!oneLine) {
-        const stray = ONE_LINE_ONLY.filter((k) => o[k] !== undefined).concat(o.volatile.length ? ['volatile' as never] : []);
-        if (stray.length)
-          throw new PdbError(
-            'E_USAGE',
-            `--${stray[0]!.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} belongs to the one-line bench: add --step NAME=COMMAND (and --source DIR)`,
-          );
-        if (!o.plan && !o.resume)
-          throw new PdbError('E_USAGE', 'bench needs --plan FILE, --source DIR with --step NAME=COMMAND, or --resume RUN', {
-            hint: "pdb-env bench --plan plans/default.json, or pdb-env bench --source . --step 'test=npm test'",
-          });
-      }
+      checkUsage(o);
+      const oneLine = (o.step?.length ?? 0) > 0;
       const seed = parseSeed(o.seed);
       const workloads = WORKLOADS as Record<string, Workload>;
-      const vars = { ...parseVarArgs(o.var), ...(o.source ? { [SOURCE_VAR]: resolve(o.source) } : {}) };
+      const vars = { ...parseVarArgs(o.var ?? []), ...(o.source ? { [SOURCE_VAR]: resolve(o.source) } : {}) };
       const plan = oneLine ? await oneLinePlan(o, workloads, seed) : o.plan ? loadPlan(o.plan, workloads).plan : undefined;
       const outDir = resolve(o.out ?? 'receipts');
-      const { receiptPath, summaryPath, receipt } = await runInterruptible({
+      const result = await runInterruptible({
         plan,
         seed,
         outDir,
@@ -220,36 +260,11 @@ Examples:
         // Progress goes to stderr, so it shows with --json too (stdout stays one JSON document).
         progress: createProgress(),
       });
+      const { receipt } = result;
       const reportDir = oneLine || o.report ? join(outDir, `${receipt.planName}-${receipt.runId}-report`) : null;
-      const report = reportDir ? await writeRunReport(receipt, reportDir) : null;
+      const report = reportDir ? { dir: reportDir, ...(await writeRunReport(receipt, reportDir)) } : null;
+      printResult(o.json === true, result, report, o.planOut);
       const s = receipt.summary;
-      const differ = mismatches(receipt);
-      const unavailable = receipt.backends.filter((b) => !b.available).map((b) => `${b.name} (${b.reason})`);
-      emit(
-        o.json === true,
-        {
-          receipt: show(receiptPath),
-          markdown: summaryPath ? show(summaryPath) : null,
-          report: reportDir ? { dir: show(reportDir), answer: report!.answer, answers: report!.answers } : null,
-          plan: o.planOut ? show(resolve(o.planOut)) : null,
-          runId: receipt.runId,
-          seed: receipt.seed,
-          summary: { ...s, mismatches: differ },
-        },
-        () =>
-          [
-            ...(report ? [...report.answer, ''] : []),
-            ...differ.map(
-              (m) =>
-                `mismatch: ${m.backend} case ${m.caseId}: ${m.entries ?? '?'} entries differ from full-copy, first: ${m.paths.join(', ') || '-'}`,
-            ),
-            `receipt ${show(receiptPath)}${summaryPath ? `\nsummary ${show(summaryPath)}` : ''}${reportDir ? `\nreport ${show(join(reportDir, 'report.md'))}` : ''}`,
-            `run ${receipt.runId}, seed ${receipt.seed}: ${s.planned} case slots, ${s.ok} ok, ${s.mismatch} mismatch, ${s.failed} failed, ${s.environment} environment, ${s.timeout} timeout, ${s.unavailable} unavailable (a backend or a lane this host cannot run)`,
-            `oracle (each case vs its block's full-copy case): ${s.oracleChecked} checked, ${s.oracleMismatches} mismatch(es), ${s.oracleNotEvaluated} not evaluated; harness overhead median ${s.overheadShareMedian === null ? '-' : `${(s.overheadShareMedian * 100).toFixed(1)} %`}`,
-            `provenance: ${receipt.provenance.commit ? `${receipt.provenance.commit.slice(0, 12)}${receipt.provenance.dirty ? ' (DIRTY)' : ''}${receipt.provenance.changedDuringRun ? ' (CHANGED during the run)' : ''}` : 'not a git checkout'}`,
-            `unavailable: ${unavailable.join(', ') || 'none'}`,
-          ].join('\n'),
-      );
       ctx.exitCode = s.mismatch + s.failed + s.timeout > 0 ? 1 : 0;
     });
 
