@@ -5,6 +5,7 @@ import type { Entry } from '../model/snapshot.js';
 import type { Fixture, ProcessRunner, Workload } from '../workloads/types.js';
 import type { BaseInfo } from './case-checks.js';
 import type { CaseProcessRegistry } from './case-processes.js';
+import type { HarnessMemoryLog, RssProbe } from './memory.js';
 import type { PathFreeOptions } from './path-free.js';
 import type { Plan } from './plan.js';
 import type { ProgressSink } from './progress.js';
@@ -41,6 +42,11 @@ export interface BenchOptions {
   processRunner?: ProcessRunner;
   /** The git checkout whose commit and state the receipt's provenance records (default: the pdb-env package root). */
   provenanceRepo?: string;
+  /**
+   * Values for the plan's `${NAME}` placeholders (e.g. a repo workload's source directory). Kept in
+   * the local run journal for --resume, never in the receipt; a resumed run may give them again.
+   */
+  vars?: Record<string, string>;
 }
 
 export interface BenchResult {
@@ -85,6 +91,11 @@ export interface BenchRun {
   /** The "case i of N" counter, and the cases this process ran (for stopAfterCases). */
   index: number;
   ranHere: number;
+  /** The plan's `${NAME}` values (from the options, else the journal). */
+  vars: Record<string, string>;
+  /** The harness's own peak RSS: per case phase (rss) and per run-level phase (memory). */
+  rss: RssProbe;
+  memory: HarnessMemoryLog;
 }
 
 function relOut(p: string): string {

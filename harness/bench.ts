@@ -19,7 +19,9 @@ import { interrupted, throwIfInterrupted, type BenchOptions, type BenchResult, t
 import { runBlocks } from './block-runner.js';
 import { createCaseProcessRegistry } from './case-processes.js';
 import { hostFingerprint } from './host.js';
+import { createHarnessMemoryLog, createRssProbe } from './memory.js';
 import { checkPlan, planDigest, type Plan } from './plan.js';
+import { requirePlanVars } from './plan-vars.js';
 import { provenanceOf, readCheckoutState } from './provenance.js';
 import { silentProgress } from './progress.js';
 import { buildReceipt, writeReceipt } from './receipt.js';
@@ -40,13 +42,17 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
   const header = journal.header();
   const allowTestOnly = plan.allowTestOnlyBackends === true;
   for (const b of plan.backends) getBackend(b, { allowTestOnly }); // unknown names fail before any filesystem work
+  // Every `${NAME}` of the plan needs a value (a resumed run has the journal's, and may give them anew).
+  const vars = { ...header.vars, ...options.vars };
+  requirePlanVars(plan, vars);
 
   // A fresh store and work dir for this attempt (a previous attempt's are removed). The store's
   // parent: --store, then PDB_ENV_BENCH_STORE (so `npm run proof` can target a btrfs/XFS mount), then the plan.
   const parent = options.storeParent ?? (process.env.PDB_ENV_BENCH_STORE || undefined) ?? plan.store?.dir ?? tmpdir();
   const dirs = await makeRunDirs(header.runId, parent, header);
-  journal.writeHeader({ ...header, ...dirs, attempts: header.attempts + (options.resume ? 1 : 0) });
+  journal.writeHeader({ ...header, ...dirs, vars, attempts: header.attempts + (options.resume ? 1 : 0) });
 
+  const rss = createRssProbe();
   const run: BenchRun = {
     options,
     workloads,
@@ -63,6 +69,9 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
     finished: new Map(journal.cases().map((c) => [c.id, c])),
     index: 0,
     ranHere: 0,
+    vars,
+    rss,
+    memory: createHarnessMemoryLog(rss),
   };
   // Kill the running case's process groups at once; the case then stops and cleans up its sessions.
   const onAbort = () => void run.processes.killAll();
@@ -102,6 +111,7 @@ async function openJournal(
   const seed = options.seed ?? plan.seed;
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
     throw new PdbError('E_USAGE', `--seed must be an integer in [0, 4294967295], got ${seed}`);
+  requirePlanVars(plan, options.vars ?? {}); // before the journal exists, so a missing value leaves nothing behind
   const journal = RunJournal.create(outDir, {
     runId: newRunId(),
     plan,
@@ -118,7 +128,7 @@ async function runAttempt(run: BenchRun): Promise<BenchResult> {
   throwIfInterrupted(run);
   const svc = await SessionService.open(run.storeDir, { create: true });
   const host = await hostFingerprint(run.storeDir, run.journal.header().loadAverage ?? loadavg());
-  const prepared = await prepareWorkloads(run, svc);
+  const prepared = await run.memory.measure('prepare', () => prepareWorkloads(run, svc));
   const backends = await probeBackends(run, svc, prepared.values().next().value?.fixture.sourceDir);
   const available = new Set(backends.filter((b) => b.available).map((b) => b.name));
   const schedule = buildSchedule({
@@ -151,6 +161,7 @@ async function writeRunReceipt(
     // A journal written before provenance existed has no checkout: the run's start is then unknown.
     provenance: provenanceOf(header.checkout ?? { commit: null, dirty: null, state: null }, end),
     cases: run.finished.values(),
+    harness: run.memory.record(),
   });
   const receiptPath = join(outDir, `${plan.name}-${runId}.json`);
   await writeReceipt(receiptPath, receipt, run.options.pathFree);

@@ -11,32 +11,42 @@ import type { CaseResult } from './case-runner.js';
 import { ORACLE_BACKEND } from './plan.js';
 import type { CheckRecord } from './receipt-types.js';
 
-/** The oracle check of one case against the block's full-copy case (null: there was none in the block). */
-export function oracleCheck(r: CaseResult, reference: CaseResult | null): CheckRecord {
+/**
+ * The oracle check of one case against the block's full-copy case (null: there was none in the block).
+ * `refProjected` is the reference's projected result, read once for the whole block.
+ */
+export function oracleCheck(
+  r: CaseResult,
+  reference: CaseResult | null,
+  refProjected: Entry[] | null = reference?.projected() ?? null,
+): CheckRecord {
   if (!reference) return notEvaluated('oracle', 'no full-copy case ran in this block');
   const ref = { backend: ORACLE_BACKEND, caseId: reference.record.id };
   const refRecord = reference.record;
-  if (refRecord.outcome !== 'ok' || !reference.projected) {
+  if (refRecord.outcome !== 'ok' || !refProjected) {
     const why = refRecord.failure ? `${refRecord.outcome} (${refRecord.failure.code})` : refRecord.outcome;
     return notEvaluated('oracle', `not judged: the block's full-copy case ${refRecord.id} ended ${why}, so there is no oracle`, ref);
   }
   if (r.notJudged !== null) return notEvaluated('oracle', r.notJudged, ref);
-  if (!r.projected) return notEvaluated('oracle', 'not judged: the case made no result to compare (it stopped before its checkpoint)', ref);
-  return treeCheck('oracle', reference.projected, r.projected, "the projected result (vs the block's full-copy case)", ref);
+  const projected = r.projected();
+  if (!projected) return notEvaluated('oracle', 'not judged: the case made no result to compare (it stopped before its checkpoint)', ref);
+  return treeCheck('oracle', refProjected, projected, "the projected result (vs the block's full-copy case)", ref);
 }
 
 /**
  * Add the oracle check to every case of the block but the full-copy one (first among its checks),
- * record the digest it compared with, and classify the case again.
+ * record the digest it compared with, and classify the case again. The reference's result is read
+ * once; each other case's is read in turn and dropped after its comparison.
  */
 export function applyBlockOracle(results: CaseResult[], workload: Workload, base: BaseInfo): void {
   const reference = results.find((r) => r.record.backend === ORACLE_BACKEND) ?? null;
-  const refProjected: Entry[] | null = reference?.record.outcome === 'ok' ? reference.projected : null;
+  const refProjected: Entry[] | null = reference?.record.outcome === 'ok' ? reference.projected() : null;
+  const refDigest = refProjected ? projectedDigest(refProjected, base) : null;
   for (const r of results) {
     if (r === reference) continue;
-    const check = oracleCheck(r, reference);
+    const check = oracleCheck(r, reference, refProjected);
     r.record.checks.unshift(check);
-    if (check.evaluated && refProjected) r.record.oracleSnapshot = projectedDigest(refProjected, base);
+    if (check.evaluated && refDigest) r.record.oracleSnapshot = refDigest;
     Object.assign(r.record, classifyCase(r.record, r.phaseFailures, workload));
   }
 }

@@ -14,6 +14,7 @@ import { runCase, type CaseEnv, type CaseResult } from './case-runner.js';
 import { scrubText } from './path-free.js';
 import type { CaseRecord } from './receipt-types.js';
 import type { ScheduledBlock, ScheduledCase } from './scheduler.js';
+import { internTree } from './tree-compare.js';
 
 // A sibling in the compiled tree (dist/harness -> dist/cli), not a file the package ships as data.
 const CLI_PATH = fileURLToPath(new URL('../cli/bin.js', import.meta.url));
@@ -46,6 +47,7 @@ export async function runBlocks(
     baseState: new Map(),
     processes: run.processes,
     signal: run.options.signal,
+    rss: run.rss,
   };
   mkdirSync(env.sharedDir, { recursive: true });
   for (const block of schedule) await runBlock(run, env, block, prepared.get(block.workload)!, available, runnable.length);
@@ -58,7 +60,8 @@ async function makeSiblings(run: BenchRun, env: CaseEnv, block: ScheduledBlock, 
     const name = `s-b${block.index}-${backend}`;
     try {
       await env.svc.create(name, { from: p.fixture.sourceDir, base: p.base.digest, backend, allowTestOnly: run.allowTestOnly });
-      siblings.set(backend, { name, backend, entries: await env.svc.scanEntries(name) });
+      // A sibling equal to the base (every backend that reproduces the tree) holds no copy of its own.
+      siblings.set(backend, { name, backend, entries: internTree(await env.svc.scanEntries(name), p.base.entries) });
     } catch (err) {
       const e = toPdbError(err);
       siblings.set(backend, { backend, failure: { code: e.code, phase: 'sibling', message: scrubText(e.message) } });
@@ -82,7 +85,7 @@ async function runBlock(
   const todo = block.cases.filter((c) => available.has(c.backend));
   if (todo.length === 0 || todo.every((c) => run.finished.has(c.id))) return;
   throwIfInterrupted(run);
-  const siblings = await makeSiblings(run, env, block, p, [...new Set(todo.map((c) => c.backend))]);
+  const siblings = await run.memory.measure('siblings', () => makeSiblings(run, env, block, p, [...new Set(todo.map((c) => c.backend))]));
   const results: CaseResult[] = [];
   try {
     for (const sc of todo) {
@@ -96,7 +99,7 @@ async function runBlock(
       if ('name' in s) await env.svc.discard(s.name, { force: true }).catch(() => {});
     }
   }
-  applyBlockOracle(results, run.workloads[block.workload]!, p.base);
+  await run.memory.measure('oracle', async () => applyBlockOracle(results, run.workloads[block.workload]!, p.base));
   for (const r of results) finish(run, r.record);
 }
 

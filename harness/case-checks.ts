@@ -3,15 +3,17 @@
 // (`expected`, applied to the full-copy case too, so the oracle itself is checked); the workload's own
 // checks; the base and the block's sibling session of the same backend unchanged; cleanup complete.
 // A check that cannot be judged is recorded as not evaluated, with the reason, never as passed.
-import { readdir } from 'node:fs/promises';
+import { readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Digest } from '../model/canonical-json.js';
-import { scanTree } from '../model/scan.js';
-import { countMismatches, createSnapshot, diffEntries, snapshotDigest, totalMismatches, type Entry } from '../model/snapshot.js';
+import { scanTree, walkTree } from '../model/scan.js';
+import { createSnapshot, snapshotDigest, totalMismatches, type Entry, type MismatchCounts } from '../model/snapshot.js';
 import type { SessionService } from '../sessions/service.js';
 import type { StepContext, Workload } from '../workloads/types.js';
 import { scrubText } from './path-free.js';
-import type { CheckRecord, CheckReference, FailureRecord } from './receipt-types.js';
+import { projectResult } from './projection.js';
+import type { CheckRecord, CheckReference, FailureRecord, ProjectionRecord } from './receipt-types.js';
+import { compareTrees, internTree } from './tree-compare.js';
 
 /** How many differing paths a check lists. */
 export const MAX_CHECK_PATHS = 10;
@@ -52,18 +54,41 @@ export function treeCheck(
   what: string,
   reference: CheckReference | null = null,
 ): CheckRecord {
-  const changes = diffEntries(expected, actual);
-  const n = changes.length;
-  const counts = countMismatches(expected, actual);
+  const d = compareTrees(expected, actual, MAX_CHECK_PATHS);
+  const n = d.mismatches;
   return {
     name,
     passed: n === 0,
     evaluated: true,
     mismatches: n,
-    counts: n === 0 ? null : counts,
-    paths: changes.slice(0, MAX_CHECK_PATHS).map((c) => scrubText(c.path)),
+    counts: n === 0 ? null : d.counts,
+    paths: d.paths.map((p) => scrubText(p)),
     reference,
     detail: n === 0 ? null : `${what} differs in ${n} entries`,
+  };
+}
+
+/**
+ * The fresh session against its base, before any step: the same paths, each of the same kind, size,
+ * exec bit and symlink target (contents are compared by the oracle at the checkpoint; this walk
+ * hashes nothing). A backend that does not reproduce the tree (git-worktree drops untracked and
+ * ignored files) shows here, before its steps fail for want of the files it dropped.
+ */
+export async function createdTreeCheck(root: string, base: BaseInfo): Promise<CheckRecord> {
+  const { dirs, files, links } = await walkTree(root, { excludes: base.excludes });
+  const walked: Entry[] = dirs.map((path) => ({ path, kind: 'dir' as const }));
+  for (const f of files) walked.push({ path: f.path, kind: 'file', digest: 'sha256:', size: f.size, exec: f.exec });
+  for (const l of links) walked.push({ path: l.path, kind: 'symlink', target: await readlink(l.abs, 'utf8') });
+  const d = compareTrees(base.entries, walked, MAX_CHECK_PATHS, { contents: false });
+  return {
+    name: 'created-tree',
+    passed: d.mismatches === 0,
+    evaluated: true,
+    mismatches: d.mismatches,
+    counts: d.mismatches === 0 ? null : d.counts,
+    paths: d.paths.map((p) => scrubText(p)),
+    reference: null,
+    detail: d.mismatches === 0 ? null : `the new session differs from its base in ${d.mismatches} entries before any step ran`,
   };
 }
 
@@ -93,22 +118,22 @@ export async function baseUnchangedCheck(env: CheckEnv, sourceDir: string, base:
   const bad: string[] = [];
   const already: string[] = [];
   let total = 0;
-  let counts = countMismatches([], []);
+  const counts: MismatchCounts = { content: 0, mode: 0, symlink: 0, missing: 0, extra: 0, kind: 0 };
   const compare = async (label: string, dir: string) => {
     const scan = await scanTree(dir, { excludes: base.excludes, excludeAbsolute: [env.storeDir] });
     const key = `${base.digest} ${dir}`;
     const before = env.baseState?.get(key) ?? base.entries;
-    const diff = diffEntries(before, scan.entries);
-    if (diff.length) {
-      total += diff.length;
-      const m = countMismatches(before, scan.entries);
-      counts = Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, v + m[k as keyof typeof m]])) as typeof counts;
-      for (const c of diff) if (changed.length < MAX_CHECK_PATHS && !changed.includes(c.path)) changed.push(c.path);
-      bad.push(`${label} (${diff.length})`);
-    } else if (before !== base.entries && totalMismatches(countMismatches(base.entries, scan.entries))) {
+    const d = compareTrees(before, scan.entries, MAX_CHECK_PATHS);
+    if (d.mismatches) {
+      total += d.mismatches;
+      for (const k of Object.keys(counts) as (keyof MismatchCounts)[]) counts[k] += d.counts[k];
+      for (const p of d.paths) if (changed.length < MAX_CHECK_PATHS && !changed.includes(p)) changed.push(p);
+      bad.push(`${label} (${d.mismatches})`);
+    } else if (before !== base.entries && compareTrees(base.entries, scan.entries, 0).mismatches) {
       already.push(label);
     }
-    env.baseState?.set(key, scan.entries);
+    // An unchanged location keeps a reference to the base's entries, not a copy of its own.
+    env.baseState?.set(key, internTree(scan.entries, base.entries));
   };
   await compare('source', sourceDir);
   const basesDir = join(env.svc.store.paths.bases, base.digest.slice('sha256:'.length));
@@ -163,8 +188,8 @@ export interface VerifyInput {
 /** Where verifyCase records, as it goes: what it found stays recorded when a later check throws. */
 export interface VerifySink {
   checks: CheckRecord[];
-  /** The projected result, kept for the oracle comparison at the block's end. */
-  projected: Entry[] | null;
+  /** What the projection dropped from the result; set once the result was read and projected. */
+  projection: ProjectionRecord | null;
 }
 
 /**
@@ -174,12 +199,12 @@ export interface VerifySink {
  */
 export async function verifyCase(env: CheckEnv, v: VerifyInput, into: VerifySink): Promise<void> {
   const result = env.svc.readSnapshot(v.resultSnapshot).entries;
-  const projected = v.workload.project(result, v.params);
-  into.projected = projected;
+  const projected = projectResult(v.workload, v.params, result);
+  into.projection = projected.record;
   if (v.expected) {
     into.checks.push(
       v.notJudged === null
-        ? treeCheck('expected', v.expected, projected, 'the result (vs the precomputed expectation)')
+        ? treeCheck('expected', v.expected, projected.entries, 'the result (vs the precomputed expectation)')
         : notEvaluated('expected', v.notJudged),
     );
   }

@@ -4,8 +4,10 @@
 import { existsSync, readFileSync, statfsSync } from 'node:fs';
 import { execa } from 'execa';
 import { PdbError, toPdbError } from '../model/errors.js';
+import { failedProcess } from '../workloads/step-failure.js';
 import type { ProcessResult } from '../workloads/types.js';
 import { parseMountInfo } from './host.js';
+import type { RssProbe } from './memory.js';
 import type { PhaseOutcome, PhaseRecord } from './receipt-types.js';
 
 /** Flush dirty data of the store's filesystem so the free-space delta sees real allocation. */
@@ -48,6 +50,7 @@ export function phaseRecord(
   timeoutMs: number | null,
   p?: ProcessResult,
   milestones: Record<string, number> = {},
+  harnessPeakRssBytes: number | null = null,
 ): PhaseRecord {
   return {
     name,
@@ -59,6 +62,7 @@ export function phaseRecord(
     peakRssBytes: p?.peakRssBytes ?? null,
     timeoutMs,
     milestones,
+    harnessPeakRssBytes,
   };
 }
 
@@ -81,17 +85,26 @@ export interface PhaseTimer {
    * and rethrown; once the case is aborted, the phase ends with CaseAborted instead.
    */
   run<T>(name: string, timeoutMs: number | null, fn: () => Promise<PhaseOutput<T>>): Promise<T>;
-  /** Record a phase timed by the caller (discard, which runs after the case's limits). */
+  /** Start a phase the caller times (discard, which runs after the case's limits): returns its start. */
+  begin(): number;
+  /** Record a phase timed by the caller, started with `begin()`. */
   record(name: string, outcome: PhaseOutcome, t0: number): void;
 }
 
-export function createPhaseTimer(options: { signal: AbortSignal; onFailure(error: PdbError, phase: string): void }): PhaseTimer {
+export function createPhaseTimer(options: {
+  signal: AbortSignal;
+  onFailure(error: PdbError, phase: string): void;
+  /** The harness's own peak RSS per phase (none: not recorded). */
+  rss?: RssProbe;
+}): PhaseTimer {
   const { signal } = options;
+  const rss = options.rss ?? { reset() {}, peak: () => null };
   const phases: PhaseRecord[] = [];
   let current = 'create';
   const run = async <T>(name: string, timeoutMs: number | null, fn: () => Promise<PhaseOutput<T>>): Promise<T> => {
     if (signal.aborted) throw new CaseAborted();
     current = name;
+    rss.reset();
     const t0 = performance.now();
     let stepTimer: NodeJS.Timeout | undefined;
     try {
@@ -107,12 +120,12 @@ export function createPhaseTimer(options: { signal: AbortSignal; onFailure(error
             });
       const out = await (limit ? Promise.race([work, limit]) : work);
       if (signal.aborted) throw new CaseAborted();
-      phases.push(phaseRecord(name, 'ok', performance.now() - t0, timeoutMs, out.process, out.milestones));
+      phases.push(phaseRecord(name, 'ok', performance.now() - t0, timeoutMs, out.process, out.milestones, rss.peak()));
       return out.value;
     } catch (err) {
       const e = err instanceof CaseAborted ? new PdbError('E_TIMEOUT', 'the case timed out') : toPdbError(err);
       const outcome: PhaseOutcome = signal.aborted || e.code === 'E_TIMEOUT' ? 'timeout' : 'failed';
-      phases.push(phaseRecord(name, outcome, performance.now() - t0, timeoutMs));
+      phases.push(phaseRecord(name, outcome, performance.now() - t0, timeoutMs, failedProcess(err), {}, rss.peak()));
       if (signal.aborted) throw new CaseAborted();
       options.onFailure(e, name);
       throw e;
@@ -126,6 +139,10 @@ export function createPhaseTimer(options: { signal: AbortSignal; onFailure(error
       return current;
     },
     run,
-    record: (name, outcome, t0) => void phases.push(phaseRecord(name, outcome, performance.now() - t0, null)),
+    begin() {
+      rss.reset();
+      return performance.now();
+    },
+    record: (name, outcome, t0) => void phases.push(phaseRecord(name, outcome, performance.now() - t0, null, undefined, {}, rss.peak())),
   };
 }

@@ -2,6 +2,9 @@
 // stays in `failures`; one of them decides the outcome and becomes `failure`. The rules, in order:
 //
 //   timeout      the case or one of its steps ran out of time;
+//   mismatch     the new session already differed from its base before any step ran (the
+//                created-tree check): the backend did not reproduce the tree, and a step that
+//                then failed for want of the files it dropped is a consequence, not the cause;
 //   environment  the first phase failure has a cause outside pdb-env and the filesystem (the
 //   unavailable  registry, an agent's credentials or network; or a lane this host cannot run),
 //                unless a base, sibling or cleanup check failed too: then the case is failed;
@@ -29,6 +32,7 @@ export const INTEGRITY_CHECKS: readonly string[] = ['base-unchanged', 'sibling-u
 const CHECK_CODES: Record<string, PdbErrorCode> = {
   oracle: 'E_ORACLE_MISMATCH',
   expected: 'E_EXPECTED_MISMATCH',
+  'created-tree': 'E_TREE_NOT_REPRODUCED',
   'base-unchanged': 'E_BASE_CHANGED',
   'sibling-unchanged': 'E_SIBLING_CHANGED',
   cleanup: 'E_CLEANUP_INCOMPLETE',
@@ -38,7 +42,7 @@ const CHECK_CODES: Record<string, PdbErrorCode> = {
 export function checkFailure(c: CheckRecord): FailureRecord {
   return {
     code: CHECK_CODES[c.name] ?? (c.name.endsWith('oracle') ? 'E_EXPECTED_MISMATCH' : 'E_CHECK_FAILED'),
-    phase: c.name === 'cleanup' ? 'discard' : 'verify',
+    phase: c.name === 'cleanup' ? 'discard' : c.name === 'created-tree' ? 'create' : 'verify',
     message: `check ${c.name} failed${c.detail ? `: ${c.detail}` : ''}${c.paths.length ? ` (${c.paths.slice(0, 3).join(', ')}${c.paths.length > 3 ? ', ...' : ''})` : ''}`,
   };
 }
@@ -81,6 +85,8 @@ export function classifyCase(record: CaseRecord, phaseFailures: FailureRecord[],
   const oracle = record.checks.find((c) => c.name === 'oracle');
   const timeout = phaseFailures.find((f) => f.code === 'E_TIMEOUT');
   if (timeout) return decide('timeout', timeout);
+  const created = failedChecks.find((c) => c.name === 'created-tree');
+  if (created) return decide('mismatch', checkFailure(created));
   const integrity = failedChecks.find((c) => INTEGRITY_CHECKS.includes(c.name));
   const first = phaseFailures[0];
   if (first) {

@@ -10,12 +10,14 @@ import type { Digest } from '../model/canonical-json.js';
 import { toPdbError, type PdbErrorCode } from '../model/errors.js';
 import type { Entry } from '../model/snapshot.js';
 import type { Fixture, ProcessOptions, ProcessRunner, SessionHandle, StepContext, Workload } from '../workloads/types.js';
-import { cleanupCheck, verifyCase, type BaseInfo, type CheckEnv, type SiblingInfo } from './case-checks.js';
+import { cleanupCheck, createdTreeCheck, verifyCase, type BaseInfo, type CheckEnv, type SiblingInfo } from './case-checks.js';
 import { CaseAborted, createPhaseTimer, diskGrowth, freeBytesAfterSync, mountsUnder, type PhaseTimer } from './case-measure.js';
 import { createCaseRunner, findCaseProcesses, killCaseProcesses, newCaseToken, type CaseProcessRegistry } from './case-processes.js';
 import { classifyCase, notJudgedReason } from './case-outcome.js';
+import type { RssProbe } from './memory.js';
 import { scrubText } from './path-free.js';
-import type { CaseRecord, CheckRecord, FailureRecord, FixtureRecord } from './receipt-types.js';
+import { projectResult } from './projection.js';
+import type { CaseRecord, CheckRecord, FailureRecord, FixtureRecord, ProjectionRecord } from './receipt-types.js';
 import type { ScheduledCase } from './scheduler.js';
 
 export interface CaseEnv extends CheckEnv {
@@ -35,6 +37,8 @@ export interface CaseEnv extends CheckEnv {
   processes: CaseProcessRegistry;
   /** The run's interruption: the case stops as at its timeout and records E_INTERRUPTED. */
   signal?: AbortSignal;
+  /** The harness's own peak RSS, recorded per phase. */
+  rss?: RssProbe;
 }
 
 export interface CaseInput {
@@ -53,8 +57,12 @@ export interface CaseInput {
 
 export interface CaseResult {
   record: CaseRecord;
-  /** Projected result entries, kept for the oracle comparison at the block's end. */
-  projected: Entry[] | null;
+  /**
+   * The projected result for the oracle comparison at the block's end, read again from the store
+   * when asked (so a block holds at most two results at once, not one per case); null when the
+   * case made no result.
+   */
+  projected(): Entry[] | null;
   /** The phase failures in the order they happened (the outcome is classified again once the oracle check is in). */
   phaseFailures: FailureRecord[];
   /** Why the case's result is not judged by the oracle (the environment stopped it), or null. */
@@ -84,7 +92,8 @@ interface CaseRun {
   diskBytes: number | null;
   cloneObserved: boolean | null;
   resultSnapshot: Digest | null;
-  projected: Entry[] | null;
+  /** What the projection dropped, once the result was read and projected (null: no result to compare). */
+  projection: ProjectionRecord | null;
   /** Why the case was stopped from outside, if it was. */
   stopped: 'timeout' | 'interrupted' | null;
 }
@@ -95,9 +104,11 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
   await withinCaseLimits(run, () => caseBody(run));
   await discardSessions(run);
   const record = caseRecord(run, performance.now() - started);
+  const { workload, params } = input;
+  const result = run.projection ? run.resultSnapshot : null;
   return {
     record,
-    projected: run.projected,
+    projected: () => (result ? projectResult(workload, params, env.svc.readSnapshot(result).entries).entries : null),
     phaseFailures: run.failures,
     notJudged: notJudgedReason(run.failures, record.metrics, input.workload),
   };
@@ -128,6 +139,7 @@ async function startCase(env: CaseEnv, input: CaseInput): Promise<CaseRun> {
     abort,
     timer: createPhaseTimer({
       signal: abort.signal,
+      rss: env.rss,
       onFailure: (e, phase) => {
         if (e.code === 'E_TIMEOUT') killCaseProcesses(token);
         run.recorded.add(e);
@@ -143,7 +155,7 @@ async function startCase(env: CaseEnv, input: CaseInput): Promise<CaseRun> {
     diskBytes: null,
     cloneObserved: null,
     resultSnapshot: null,
-    projected: null,
+    projection: null,
     stopped: null,
   };
   return run;
@@ -240,6 +252,10 @@ async function createSessions(run: CaseRun): Promise<boolean> {
     fail(run, 'E_SOURCE_CHANGED', 'create', 'the session was made from a different base than the run imported');
     return false;
   }
+  await timer.run('verify:created', null, async () => {
+    run.checks.push(await createdTreeCheck(env.svc.sessionRoot(names[0]!), input.base));
+    return { value: undefined };
+  });
   if (names.length > 1) {
     await timer.run('create:peers', null, async () => {
       for (const n of names.slice(1)) {
@@ -298,7 +314,7 @@ async function discardSessions(run: CaseRun): Promise<void> {
   killCaseProcesses(token);
   const discard = (n: string) => env.svc.discard(n, { force: run.stopped !== null });
   if (created.length) {
-    const t0 = performance.now();
+    const t0 = run.timer.begin();
     try {
       await discard(created[0]!);
       run.timer.record('discard', 'ok', t0);
@@ -347,6 +363,7 @@ function caseRecord(run: CaseRun, wallMs: number): CaseRecord {
     wallMs,
     overheadMs: Math.max(0, wallMs - inPhases),
     metrics,
+    projection: run.projection,
   };
   return { ...record, ...classifyCase(record, run.failures, input.workload) };
 }

@@ -108,6 +108,8 @@ export interface PhaseRecord {
   timeoutMs: number | null;
   /** Named timings inside the phase (e.g. firstDiagnosticsMs). */
   milestones: Record<string, number>;
+  /** Peak RSS of the harness process itself during the phase in bytes (Linux: VmHWM, reset at the phase's start); null where it is not measured per phase. */
+  harnessPeakRssBytes?: number | null;
 }
 
 /** The case a comparison was made with. */
@@ -159,6 +161,20 @@ export interface FixtureRecord {
   baseSnapshot: Digest;
 }
 
+export interface VolatileDrop {
+  /** A volatile pattern of the workload (a glob over relative paths). */
+  pattern: string;
+  /** How many entries of the case's result it dropped. */
+  entries: number;
+}
+
+export interface ProjectionRecord {
+  /** The workload's volatile patterns, in the order they are tried. */
+  volatile: string[];
+  /** The patterns that dropped entries from the case's result, with how many each dropped (patterns that matched nothing are left out). */
+  dropped: VolatileDrop[];
+}
+
 export interface CaseRecord {
   /** `b<block>-p<position>`. */
   id: string;
@@ -202,6 +218,8 @@ export interface CaseRecord {
   overheadMs: number;
   /** Workload metrics (pnpm import method, agent name and version, ...). */
   metrics: Record<string, string | number | boolean>;
+  /** What the projection dropped from the case's result before it was compared (volatile patterns and counts); null when the case made no result. */
+  projection?: ProjectionRecord | null;
 }
 
 export interface BlockRecord {
@@ -242,6 +260,24 @@ export interface ReceiptSummary {
   overheadShareMax: number | null;
 }
 
+export interface HarnessPhaseMemory {
+  /** A run-level phase of the harness: prepare (fixtures and their import), siblings (each block's, made and scanned), oracle (each block's comparisons). */
+  name: string;
+  /** How many times the phase ran. */
+  count: number;
+  /** The largest peak RSS of the harness process in one run of the phase, in bytes; null when not measured per phase. */
+  peakRssBytes: number | null;
+}
+
+export interface HarnessMemory {
+  /** How phase peaks were measured: vmhwm-reset (Linux /proc/self/status VmHWM, reset through /proc/self/clear_refs at each phase's start), or none. */
+  method: 'vmhwm-reset' | 'none';
+  /** Peak RSS of the harness process over its whole life in bytes (getrusage maxrss; this attempt's process only). */
+  processMaxRssBytes: number;
+  /** The run-level phases, each with its peak RSS. */
+  phases: HarnessPhaseMemory[];
+}
+
 export interface Receipt {
   /** Receipt schema version. */
   schemaVersion: typeof RECEIPT_SCHEMA_VERSION;
@@ -273,6 +309,8 @@ export interface Receipt {
   cases: CaseRecord[];
   /** Counts over all cases. */
   summary: ReceiptSummary;
+  /** Memory of the harness process itself: its lifetime peak and the peak of each run-level phase. */
+  harness?: HarnessMemory;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import {
   RECEIPT_SCHEMA_VERSION,
   type BackendAvailability,
   type CaseRecord,
+  type HarnessMemory,
   type HostFingerprint,
   type Provenance,
   type Receipt,
@@ -65,6 +66,8 @@ export interface ReceiptInput {
   available: Set<string>;
   /** Finished cases (any order; cases not in the schedule are left out). */
   cases: Iterable<CaseRecord>;
+  /** The harness process's own memory, when measured. */
+  harness?: HarnessMemory;
 }
 
 /** The receipt of a run: its cases in schedule order, its blocks, and the summary; finishedAt is now. */
@@ -89,6 +92,7 @@ export function buildReceipt(r: ReceiptInput): Receipt {
     blocks: r.schedule.map((b) => ({ index: b.index, workload: b.workload, warmup: b.warmup, order: b.order })),
     cases,
     summary: summarize(cases, slots.length, slots.length - runnable),
+    ...(r.harness ? { harness: r.harness } : {}),
   };
 }
 

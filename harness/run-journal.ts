@@ -24,6 +24,8 @@ export interface RunHeader {
   checkout: CheckoutState;
   /** os.loadavg() when the run started. */
   loadAverage: number[];
+  /** The plan's `${NAME}` values (local state: they may be absolute paths; never copied into the receipt). */
+  vars?: Record<string, string>;
   /** Store and work directories of the latest attempt (removed by the next attempt). */
   storeDir: string | null;
   workDir: string | null;

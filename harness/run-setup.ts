@@ -10,6 +10,8 @@ import { throwIfInterrupted, type BenchRun, type PreparedWorkload } from './benc
 import type { BaseInfo } from './case-checks.js';
 import { scrubText } from './path-free.js';
 import { workloadParams } from './plan.js';
+import { resolvePlanVars } from './plan-vars.js';
+import { projectResult } from './projection.js';
 import type { BackendAvailability, FixtureRecord } from './receipt-types.js';
 
 /** A fixture's version: declared by the workload, else the part of its name after "@" (up to "-" or "+"). */
@@ -35,10 +37,12 @@ export async function prepareWorkloads(run: BenchRun, svc: SessionService): Prom
     const w = run.workloads[entry.name]!;
     const params = workloadParams(w, entry);
     run.progress({ kind: 'note', message: `preparing fixture for ${w.name}` });
-    const fixture = await w.prepareFixture(join(run.workDir, 'fixtures'), params, run.proc);
+    // The placeholders' values reach the fixture only: the recorded parameters (their digest) keep `${NAME}`.
+    const fixture = await w.prepareFixture(join(run.workDir, 'fixtures'), resolvePlanVars(params, run.vars), run.proc);
     const imported = await svc.importSource(fixture.sourceDir);
     const base: BaseInfo = { digest: imported.digest, entries: imported.snapshot.entries, excludes: imported.snapshot.excludes };
-    const expected = w.expected ? w.project(await w.expected(base.entries, params), params) : null;
+    run.progress({ kind: 'note', message: `${w.name}: fixture ${fixture.name} imported, ${base.entries.length} entries` });
+    const expected = w.expected ? projectResult(w, params, await w.expected(base.entries, params)).entries : null;
     prepared.set(w.name, { fixture, fixtureRecord: fixtureRecord(w.name, fixture, params, base), base, expected, params });
   }
   return prepared;

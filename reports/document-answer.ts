@@ -12,7 +12,8 @@ function testbedTitle(t: Testbed): string {
   return `${t.id}: ${t.os} ${t.arch}, ${t.cpuModel}, ${t.cores} cores, store on ${t.storeFs}${load}`;
 }
 
-function fastestText(a: Answer, baseline: string): string {
+/** The fastest correct backend of one answer in words (or why there is none, or too few blocks to tell). */
+export function fastestText(a: Answer, baseline: string): string {
   const f = a.fastest;
   if (!f && a.backends.every((b) => b.status === 'unavailable' || b.status === 'not-judged'))
     return 'nothing to judge: no case was attempted here';
@@ -69,6 +70,31 @@ export function answerBlocks(data: ReportData): Block[] {
     });
   }
   return b;
+}
+
+/**
+ * The answer as plain lines, for a terminal: per testbed and fixture, the fastest correct backend,
+ * then which backends were correct, not correct, not judged, or could not run here.
+ */
+export function answerLines(data: ReportData): string[] {
+  const lines: string[] = [];
+  for (const a of data.answers) {
+    lines.push(`${a.fixture} (${a.workload}) on ${a.testbed}: fastest correct here: ${fastestText(a, data.baseline)}`);
+    const named = (status: string) =>
+      a.backends
+        .filter((b) => b.status === status)
+        .map((b) => (status === 'correct' ? b.backend : `${b.backend} (${b.detail})`))
+        .join(', ');
+    const parts = [
+      ['correct', named('correct') || 'none'],
+      ['not correct', named('incorrect')],
+      ['not judged', named('not-judged')],
+      ['cannot run here', named('unavailable')],
+    ].filter(([, v]) => v);
+    lines.push(...parts.map(([k, v]) => `  ${k}: ${v}`));
+  }
+  if (lines.length === 0) lines.push('no case ran');
+  return lines;
 }
 
 /** Which receipts are not gate evidence, and why (schema version 1, dirty or changed code, unknown provenance). */

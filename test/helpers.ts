@@ -89,6 +89,7 @@ export const CAPABILITIES = [
   'action-validator', // the workflow linter (a dev dependency)
   'bind-mount', // bind mounts (root), for the AgentFS stand-in's trial and sessions
   'agentfs', // a pinned AgentFS binary that passes its probe (never installed by CI: none is pinned)
+  'procfs', // Linux /proc (a resettable VmHWM, for the harness's own peak RSS per phase)
 ] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 

@@ -137,6 +137,7 @@ function startLongRunning(setup: RunnerSetup, command: string, args: string[], o
   return {
     pid: child.pid ?? -1,
     output: () => out,
+    hasExited: () => exited,
     waitForOutput(predicate, timeoutMs, what) {
       // Event-driven: checked on every chunk of output and on exit, never on a sleep.
       return new Promise((resolve, reject) => {

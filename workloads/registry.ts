@@ -3,6 +3,7 @@
 import { npmLane, pnpmLane } from './dev-lane.js';
 import { agentWorkload } from './agent.js';
 import { fileopsWorkload } from './fileops.js';
+import { repoWorkload } from './repo.js';
 import { twoAgentWorkload } from './two-agent.js';
 import type { Workload } from './types.js';
 
@@ -12,6 +13,7 @@ export const WORKLOADS = {
   'two-agent': twoAgentWorkload,
   'npm-lane': npmLane,
   'pnpm-lane': pnpmLane,
+  repo: repoWorkload,
 } as const satisfies Record<string, Workload>;
 
 export type WorkloadName = keyof typeof WORKLOADS;

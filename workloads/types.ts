@@ -30,6 +30,8 @@ export interface LongRunningProcess {
   readonly pid: number;
   /** All output so far (stdout and stderr interleaved). */
   output(): string;
+  /** Whether the process has exited (on its own, or stopped). */
+  hasExited(): boolean;
   /** Resolve when `predicate(output)` holds; reject with E_TIMEOUT after `timeoutMs` or if the process exits first. */
   waitForOutput(predicate: (output: string) => boolean, timeoutMs: number, what: string): Promise<void>;
   /** Kill the whole process group (TERM, then KILL) and wait for it. Safe to call twice. */
@@ -97,6 +99,12 @@ export interface WorkloadCheck {
   mismatches?: MismatchCounts;
 }
 
+/** A problem with a workload's parameters: a JSON pointer under the parameters ("/steps/0/run") and what is wrong. */
+export interface ParamIssue {
+  pointer: string;
+  message: string;
+}
+
 export interface Workload {
   readonly name: string;
   readonly description: string;
@@ -105,6 +113,11 @@ export interface Workload {
   /** How many sessions a case needs (2 for two-agent: the case session and its peer). */
   readonly sessions: number;
   readonly defaultParams: Record<string, unknown>;
+  /**
+   * Every problem with the (effective) parameters, checked before any filesystem work by bench and
+   * validate alike. Absent: each parameter must have the type of its default.
+   */
+  paramIssues?(params: Record<string, unknown>): ParamIssue[];
   /** Build or locate the fixture under `workDir` (outside any store), once per run. */
   prepareFixture(workDir: string, params: Record<string, unknown>, proc: ProcessRunner): Promise<Fixture>;
   steps(params: Record<string, unknown>): Step[];
@@ -114,6 +127,12 @@ export interface Workload {
    */
   project(entries: Entry[], params: Record<string, unknown>): Entry[];
   readonly projectionNote: string;
+  /**
+   * Volatile paths (globs over relative paths, e.g. `node_modules/.vite/**`, `**\/*.tsbuildinfo`): caches
+   * that differ between two correct runs. The harness drops them from every result before `project`
+   * and records, per case, how many entries each pattern dropped.
+   */
+  volatilePaths?(params: Record<string, unknown>): string[];
   /**
    * Deterministic workloads may compute the oracle's expected result in advance from the base
    * entries (the case session's, sessions[0]). Without it, the full-copy case of the same block is

@@ -2,14 +2,45 @@ import { readFileSync } from 'node:fs';
 import { PdbError } from '../../model/errors.js';
 import { findPathIssues } from '../../harness/path-free.js';
 import { SCHEMA_NAMES, detectSchema, hasSchema, validateAgainst, type SchemaName } from '../../harness/schemas.js';
+import { planIssues, type Plan } from '../../harness/plan.js';
+import { planVarNames } from '../../harness/plan-vars.js';
+import { WORKLOADS } from '../../workloads/registry.js';
+import type { Workload } from '../../workloads/types.js';
 import { emit } from '../output.js';
 import type { DefineCommand } from '../program.js';
+
+/** Plan fields that hold URL paths (an HTTP milestone, an HTTP change to observe), never file paths. */
+const URL_PATH_FIELD = /\/(?:http\/path|then\/httpChange)$/;
 
 interface FileReport {
   file: string;
   schema: SchemaName | null;
   valid: boolean;
   problems: Array<{ pointer: string; message: string }>;
+  /** What does not make the document invalid but is worth knowing (a plan holding a local path). */
+  warnings: Array<{ pointer: string; message: string }>;
+}
+
+/**
+ * A schema-valid plan against the registries, by the very function bench uses (planIssues): a plan
+ * validate calls ok is one bench runs. Its ${NAME} placeholders are listed, as bench needs their values.
+ */
+function planProblems(doc: unknown): { problems: FileReport['problems']; warnings: FileReport['warnings'] } {
+  const plan = doc as Plan;
+  const problems = planIssues(plan, WORKLOADS as Record<string, Workload>).map((i) => ({
+    pointer: i.pointer,
+    message: `${i.message}${i.hint ? ` (${i.hint})` : ''}`,
+  }));
+  const vars = planVarNames(plan);
+  const warnings = vars.length
+    ? [
+        {
+          pointer: '/workloads',
+          message: `bench needs a value for ${vars.map((v) => `\${${v}}`).join(', ')}: --var NAME=VALUE (or --source DIR)`,
+        },
+      ]
+    : [];
+  return { problems, warnings };
 }
 
 export function validateFile(file: string, forced?: SchemaName): FileReport {
@@ -22,6 +53,7 @@ export function validateFile(file: string, forced?: SchemaName): FileReport {
       schema: forced ?? null,
       valid: false,
       problems: [{ pointer: '', message: `cannot read JSON: ${(err as Error).message}` }],
+      warnings: [],
     };
   }
   const schema = forced ?? detectSchema(doc);
@@ -31,18 +63,40 @@ export function validateFile(file: string, forced?: SchemaName): FileReport {
       schema: null,
       valid: false,
       problems: [{ pointer: '', message: 'not a receipt, plan, policy, Snapshot or Changeset (no "kind" marker); pass --schema NAME' }],
+      warnings: [],
     };
   if (!hasSchema(schema))
-    return { file, schema, valid: false, problems: [{ pointer: '', message: `schemas/${schema}.schema.json is not installed` }] };
+    return {
+      file,
+      schema,
+      valid: false,
+      problems: [{ pointer: '', message: `schemas/${schema}.schema.json is not installed` }],
+      warnings: [],
+    };
   let problems: FileReport['problems'];
   try {
     problems = validateAgainst(schema, doc).map((i) => ({ pointer: i.pointer || '/', message: i.message }));
   } catch (err) {
     problems = [{ pointer: '', message: (err as Error).message }];
   }
-  for (const leak of findPathIssues(doc))
-    problems.push({ pointer: leak.pointer || '/', message: `${leak.message} (documents must be path-free)` });
-  return { file, schema, valid: problems.length === 0, problems };
+  const warnings: FileReport['warnings'] = [];
+  if (schema === 'plan' && problems.length === 0) {
+    const more = planProblems(doc);
+    problems.push(...more.problems);
+    warnings.push(...more.warnings);
+  }
+  // Evidence must be path-free; a plan is not evidence (it is never copied into a receipt), so a
+  // local path in it is only worth a word: the plan will not run on another machine as it is.
+  for (const leak of findPathIssues(doc)) {
+    if (schema === 'plan' && URL_PATH_FIELD.test(leak.pointer)) continue; // "/health" is a URL path on the session's port
+    if (schema === 'plan')
+      warnings.push({
+        pointer: leak.pointer || '/',
+        message: `${leak.message}: this plan is tied to this machine; a \${NAME} placeholder keeps it shareable`,
+      });
+    else problems.push({ pointer: leak.pointer || '/', message: `${leak.message} (documents must be path-free)` });
+  }
+  return { file, schema, valid: problems.length === 0, problems, warnings };
 }
 
 const validate: DefineCommand = (cmd, ctx) =>
@@ -54,7 +108,10 @@ const validate: DefineCommand = (cmd, ctx) =>
       `
 Validates each JSON file against its schema (picked from its "kind": receipt, plan,
 policy; or Snapshot/Changeset by shape) with ajv in strict mode, and checks that it
-holds no absolute path, user name or host name. Every problem names the JSON
+holds no absolute path, user name or host name. A plan is also checked against the
+backend and workload registries exactly as bench checks it (workload names, each
+workload's parameters); a local path in a plan is a note, not an error (plans are not
+evidence), and its \${NAME} placeholders are listed. Every problem names the JSON
 pointer that failed. Exit status 1 when any file is invalid.
 
 Example:
@@ -69,10 +126,12 @@ Example:
       const reports = files.map((f) => validateFile(f, forced as SchemaName | undefined));
       emit(o.json === true, { valid: reports.every((r) => r.valid), files: reports }, () =>
         reports
-          .map((r) =>
-            r.valid
-              ? `ok       ${r.file} (${r.schema})`
-              : `INVALID  ${r.file}${r.schema ? ` (${r.schema})` : ''}\n${r.problems.map((p) => `  ${p.pointer} ${p.message}`).join('\n')}`,
+          .map(
+            (r) =>
+              (r.valid
+                ? `ok       ${r.file} (${r.schema})`
+                : `INVALID  ${r.file}${r.schema ? ` (${r.schema})` : ''}\n${r.problems.map((p) => `  ${p.pointer} ${p.message}`).join('\n')}`) +
+              r.warnings.map((w) => `\n  note: ${w.pointer} ${w.message}`).join(''),
           )
           .join('\n'),
       );

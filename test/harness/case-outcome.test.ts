@@ -132,4 +132,17 @@ test("environment: an otherwise clean case whose block's full-copy case failed (
   assert.equal(r.failures, [], 'nothing failed');
 });
 
+test('a new session that already differs from its base is a mismatch, even when a step then failed for want of the files', () => {
+  const checks = [check('created-tree', false), check('oracle', false), ...ok.slice(1)];
+  const r = classifyCase(record(checks), [fail('E_STEP_FAILED', 'step:lint')], null);
+  assert.equal([r.outcome, r.failure?.code, r.failure?.phase], ['mismatch', 'E_TREE_NOT_REPRODUCED', 'create']);
+  assert.equal(
+    r.failures.map((f) => f.code),
+    ['E_STEP_FAILED', 'E_TREE_NOT_REPRODUCED', 'E_ORACLE_MISMATCH'],
+    'every failure is kept',
+  );
+  assert.is(classifyCase(record(checks), [fail('E_TIMEOUT')], null).outcome, 'timeout', 'a timeout is still a timeout');
+  assert.is(classifyCase(record([check('created-tree', true), ...ok]), [fail('E_STEP_FAILED')], null).outcome, 'failed');
+});
+
 test.run();

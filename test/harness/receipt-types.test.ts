@@ -23,7 +23,11 @@ const MIRRORS: Record<string, string> = {
   CheckRecord: '/$defs/checkRecord',
   FailureRecord: '/$defs/failureRecord',
   FixtureRecord: '/$defs/fixtureRecord',
+  VolatileDrop: '/$defs/volatileDrop',
+  ProjectionRecord: '/$defs/projectionRecord',
   CaseRecord: '/$defs/caseRecord',
+  HarnessPhaseMemory: '/$defs/harnessPhaseMemory',
+  HarnessMemory: '/$defs/harnessMemory',
   BlockRecord: '/$defs/blockRecord',
   ReceiptSummary: '/$defs/receiptSummary',
 };
