@@ -181,6 +181,10 @@ async function writeSessionIndex(
   cp: { snapshot: Digest; changeset: Digest; changes: number },
 ) {
   const file = sessionIndexFile(ctx.store, s.rec.name);
+  const old = scanned.index;
+  // The session's own index, nothing changed, every file trusted: it already says exactly this.
+  const own = old !== null && old.header.snapshot === cp.snapshot && old.header.generation === scanned.generation;
+  if (own && scanned.scan.filesHashed === 0 && scanned.scan.changedPaths!.length === 0) return;
   const next = createTreeIndex(
     {
       ...cp,
@@ -193,14 +197,7 @@ async function writeSessionIndex(
     scanned.scan.entries,
     trustableSignatures(scanned.scan.walk),
   );
-  const old = scanned.index;
-  const same =
-    old !== null &&
-    old.header.snapshot === cp.snapshot &&
-    old.header.generation === next.header.generation &&
-    old.sigs.length === next.sigs.length &&
-    old.sigs.every((sig, i) => sig === next.sigs[i]);
-  if (!same) await writeFileAtomic(ctx.store.paths, file, serializeTreeIndex(next), 0o644, { sync: false });
+  await writeFileAtomic(ctx.store.paths, file, serializeTreeIndex(next), 0o644, { sync: false });
 }
 
 /** Changes since the base, by relative path (read-only; installs nothing, records nothing). */

@@ -20,7 +20,7 @@ import {
   type Walk,
 } from '../model/scan.js';
 import { SNAPSHOT_VERSION, type Change, type Entry, type Snapshot } from '../model/snapshot.js';
-import { createTreeIndex, isTrustable, racyWindowMs, readTreeIndex, serializeTreeIndex, type TreeIndex } from '../model/tree-index.js';
+import { createTreeIndex, isTrustable, racyWindowMs, readTreeIndex, serializeTreeIndex } from '../model/tree-index.js';
 
 export interface ImportResult {
   digest: Digest;
@@ -69,8 +69,11 @@ export async function importSource(store: ObjectStore, sourceDir: string, option
   let digest: Digest;
   if (unchanged && index.header.snapshot && store.has(index.header.snapshot)) digest = index.header.snapshot;
   else digest = await store.putSnapshot(build());
-  const sigs = trustableSignatures(scan.walk);
-  if (!index || !unchanged || digest !== index.header.snapshot || index.header.generation !== generation || !sameSigs(index, sigs)) {
+  // Every file trusted and nothing changed: the index already holds exactly these signatures (a
+  // file hashed again, racily clean before or touched, may be trustable now: then it is rewritten).
+  const same = unchanged && scan.filesHashed === 0 && digest === index.header.snapshot && index.header.generation === generation;
+  if (!same) {
+    const sigs = trustableSignatures(scan.walk);
     const next = createTreeIndex(
       { snapshot: digest, changeset: null, base: null, excludes, recordedAtMs: scan.walk.startedAtMs, generation, source: src },
       scan.entries,
@@ -86,12 +89,6 @@ export async function importSource(store: ObjectStore, sourceDir: string, option
       return build();
     },
   };
-}
-
-/** Does the index hold exactly these signatures? (If not, it is written again: racily clean files may be trusted now.) */
-function sameSigs(index: TreeIndex, sigs: ReadonlyMap<string, string>): boolean {
-  for (let i = 0; i < index.count; i++) if (index.sigs[i] !== (sigs.get(index.paths[i]!) ?? '')) return false;
-  return true;
 }
 
 /**
