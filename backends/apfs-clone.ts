@@ -89,11 +89,11 @@ export const apfsCloneBackend: Backend = {
     const base = await materializeTreeBase(ctx, snapshot, digest, 'tree');
     const bytes = snapshot.entries.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0);
     const before = await freeBytes(base);
-    const { files } = await cloneTree(base, snapshot, root);
+    const { files, bytes: cloned, sigs } = await cloneTree(base, snapshot, root);
     const grew = before - (await freeBytes(base));
     // Only meaningful for trees big enough to see above the noise of other writers.
     const cloneObserved = bytes >= 64 * 1024 * 1024 ? grew < bytes / 2 : null;
-    return { state: { method: 'clonefile' }, files, cloneObserved };
+    return { state: { method: 'clonefile' }, files, cloneObserved, clone: { files, bytes: cloned }, ...(sigs ? { sigs } : {}) };
   },
   async resume() {},
   async release() {},

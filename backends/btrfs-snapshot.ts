@@ -1,30 +1,20 @@
-import { lstat, mkdir } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Digest } from '../model/canonical-json.js';
 import { tempPath } from '../model/temp-name.js';
 import { PdbError, isPdbError } from '../model/errors.js';
 import { materializeTree } from '../model/materialize.js';
 import type { Snapshot } from '../model/snapshot.js';
-import { materializeBaseOnce, runTool } from './base-tree.js';
+import { deleteSubvolume, isSubvolume, markedBase, materializeBaseOnce, runTool, type BaseMarker } from './base-tree.js';
 import { FS_MAGIC, fsTypeName, fsTypeOf, removeTreeForce } from './fs-util.js';
-import type { Backend, BackendContext, ProbeResult } from './types.js';
+import type { Backend, BackendContext, BackendHooks, CreatedSession, ProbeResult } from './types.js';
 
-/** The root directory of a btrfs subvolume always has inode number 256. */
-const SUBVOLUME_ROOT_INO = 256;
-
-async function isSubvolume(path: string): Promise<boolean> {
-  const st = await lstat(path).catch(() => null);
-  return st !== null && st.isDirectory() && st.ino === SUBVOLUME_ROOT_INO;
-}
-
-async function deleteSubvolume(path: string): Promise<void> {
-  if (await isSubvolume(path)) {
-    await runTool('btrfs', ['subvolume', 'delete', path], 'E_IO', 'deleting a btrfs subvolume');
-  }
-  await removeTreeForce(path);
-}
-
-async function materializeSubvolumeBase(ctx: BackendContext, snapshot: Snapshot, digest: Digest): Promise<string> {
+async function materializeSubvolumeBase(
+  ctx: BackendContext,
+  snapshot: Snapshot,
+  digest: Digest,
+  hooks: BackendHooks = {},
+): Promise<string> {
   return materializeBaseOnce(
     ctx,
     snapshot,
@@ -32,7 +22,7 @@ async function materializeSubvolumeBase(ctx: BackendContext, snapshot: Snapshot,
     'btrfs-subvolume',
     async (tmp) => {
       await runTool('btrfs', ['subvolume', 'create', tmp], 'E_IO', 'creating the base subvolume');
-      await materializeTree(ctx.store, snapshot, tmp);
+      return (await materializeTree(ctx.store, snapshot, tmp, undefined, hooks.onProgress)).sigs;
     },
     deleteSubvolume,
     // Read-only only after the rename: btrfs refuses to move a read-only subvolume (EROFS, seen
@@ -41,6 +31,18 @@ async function materializeSubvolumeBase(ctx: BackendContext, snapshot: Snapshot,
       await runTool('btrfs', ['property', 'set', '-ts', dir, 'ro', 'true'], 'E_IO', 'making the base subvolume read-only');
     },
   );
+}
+
+/** A writable snapshot of the marked base: same inodes, sizes, times and modes (another st_dev), so the base's tree index holds. */
+async function snapshotSession(base: string, marker: BaseMarker, root: string): Promise<CreatedSession> {
+  await runTool('btrfs', ['subvolume', 'snapshot', base, root], 'E_IO', 'snapshotting the base subvolume');
+  return {
+    state: { subvolume: true },
+    files: marker.files,
+    cloneObserved: await isSubvolume(root),
+    clone: { files: marker.files, bytes: marker.bytes },
+    index: marker.index,
+  };
 }
 
 /** The base is one btrfs subvolume in the store; each session is a writable snapshot of it. */
@@ -101,17 +103,18 @@ export const btrfsSnapshotBackend: Backend = {
       evidence: { fsType: 'btrfs', tool: version, trialSubvolume: true, trialSnapshot: true },
     };
   },
-  async materializeBase(ctx, snapshot, digest) {
-    await materializeSubvolumeBase(ctx, snapshot, digest);
+  async materializeBase(ctx, snapshot, digest, hooks) {
+    await materializeSubvolumeBase(ctx, snapshot, digest, hooks);
   },
-  async createSession(ctx, snapshot, digest, root) {
-    const base = await materializeSubvolumeBase(ctx, snapshot, digest);
-    await runTool('btrfs', ['subvolume', 'snapshot', base, root], 'E_IO', 'snapshotting the base subvolume');
-    return {
-      state: { subvolume: true },
-      files: snapshot.entries.filter((e) => e.kind === 'file').length,
-      cloneObserved: await isSubvolume(root),
-    };
+  async createSession(ctx, snapshot, digest, root, _sessionDir, hooks) {
+    await materializeSubvolumeBase(ctx, snapshot, digest, hooks);
+    const base = markedBase(ctx, digest, 'btrfs-subvolume');
+    if (!base) throw new PdbError('E_INTERNAL', `the btrfs base of ${digest} has no marker after it was made`);
+    return snapshotSession(base.dir, base.marker, root);
+  },
+  async createFromBase(ctx, digest, root) {
+    const base = markedBase(ctx, digest, 'btrfs-subvolume');
+    return base ? snapshotSession(base.dir, base.marker, root) : null;
   },
   async resume() {},
   async release(_ctx, root) {

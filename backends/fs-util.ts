@@ -1,4 +1,5 @@
 // Small filesystem helpers the backends share: forced removal, mount table look-ups, statfs type.
+import { spawn } from 'node:child_process';
 import { readFileSync, realpathSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { statfs } from 'node:fs/promises';
@@ -78,4 +79,39 @@ export async function fsTypeOf(path: string): Promise<number> {
 export function fsTypeName(type: number): string {
   for (const [name, magic] of Object.entries(FS_MAGIC)) if (magic === type) return name;
   return `0x${type.toString(16)}`;
+}
+
+export interface ToolResult {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** Why it could not start (ENOENT: not installed), or null. */
+  error: NodeJS.ErrnoException | null;
+}
+
+/**
+ * Run a short system tool (mount, btrfs, filefrag, git) with stdin closed and LC_ALL=C, collecting
+ * its output. node:child_process rather than execa: importing execa costs ~150 ms of CPU (about
+ * 160 modules), more than the mount or snapshot it would start on a CoW create.
+ */
+export function execTool(cmd: string, args: string[], options: { cwd?: string } = {}): Promise<ToolResult> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let error: NodeJS.ErrnoException | null = null;
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.on('error', (e) => (error = e));
+    child.on('close', (exitCode, signal) =>
+      resolve({
+        exitCode: error ? null : exitCode,
+        signal,
+        stdout: Buffer.concat(out).toString(),
+        stderr: Buffer.concat(err).toString(),
+        error,
+      }),
+    );
+  });
 }

@@ -24,9 +24,9 @@ export const fullCopyBackend: Backend = {
   async materializeBase() {
     // Sessions are copied straight from the object store; no base directory is needed.
   },
-  async createSession(ctx, snapshot, _digest, root) {
-    const { files } = await materializeTree(ctx.store, snapshot, root);
-    return { state: {}, files, cloneObserved: null };
+  async createSession(ctx, snapshot, _digest, root, _sessionDir, hooks) {
+    const { files, sigs } = await materializeTree(ctx.store, snapshot, root, undefined, hooks?.onProgress);
+    return { state: {}, files, cloneObserved: null, sigs };
   },
   async resume() {},
   async release() {},

@@ -3,9 +3,9 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { tempPath } from '../model/temp-name.js';
 import { PdbError, isPdbError } from '../model/errors.js';
-import { materializeTreeBase, runTool } from './base-tree.js';
+import { markedBase, materializeTreeBase, runTool, type BaseMarker } from './base-tree.js';
 import { fsTypeName, fsTypeOf, mountedFsType, removeTreeForce } from './fs-util.js';
-import type { Backend, BackendContext, BackendState, ProbeResult } from './types.js';
+import type { Backend, BackendContext, BackendState, CreatedSession, ProbeResult } from './types.js';
 
 /**
  * `redirect_dir=on`: without it the kernel answers rename(2) of a directory that exists in the
@@ -43,6 +43,31 @@ function sessionPaths(ctx: BackendContext, sessionDir: string, state: BackendSta
       hint: 'Discard the session and create it again.',
     });
   return { lower: join(ctx.store.paths.root, state.lower), upper: join(sessionDir, 'upper'), work: join(sessionDir, 'work') };
+}
+
+/**
+ * Mount a session over the marked base `lower`. A file not copied up keeps the lower file's inode,
+ * size, times and mode (overlayfs reports the real inode when all layers share one filesystem), so
+ * the base's tree index describes the new root.
+ */
+async function mountSession(
+  ctx: BackendContext,
+  lower: string,
+  marker: BaseMarker,
+  root: string,
+  sessionDir: string,
+): Promise<CreatedSession> {
+  const state: BackendState = { lower: relative(ctx.store.paths.root, lower), options: OVERLAY_OPTIONS };
+  const { upper, work } = sessionPaths(ctx, sessionDir, state);
+  for (const d of [upper, work, root]) await mkdir(d);
+  await mountOverlay(lower, upper, work, root);
+  return {
+    state,
+    files: marker.files,
+    cloneObserved: mountedFsType(root) === 'overlay',
+    clone: { files: marker.files, bytes: marker.bytes },
+    index: marker.index,
+  };
 }
 
 /** The base tree is the lower directory; each session has its own upper and work dirs, mounted at its root. */
@@ -105,16 +130,18 @@ export const overlayBackend: Backend = {
       await removeTreeForce(dir).catch(() => {});
     }
   },
-  async materializeBase(ctx, snapshot, digest) {
-    await materializeTreeBase(ctx, snapshot, digest, 'tree');
+  async materializeBase(ctx, snapshot, digest, hooks) {
+    await materializeTreeBase(ctx, snapshot, digest, 'tree', hooks);
   },
-  async createSession(ctx, snapshot, digest, root, sessionDir) {
-    const lower = await materializeTreeBase(ctx, snapshot, digest, 'tree');
-    const state: BackendState = { lower: relative(ctx.store.paths.root, lower), options: OVERLAY_OPTIONS };
-    const { upper, work } = sessionPaths(ctx, sessionDir, state);
-    for (const d of [upper, work, root]) await mkdir(d);
-    await mountOverlay(lower, upper, work, root);
-    return { state, files: snapshot.entries.filter((e) => e.kind === 'file').length, cloneObserved: mountedFsType(root) === 'overlay' };
+  async createSession(ctx, snapshot, digest, root, sessionDir, hooks) {
+    await materializeTreeBase(ctx, snapshot, digest, 'tree', hooks);
+    const base = markedBase(ctx, digest, 'tree');
+    if (!base) throw new PdbError('E_INTERNAL', `the overlay base of ${digest} has no marker after it was made`);
+    return mountSession(ctx, base.dir, base.marker, root, sessionDir);
+  },
+  async createFromBase(ctx, digest, root, sessionDir) {
+    const base = markedBase(ctx, digest, 'tree');
+    return base ? mountSession(ctx, base.dir, base.marker, root, sessionDir) : null;
   },
   async resume(ctx, root, sessionDir, state) {
     if (mountedFsType(root) === 'overlay') return;

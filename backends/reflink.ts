@@ -64,12 +64,12 @@ export const reflinkBackend: Backend = {
       await removeTreeForce(dir);
     }
   },
-  async materializeBase(ctx, snapshot, digest) {
-    await materializeTreeBase(ctx, snapshot, digest, 'tree');
+  async materializeBase(ctx, snapshot, digest, hooks) {
+    await materializeTreeBase(ctx, snapshot, digest, 'tree', hooks);
   },
-  async createSession(ctx, snapshot, digest, root) {
-    const base = await materializeTreeBase(ctx, snapshot, digest, 'tree');
-    const { files, sample } = await cloneTree(base, snapshot, root);
+  async createSession(ctx, snapshot, digest, root, _sessionDir, hooks) {
+    const base = await materializeTreeBase(ctx, snapshot, digest, 'tree', hooks);
+    const { files, bytes, sample, sigs } = await cloneTree(base, snapshot, root, { onProgress: hooks?.onProgress });
     const seen = await observeShared(sample.map((p) => join(root, p)));
     if (seen.observed === false) {
       throw new PdbError(
@@ -84,6 +84,8 @@ export const reflinkBackend: Backend = {
       state: { method: 'ficlone', observer: seen.tool, sampled: seen.checked, sharedInSample: seen.shared },
       files,
       cloneObserved: seen.observed,
+      clone: { files, bytes },
+      ...(sigs ? { sigs } : {}),
     };
   },
   async resume() {},

@@ -3,6 +3,7 @@
 import type { Digest } from '../model/canonical-json.js';
 import type { PdbErrorCode } from '../model/errors.js';
 import type { ObjectStore } from '../model/object-store.js';
+import type { ProgressFn } from '../model/progress.js';
 import type { Snapshot } from '../model/snapshot.js';
 
 export const BACKEND_NAMES = ['full-copy', 'reflink', 'btrfs-snapshot', 'overlay', 'apfs-clone', 'git-worktree', 'agentfs'] as const;
@@ -52,6 +53,17 @@ export interface CreatedSession {
   files?: number;
   /** For clone backends: was sharing observed on a sample of files. */
   cloneObserved?: boolean | null;
+  /** For CoW backends: how many files the session shares with the base (cloned, snapshotted, or lower), and their bytes. */
+  clone?: { files: number; bytes: number } | null;
+  /** A tree index (store-relative path) that describes the new root as made: the materialized base's. */
+  index?: string | null;
+  /** Each file's stat signature as it was written, by relative path (a copy or clone): the root's tree index. */
+  sigs?: ReadonlyMap<string, string>;
+}
+
+/** What a long create may report while it runs. */
+export interface BackendHooks {
+  onProgress?: ProgressFn;
 }
 
 export interface Backend {
@@ -63,9 +75,22 @@ export interface Backend {
   readonly summary: string;
   probe(ctx: BackendContext): Promise<ProbeResult>;
   /** Make the base ready for sessions (idempotent; may be a no-op). */
-  materializeBase(ctx: BackendContext, snapshot: Snapshot, digest: Digest): Promise<void>;
+  materializeBase(ctx: BackendContext, snapshot: Snapshot, digest: Digest, hooks?: BackendHooks): Promise<void>;
   /** Create the session root at `root` (which does not exist yet) holding exactly `snapshot`. */
-  createSession(ctx: BackendContext, snapshot: Snapshot, digest: Digest, root: string, sessionDir: string): Promise<CreatedSession>;
+  createSession(
+    ctx: BackendContext,
+    snapshot: Snapshot,
+    digest: Digest,
+    root: string,
+    sessionDir: string,
+    hooks?: BackendHooks,
+  ): Promise<CreatedSession>;
+  /**
+   * Create the session from the verified, materialized base of `digest` when its marker is there,
+   * reading only the marker, never the manifest (so the cost does not grow with the tree). Null
+   * when there is no marked base yet: the caller then reads the Snapshot and calls createSession.
+   */
+  createFromBase?(ctx: BackendContext, digest: Digest, root: string, sessionDir: string): Promise<CreatedSession | null>;
   /** Make an existing session usable again (re-mount after reboot). No-op when already active. */
   resume(ctx: BackendContext, root: string, sessionDir: string, state: BackendState): Promise<void>;
   /** Undo what createSession did outside plain files (unmount, delete subvolume, prune worktree). */

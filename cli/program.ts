@@ -46,8 +46,10 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'discard', summary: 'remove a session (idempotent)', load: sessions },
   { name: 'backends', summary: 'list backends with availability probed on this host', load: store },
   { name: 'doctor', summary: 'list what a crash or reboot left behind', load: store },
-  { name: 'gc', summary: 'finish or remove what doctor found', load: store },
+  { name: 'gc', summary: 'finish or remove what doctor found, then free what nothing reaches', load: store },
   { name: 'verify', summary: 're-hash every object in the store', load: store },
+  { name: 'pin', summary: 'keep a digest (and all it reaches) through gc; without one, list the pins', load: store },
+  { name: 'unpin', summary: 'let gc collect a pinned digest again', load: store },
   {
     name: 'bench',
     summary: 'run a plan: randomized blocks of backend x workload cases, checked against the oracle, into a receipt',

@@ -3,7 +3,7 @@
 // (`expected`, applied to the full-copy case too, so the oracle itself is checked); the workload's own
 // checks; the base and the block's sibling session of the same backend unchanged; cleanup complete.
 // A check that cannot be judged is recorded as not evaluated, with the reason, never as passed.
-import { readdir, readlink } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Digest } from '../model/canonical-json.js';
 import { scanTree, walkTree } from '../model/scan.js';
@@ -78,7 +78,7 @@ export async function createdTreeCheck(root: string, base: BaseInfo): Promise<Ch
   const { dirs, files, links } = await walkTree(root, { excludes: base.excludes });
   const walked: Entry[] = dirs.map((path) => ({ path, kind: 'dir' as const }));
   for (const f of files) walked.push({ path: f.path, kind: 'file', digest: 'sha256:', size: f.size, exec: f.exec });
-  for (const l of links) walked.push({ path: l.path, kind: 'symlink', target: await readlink(l.abs, 'utf8') });
+  for (const l of links) walked.push({ path: l.path, kind: 'symlink', target: l.target });
   const d = compareTrees(base.entries, walked, MAX_CHECK_PATHS, { contents: false });
   return {
     name: 'created-tree',

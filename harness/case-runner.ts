@@ -248,6 +248,8 @@ async function createSessions(run: CaseRun): Promise<boolean> {
   });
   run.diskBytes = diskGrowth(free0, await freeBytesAfterSync(env.storeDir));
   run.cloneObserved = made.cloneObserved ?? null;
+  // Beside the boolean, how much the create shared with its base (files cloned, bytes shared).
+  if (made.cloneCounts) Object.assign(run.metrics, { cloneFiles: made.cloneCounts.files, cloneBytes: made.cloneCounts.bytes });
   if (made.base !== input.base.digest) {
     fail(run, 'E_SOURCE_CHANGED', 'create', 'the session was made from a different base than the run imported');
     return false;

@@ -63,16 +63,24 @@ export class FsPool {
   }
 
   /** Run a task over `items` split into batches; results come back in item order. */
-  async map<T>(items: T[], makeTask: (batch: T[]) => FsTask, options: { inlineBelow?: number; batchSize?: number } = {}) {
+  async map<T>(
+    items: T[],
+    makeTask: (batch: T[]) => FsTask,
+    options: { inlineBelow?: number; batchSize?: number; onBatch?: (batch: T[]) => void } = {},
+  ) {
     const inlineBelow = options.inlineBelow ?? 48;
     const batches: T[][] = [];
     const batchSize = options.batchSize ?? Math.max(8, Math.min(256, Math.ceil(items.length / (this.size * 8))));
     for (let i = 0; i < items.length; i += batchSize) batches.push(items.slice(i, i + batchSize));
+    const done = (b: T[], r: FsTaskResult) => {
+      if (r.ok) options.onBatch?.(b);
+      return r;
+    };
     const results =
       items.length < inlineBelow
-        ? batches.map((b) => runFsTask(makeTask(b), this.umask))
-        : await Promise.all(batches.map((b) => this.submit(makeTask(b))));
-    const out: Array<{ digest: string; size: number; installed?: boolean } | null> = [];
+        ? batches.map((b) => done(b, runFsTask(makeTask(b), this.umask)))
+        : await Promise.all(batches.map((b) => this.submit(makeTask(b)).then((r) => done(b, r))));
+    const out: Array<{ digest: string; size: number; installed?: boolean; sig?: string } | null> = [];
     for (const r of results) {
       if (!r.ok) throw taskError(r.error);
       out.push(...r.results);

@@ -1,17 +1,35 @@
 // Worker thread for the byte-heavy inner loops (hash, install, copy). Blocking syscalls in a few
 // threads beat thousands of promise round-trips through libuv's pool for trees of small files.
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, fchmodSync, openSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  copyFileSync,
+  existsSync,
+  fchmodSync,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { tempEntryName } from './temp-name.js';
+import { statSignature } from './tree-index.js';
 
 /** A verified copy: the object at `src` is copied to `dst` and must hash to `hex` (its digest without "sha256:"). */
 export type CopyItem = [src: string, dst: string, mode: number, hex: string];
 
+/** A forced clone (FICLONE): the base file at `src` cloned to `dst`, never copied. */
+export type CloneItem = [src: string, dst: string];
+
 export type FsTask =
   | { op: 'hash'; paths: string[] }
   | { op: 'install'; paths: string[]; objectsDir: string; tmpDir: string }
-  | { op: 'copy'; items: CopyItem[] };
+  | { op: 'copy'; items: CopyItem[] }
+  | { op: 'clone'; items: CloneItem[] };
 
 /**
  * A failed task names its code and path. Two codes are the worker's own: ECORRUPT (an object's
@@ -19,7 +37,7 @@ export type FsTask =
  * for both, `object` is the object file and `path` the destination.
  */
 export type FsTaskResult =
-  | { ok: true; results: Array<{ digest: string; size: number; installed?: boolean } | null> }
+  | { ok: true; results: Array<{ digest: string; size: number; installed?: boolean; sig?: string } | null> }
   | { ok: false; error: { message: string; code?: string; path?: string; object?: string } };
 
 const CHUNK = 1 << 20;
@@ -138,7 +156,7 @@ function objectError(code: 'ECORRUPT' | 'EOBJMISSING', message: string, object: 
  * The bytes are hashed as they pass (the read is paid for anyway), so an object whose bytes no
  * longer match its name fails the copy instead of landing in a session.
  */
-function copyFile(src: string, dst: string, mode: number, hex: string, umask: number): void {
+function copyFile(src: string, dst: string, mode: number, hex: string, umask: number): { digest: string; size: number; sig: string } {
   let fdIn: number;
   try {
     fdIn = openSync(src, 'r');
@@ -149,22 +167,35 @@ function copyFile(src: string, dst: string, mode: number, hex: string, umask: nu
   try {
     const h = createHash('sha256');
     const fdOut = openSync(dst, 'wx', mode);
+    let sig: string;
+    let size = 0;
     try {
       for (;;) {
         const n = readSync(fdIn, buffer, 0, CHUNK, null);
         if (n === 0) break;
         h.update(buffer.subarray(0, n));
         writeAll(fdOut, buffer, n);
+        size += n;
       }
       if ((umask & mode) !== 0) fchmodSync(fdOut, mode);
+      // The signature the session's tree index records: the first checkpoint trusts it (racy rule permitting).
+      sig = statSignature(fstatSync(fdOut));
     } finally {
       closeSync(fdOut);
     }
     const got = h.digest('hex');
     if (got !== hex) throw objectError('ECORRUPT', `object sha256:${hex} holds bytes that hash to sha256:${got}`, src);
+    return { digest: got, size, sig };
   } finally {
     closeSync(fdIn);
   }
+}
+
+/** A forced clone (ioctl FICLONE; libuv copies the mode bits): a filesystem that cannot clone fails, nothing is copied. */
+function cloneFile(src: string, dst: string): { digest: string; size: number; sig: string } {
+  copyFileSync(src, dst, constants.COPYFILE_FICLONE_FORCE | constants.COPYFILE_EXCL);
+  const st = lstatSync(dst);
+  return { digest: '', size: st.size, sig: statSignature(st) };
 }
 
 export function runFsTask(task: FsTask, umask: number): FsTaskResult {
@@ -176,11 +207,9 @@ export function runFsTask(task: FsTask, umask: number): FsTaskResult {
       case 'install':
         return { ok: true, results: task.paths.map((p) => ((current = p), installFile(p, task.objectsDir, task.tmpDir))) };
       case 'copy':
-        for (const [src, dst, mode, hex] of task.items) {
-          current = dst;
-          copyFile(src, dst, mode, hex, umask);
-        }
-        return { ok: true, results: [] };
+        return { ok: true, results: task.items.map(([src, dst, mode, hex]) => ((current = dst), copyFile(src, dst, mode, hex, umask))) };
+      case 'clone':
+        return { ok: true, results: task.items.map(([src, dst]) => ((current = dst), cloneFile(src, dst))) };
       default: {
         const never: never = task;
         throw new Error(`unknown task ${JSON.stringify(never)}`);

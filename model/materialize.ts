@@ -5,6 +5,7 @@ import { PdbError, isPdbError, toPdbError } from './errors.js';
 import { sharedFsPool, type FsPool } from './fs-pool.js';
 import type { CopyItem } from './fs-worker.js';
 import { REPAIR_HINT, type ObjectStore } from './object-store.js';
+import { progressCounter, type ProgressFn } from './progress.js';
 import type { Snapshot } from './snapshot.js';
 
 /**
@@ -16,15 +17,20 @@ import type { Snapshot } from './snapshot.js';
  * with E_OBJECT_CORRUPT naming the relative path (the object is moved to the quarantine, so the
  * next import installs good bytes), an absent object with E_OBJECT_MISSING. The caller removes the
  * half-written tree.
+ *
+ * Returns each file's stat signature as written (fstat after the copy), by relative path: the tree
+ * index of the new tree, so its first checkpoint need not read what was just written.
  */
 export async function materializeTree(
   store: ObjectStore,
   snapshot: Snapshot,
   destRoot: string,
   pool: FsPool = sharedFsPool(),
-): Promise<{ files: number; bytes: number }> {
+  onProgress?: ProgressFn,
+): Promise<{ files: number; bytes: number; sigs: Map<string, string> }> {
   const copies: CopyItem[] = [];
   const sizes = new Map<string, number>();
+  const paths = new Map<string, string>();
   let bytes = 0;
   try {
     mkdirSync(destRoot, { recursive: true });
@@ -40,6 +46,7 @@ export async function materializeTree(
         case 'file':
           copies.push([store.objectPath(e.digest), dst, e.exec ? 0o755 : 0o644, e.digest.slice('sha256:'.length)]);
           sizes.set(dst, e.size);
+          paths.set(dst, e.path);
           bytes += e.size;
           break;
         default: {
@@ -53,12 +60,22 @@ export async function materializeTree(
   }
   // Big files first, so the last worker is not left alone with a 256 MiB file.
   copies.sort((a, b) => sizes.get(b[1])! - sizes.get(a[1])!);
+  const count = progressCounter('copy', copies.length, bytes, onProgress);
+  let results;
   try {
-    await pool.map(copies, (items) => ({ op: 'copy', items }));
+    results = await pool.map(copies, (items) => ({ op: 'copy', items }), {
+      onBatch: (items) =>
+        count(
+          items.length,
+          items.reduce((n, c) => n + sizes.get(c[1])!, 0),
+        ),
+    });
   } catch (err) {
     throw objectFailure(store, destRoot, err);
   }
-  return { files: copies.length, bytes };
+  const sigs = new Map<string, string>();
+  copies.forEach((c, i) => sigs.set(paths.get(c[1])!, results[i]!.sig!));
+  return { files: copies.length, bytes, sigs };
 }
 
 /** Name the relative path and the digest of a corrupt or missing object, and quarantine a corrupt one. */

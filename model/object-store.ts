@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { mkdir, open, readdir, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { canonicalBytes, isDigest, sha256Digest, type Digest } from './canonical-json.js';
 import { PdbError, osErrorCode, toPdbError } from './errors.js';
+import { canonicalSnapshot, type Snapshot } from './snapshot.js';
 import { tempPath } from './temp-name.js';
 
 /** The directory layout of a store. Paths only; what lives where is documented in DESIGN section 4. */
@@ -39,6 +41,13 @@ export function storePaths(root: string): StorePaths {
 
 export const STORE_MARKER = 'store.json';
 
+/**
+ * The object generation: a token that changes whenever objects leave the store (gc sweeps them,
+ * verify or a failed copy quarantines them). A tree index written in the same generation may
+ * trust that its digests are in the store; in another, each is checked.
+ */
+export const GENERATION_FILE = 'generation';
+
 /** What to do about a corrupt or missing object (doctor and verify print it too). */
 export const REPAIR_HINT =
   'pdb-env verify moves corrupt objects to the quarantine and lists what is missing; pdb-env create NAME --from DIR re-imports a source that still holds the bytes and installs them again.';
@@ -54,15 +63,22 @@ export function tempName(paths: StorePaths, kind = 'tmp'): string {
 /**
  * Write a file atomically: temp file in the same store, fsync, rename over the target. Every
  * failure is typed (E_NO_SPACE, E_READ_ONLY, E_PERMISSION...) and names the target; the temp
- * file is removed.
+ * file is removed. `sync: false` skips the fsync, for caches that are only ever read with a check
+ * (a tree index cut short by a crash is ignored).
  */
-export async function writeFileAtomic(paths: StorePaths, target: string, data: string | Buffer, mode = 0o644): Promise<void> {
+export async function writeFileAtomic(
+  paths: StorePaths,
+  target: string,
+  data: string | Buffer,
+  mode = 0o644,
+  options: { sync?: boolean } = {},
+): Promise<void> {
   const tmp = tempName(paths, 'write');
   try {
     const fh = await open(tmp, 'wx', mode);
     try {
       await fh.writeFile(data);
-      await fh.sync();
+      if (options.sync !== false) await fh.sync();
     } finally {
       await fh.close();
     }
@@ -110,6 +126,35 @@ export class ObjectStore {
     return existsSync(this.objectPath(digest));
   }
 
+  /** The current object generation ('' for a store whose objects never left). */
+  generation(): string {
+    try {
+      return readFileSync(join(this.paths.root, GENERATION_FILE), 'utf8').trim();
+    } catch (err) {
+      if (osErrorCode(err) === 'ENOENT') return '';
+      throw toPdbError(err, 'E_IO', { action: 'reading the object generation' });
+    }
+  }
+
+  /** Objects are about to leave the store: every tree index written before stops vouching for them. */
+  bumpGeneration(): void {
+    const file = join(this.paths.root, GENERATION_FILE);
+    const tmp = tempName(this.paths, 'write');
+    try {
+      writeFileSync(tmp, `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}\n`, { flag: 'wx' });
+      renameSync(tmp, file);
+    } catch (err) {
+      throw toPdbError(err, 'E_IO', { action: 'changing the object generation', path: file });
+    }
+  }
+
+  /** Install a Snapshot document (its canonical bytes written directly, see canonicalSnapshot). */
+  async putSnapshot(snapshot: Snapshot): Promise<Digest> {
+    const { bytes, digest } = canonicalSnapshot(snapshot);
+    await this.install(digest, bytes, 'doc');
+    return digest;
+  }
+
   async putBytes(bytes: Buffer): Promise<Digest> {
     const digest = sha256Digest(bytes);
     await this.install(digest, bytes, 'obj');
@@ -144,6 +189,7 @@ export class ObjectStore {
   quarantineObject(digest: Digest): string | null {
     const dir = join(this.paths.quarantine, 'objects');
     mkdirSync(dir, { recursive: true });
+    this.bumpGeneration();
     const aside = join(dir, `${digest.slice(7)}.${new Date().toISOString().replace(/[:.]/g, '')}.${process.pid}`);
     try {
       renameSync(this.objectPath(digest), aside);

@@ -1,12 +1,13 @@
-import type { BigIntStats } from 'node:fs';
-import { lstatSync, readdirSync, readlinkSync } from 'node:fs';
+import { lstatSync, readdirSync, readlinkSync, type Dirent } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { Digest } from './canonical-json.js';
 import { PdbError, osErrorCode } from './errors.js';
 import { sharedFsPool, type FsPool } from './fs-pool.js';
 import type { ObjectStore } from './object-store.js';
-import { assertContractPath, sortEntries, type Entry } from './snapshot.js';
+import { progressCounter, type ProgressFn } from './progress.js';
+import { assertContractPath, entryKey, sortEntries, type Entry } from './snapshot.js';
+import { isTrustable, racyWindowMs, statSignature, type TreeIndex } from './tree-index.js';
 
 /** Administrative roots that no scan ever includes. */
 export const ADMIN_ROOTS = ['.git', '.pdb', '.pdb-host'] as const;
@@ -73,17 +74,117 @@ export function createExcludeMatcher(excludes: string[], extraPaths: string[] = 
   };
 }
 
-/** What we know of a file from lstat, to tell an unchanged file without re-reading it. */
-export interface StatSig {
+/** A regular file as the walk saw it (lstat, number form). */
+export interface WalkedFile {
+  path: string;
+  abs: string;
+  size: number;
+  exec: boolean;
+  /** Stat signature (model/tree-index.ts): inode, size, mtime, ctime, mode. */
   sig: string;
-  /** ctime in ns; files changed too close to the scan are not trusted next time (racy-clean rule). */
-  ctimeNs: bigint;
+  mtimeMs: number;
+  ctimeMs: number;
 }
 
-export type StatCache = Map<string, { sig: string; digest: Digest; size: number }>;
+/** A tree as one stat walk saw it: what a scan hashes, and what a race check compares against. */
+export interface Walk {
+  dirs: string[];
+  files: WalkedFile[];
+  links: Array<{ path: string; target: string }>;
+  /** When the walk started (ms since the epoch): anything written since may be racily clean. */
+  startedAtMs: number;
+}
 
-function statSig(st: BigIntStats): string {
-  return `${st.size}:${st.mode}:${st.ino}:${st.dev}:${st.mtimeNs}:${st.ctimeNs}`;
+/**
+ * The names of a directory. Node decodes names as UTF-8 with replacement characters, so a name
+ * holding U+FFFD is checked against the raw bytes: a name that is not UTF-8 is E_NON_UTF8_NAME.
+ */
+function readNames(absDir: string, relDir: string, root: string): Dirent[] {
+  let dirents: Dirent[];
+  try {
+    dirents = readdirSync(absDir, { withFileTypes: true });
+  } catch (err) {
+    if (relDir === '' && osErrorCode(err) === 'ENOENT') throw new PdbError('E_SOURCE_MISSING', `${root} does not exist`, { cause: err });
+    throw err;
+  }
+  if (dirents.some((d) => d.name.includes('\uFFFD'))) {
+    for (const raw of readdirSync(absDir, { encoding: 'buffer' })) {
+      try {
+        utf8.decode(raw);
+      } catch {
+        const shown = relDir ? `${relDir}/${raw.toString('latin1')}` : raw.toString('latin1');
+        throw new PdbError('E_NON_UTF8_NAME', `the name "${shown}" is not valid UTF-8`, {
+          path: shown,
+          hint: 'Rename it or add its directory to "excludes" in pdb-env.json.',
+        });
+      }
+    }
+  }
+  return dirents;
+}
+
+function readTarget(abs: string, rel: string): string {
+  const target = readlinkSync(abs);
+  if (!target.includes('\uFFFD')) return target;
+  try {
+    return utf8.decode(readlinkSync(abs, { encoding: 'buffer' }));
+  } catch {
+    throw new PdbError('E_NON_UTF8_NAME', `the symlink "${rel}" has a target that is not valid UTF-8`, { path: rel });
+  }
+}
+
+function unsupported(rel: string, what: string): PdbError {
+  return new PdbError('E_UNSUPPORTED_ENTRY', `"${rel}" is ${what}; the v1 contract holds only directories, files and symlinks`, {
+    path: rel,
+    hint: 'Remove it, or exclude it in pdb-env.json.',
+  });
+}
+
+/**
+ * Walk a tree under the v1 source contract: directories by their type from readdir, every file
+ * lstat'ed (its signature), every symlink read (never followed).
+ */
+export function walkTree(root: string, options: Pick<ScanOptions, 'excludes' | 'excludeAbsolute' | 'onProgress'>): Walk {
+  const startedAtMs = Date.now();
+  const extra = (options.excludeAbsolute ?? [])
+    .map((abs) => relative(root, abs))
+    .filter((r) => r && !r.startsWith('..') && !r.startsWith(sep))
+    .map((r) => r.split(sep).join('/'));
+  const excluded = createExcludeMatcher(options.excludes, extra);
+  const walk: Walk = { dirs: [], files: [], links: [], startedAtMs };
+  let seen = 0;
+  const progress = options.onProgress;
+
+  // Synchronous on purpose: 20,000 lstat calls through promises cost ~3x the CPU of lstatSync,
+  // and nothing else can run until the walk is done anyway.
+  function visit(absDir: string, relDir: string): void {
+    for (const d of readNames(absDir, relDir, root)) {
+      const name = d.name;
+      const rel = relDir ? `${relDir}/${name}` : name;
+      if (excluded(rel, name)) continue;
+      if (progress && ++seen % 2048 === 0) progress({ phase: 'scan', files: seen, totalFiles: 0, bytes: 0, totalBytes: 0 });
+      const abs = `${absDir}/${name}`;
+      if (d.isDirectory()) {
+        walk.dirs.push(rel);
+        visit(abs, rel);
+      } else if (d.isSymbolicLink()) walk.links.push({ path: rel, target: readTarget(abs, rel) });
+      else if (d.isFile()) {
+        const st = lstatSync(abs);
+        if (!st.isFile()) throw new PdbError('E_SOURCE_CHANGED', `"${rel}" changed type while it was scanned`, { path: rel });
+        walk.files.push({
+          path: rel,
+          abs,
+          size: st.size,
+          exec: (st.mode & 0o111) !== 0,
+          sig: statSignature(st),
+          mtimeMs: st.mtimeMs,
+          ctimeMs: st.ctimeMs,
+        });
+      } else throw unsupported(rel, d.isFIFO() ? 'a fifo' : d.isSocket() ? 'a socket' : 'a device');
+    }
+  }
+  visit(root, '');
+  return walk;
 }
 
 export interface ScanOptions {
@@ -92,128 +193,127 @@ export interface ScanOptions {
   excludeAbsolute?: string[];
   /** Hash only, or hash and install each file's bytes into the object store. */
   store?: ObjectStore;
-  /** Trusted digests for files whose stat signature is unchanged. */
-  statCache?: StatCache;
+  /** Trust the recorded digest of a file whose signature is the one this index recorded. */
+  trust?: TreeIndex | null;
+  /** Check that each trusted digest is in the store (its objects may have moved since the index was written). */
+  checkObjects?: boolean;
   pool?: FsPool;
+  onProgress?: ProgressFn;
 }
 
 export interface ScanResult {
+  /** Sorted contract entries. */
   entries: Entry[];
-  /** The stat cache to persist after this scan (racily-clean entries left out). */
-  statCache: StatCache;
+  /** What the walk saw: signatures for the next tree index, and for a race check. */
+  walk: Walk;
   filesHashed: number;
   filesTrusted: number;
   objectsInstalled: number;
   bytes: number;
+  /** With `trust`: the paths whose entry differs from the index (added, deleted, changed), sorted. */
+  changedPaths: string[] | null;
+  /** With `trust`: the entry now at each changed path (null: deleted). */
+  changedEntries: Map<string, Entry | null> | null;
 }
 
-interface FileRec {
-  path: string;
-  abs: string;
-  size: number;
-  exec: boolean;
-  sig: string;
-  ctimeNs: bigint;
-}
-
-/** Walk a tree under the v1 source contract. Symlinks are recorded, never followed. */
-export async function walkTree(root: string, options: Pick<ScanOptions, 'excludes' | 'excludeAbsolute'>) {
-  const extra = (options.excludeAbsolute ?? [])
-    .map((abs) => relative(root, abs))
-    .filter((r) => r && !r.startsWith('..') && !r.startsWith(sep))
-    .map((r) => r.split(sep).join('/'));
-  const excluded = createExcludeMatcher(options.excludes, extra);
-  const dirs: string[] = [];
-  const files: FileRec[] = [];
-  const links: Array<{ path: string; abs: string }> = [];
-
-  // Synchronous on purpose: 20,000 lstat calls through promises cost ~3x the CPU of lstatSync,
-  // and nothing else can run until the walk is done anyway.
-  function visit(absDir: string, relDir: string): void {
-    let names: Buffer[];
-    try {
-      names = readdirSync(absDir, { encoding: 'buffer' });
-    } catch (err) {
-      if (relDir === '' && osErrorCode(err) === 'ENOENT') throw new PdbError('E_SOURCE_MISSING', `${root} does not exist`, { cause: err });
-      throw err;
-    }
-    for (const raw of names) {
-      let name: string;
-      try {
-        name = utf8.decode(raw);
-      } catch {
-        const shown = relDir ? `${relDir}/${raw.toString('latin1')}` : raw.toString('latin1');
-        throw new PdbError('E_NON_UTF8_NAME', `the name "${shown}" is not valid UTF-8`, {
-          path: shown,
-          hint: 'Rename it or add its directory to "excludes" in pdb-env.json.',
-        });
-      }
-      const rel = relDir ? `${relDir}/${name}` : name;
-      if (excluded(rel, name)) continue;
-      const abs = `${absDir}/${name}`;
-      const st = lstatSync(abs, { bigint: true });
-      if (st.isDirectory()) {
-        dirs.push(rel);
-        visit(abs, rel);
-      } else if (st.isFile()) {
-        files.push({ path: rel, abs, size: Number(st.size), exec: (st.mode & 0o111n) !== 0n, sig: statSig(st), ctimeNs: st.ctimeNs });
-      } else if (st.isSymbolicLink()) {
-        links.push({ path: rel, abs });
-      } else {
-        const what = st.isFIFO() ? 'a fifo' : st.isSocket() ? 'a socket' : 'a device';
-        throw new PdbError('E_UNSUPPORTED_ENTRY', `"${rel}" is ${what}; the v1 contract holds only directories, files and symlinks`, {
-          path: rel,
-          hint: 'Remove it, or exclude it in pdb-env.json.',
-        });
-      }
-    }
-  }
-  visit(root, '');
-  return { dirs, files, links };
-}
-
-/** Scan a tree into contract entries; optionally install file bytes into the store in the same pass. */
+/** Scan a tree into contract entries, hashing what the trusted index cannot vouch for; optionally install into the store. */
 export async function scanTree(root: string, options: ScanOptions): Promise<ScanResult> {
-  const startNs = BigInt(Date.now()) * 1_000_000n;
-  const { dirs, files, links } = await walkTree(root, options);
-  const entries: Entry[] = dirs.map((path) => ({ path, kind: 'dir' as const }));
-  const targets = links.map((l) => readlinkSync(l.abs, { encoding: 'buffer' }));
-  links.forEach((l, i) => {
-    let target: string;
-    try {
-      target = utf8.decode(targets[i]!);
-    } catch {
-      throw new PdbError('E_NON_UTF8_NAME', `the symlink "${l.path}" has a target that is not valid UTF-8`, { path: l.path });
-    }
-    entries.push({ path: l.path, kind: 'symlink', target });
-  });
-
-  const cache = options.statCache;
-  const nextCache: StatCache = new Map();
-  const toHash: FileRec[] = [];
-  let trusted = 0;
+  const walk = walkTree(root, options);
+  const trust = options.trust ?? null;
+  const seen = trust ? new Uint8Array(trust.count) : null;
+  const changed = new Map<string, Entry | null>();
+  const files: Array<Entry | null> = new Array(walk.files.length).fill(null);
+  const toHash: number[] = [];
   let bytes = 0;
-  for (const f of files) {
-    bytes += f.size;
-    const hit = cache?.get(f.path);
-    if (hit && hit.sig === f.sig && (!options.store || options.store.has(hit.digest))) {
-      entries.push({ path: f.path, kind: 'file', digest: hit.digest, size: hit.size, exec: f.exec });
-      nextCache.set(f.path, hit);
-      trusted++;
-    } else toHash.push(f);
+  const store = options.store;
+  if (trust) {
+    for (const path of walk.dirs) {
+      const i = trust.position(path);
+      if (i !== undefined) seen![i] = 1;
+      if (i === undefined || trust.kind(i) !== 'd') changed.set(path, { path, kind: 'dir' });
+    }
+    for (const l of walk.links) {
+      const i = trust.position(l.path);
+      if (i !== undefined) seen![i] = 1;
+      if (i === undefined || trust.kind(i) !== 'l' || trust.target(i) !== l.target)
+        changed.set(l.path, { path: l.path, kind: 'symlink', target: l.target });
+    }
   }
+  walk.files.forEach((f, k) => {
+    bytes += f.size;
+    const i = trust?.position(f.path);
+    if (i !== undefined) {
+      seen![i] = 1;
+      if (trust!.sigs[i] === f.sig && trust!.kind(i) === 'f') {
+        const e = trust!.entry(i) as Extract<Entry, { kind: 'file' }>;
+        if (!store || !options.checkObjects || store.has(e.digest)) return void (files[k] = e);
+      }
+    }
+    toHash.push(k);
+  });
+  const hashed = await hashFiles(walk, toHash, options);
+  for (const [k, e] of hashed.entries) {
+    files[k] = e;
+    if (!trust) continue;
+    const i = trust.position(e.path);
+    if (i === undefined || trust.kind(i) !== 'f' || entryKey(trust.entry(i)) !== entryKey(e)) changed.set(e.path, e);
+  }
+  if (trust) for (let i = 0; i < trust.count; i++) if (!seen![i]) changed.set(trust.paths[i]!, null);
+  // Nothing differs from the index: its (sorted) entries are the result, built only if someone reads them.
+  const same = trust !== null && changed.size === 0;
+  let entries: Entry[] | null = null;
+  const build = () =>
+    (entries ??= same
+      ? trust.entries
+      : sortEntries([
+          ...walk.dirs.map((path) => ({ path, kind: 'dir' as const })),
+          ...walk.links.map((l) => ({ path: l.path, kind: 'symlink' as const, target: l.target })),
+          ...(files as Entry[]),
+        ]));
+  return {
+    get entries() {
+      return build();
+    },
+    walk,
+    filesHashed: toHash.length,
+    filesTrusted: walk.files.length - toHash.length,
+    objectsInstalled: hashed.installed,
+    bytes,
+    changedPaths: trust ? sortEntries([...changed.keys()].map((path) => ({ path }))).map((c) => c.path) : null,
+    changedEntries: trust ? changed : null,
+  };
+}
+
+/** Hash (or hash and install) the files at positions `which` of the walk; their entries by position. */
+async function hashFiles(walk: Walk, which: number[], options: ScanOptions): Promise<{ entries: Map<number, Entry>; installed: number }> {
   const pool = options.pool ?? sharedFsPool();
   const store = options.store;
   // Large files first so one 256 MiB file does not finish last on a single worker.
-  toHash.sort((a, b) => b.size - a.size);
+  const order = [...which].sort((a, b) => walk.files[b]!.size - walk.files[a]!.size);
+  const files = order.map((k) => walk.files[k]!);
+  const count = progressCounter(
+    'hash',
+    files.length,
+    files.reduce((n, f) => n + f.size, 0),
+    options.onProgress,
+  );
+  const sizes = new Map(files.map((f) => [f.abs, f.size]));
   const results = await pool.map(
-    toHash.map((f) => f.abs),
+    files.map((f) => f.abs),
     (paths) => (store ? { op: 'install', paths, objectsDir: store.paths.objects, tmpDir: store.paths.tmp } : { op: 'hash', paths }),
+    {
+      onBatch: (paths) =>
+        count(
+          paths.length,
+          paths.reduce((n, p) => n + sizes.get(p)!, 0),
+        ),
+    },
   );
   // Two workers may race to install the same bytes (both renames are atomic and equal): count digests.
   const installedDigests = new Set<string>();
-  toHash.forEach((f, i) => {
-    const r = results[i]!;
+  const entries = new Map<number, Entry>();
+  files.forEach((f, j) => {
+    const r = results[j]!;
     if (r.size !== f.size) {
       throw new PdbError('E_SOURCE_CHANGED', `"${f.path}" changed size while it was read (${f.size} -> ${r.size} bytes)`, {
         path: f.path,
@@ -221,32 +321,21 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
       });
     }
     if (r.installed) installedDigests.add(r.digest);
-    const digest = `sha256:${r.digest}` as Digest;
-    entries.push({ path: f.path, kind: 'file', digest, size: r.size, exec: f.exec });
-    // Racy-clean rule (as git's index): a file changed within 2 s of the scan is re-read next time.
-    if (f.ctimeNs < startNs - 2_000_000_000n) nextCache.set(f.path, { sig: f.sig, digest, size: r.size });
+    entries.set(order[j]!, { path: f.path, kind: 'file', digest: `sha256:${r.digest}` as Digest, size: r.size, exec: f.exec });
   });
-  return {
-    entries: sortEntries(entries),
-    statCache: nextCache,
-    filesHashed: toHash.length,
-    filesTrusted: trusted,
-    objectsInstalled: installedDigests.size,
-    bytes,
-  };
+  return { entries, installed: installedDigests.size };
 }
 
-/** Stat cache persisted per source: `[path, sig, digest, size]` rows. */
-export function serializeStatCache(cache: StatCache): string {
-  return JSON.stringify({ version: 1, rows: [...cache].map(([p, v]) => [p, v.sig, v.digest, v.size]) });
+/** Signatures of the walked files that are safe to trust next time (git's racy-clean rule), by path. */
+export function trustableSignatures(walk: Walk, recordedAtMs = walk.startedAtMs): Map<string, string> {
+  const window = racyWindowMs(walk.files.map((f) => f.mtimeMs));
+  const out = new Map<string, string>();
+  for (const f of walk.files) if (isTrustable(f.mtimeMs, f.ctimeMs, recordedAtMs, window)) out.set(f.path, f.sig);
+  return out;
 }
 
-export function parseStatCache(text: string): StatCache {
-  try {
-    const doc = JSON.parse(text) as { version: number; rows: Array<[string, string, Digest, number]> };
-    if (doc.version !== 1) return new Map();
-    return new Map(doc.rows.map(([p, sig, digest, size]) => [p, { sig, digest, size }]));
-  } catch {
-    return new Map();
-  }
+/** sha256 digests of files (hash only, nothing installed), in the order given. */
+export async function hashPaths(paths: string[], pool: FsPool = sharedFsPool()): Promise<Digest[]> {
+  const results = await pool.map(paths, (batch) => ({ op: 'hash', paths: batch }));
+  return results.map((r) => `sha256:${r!.digest}` as Digest);
 }

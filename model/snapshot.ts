@@ -1,4 +1,4 @@
-import { canonicalBytes, type Digest } from './canonical-json.js';
+import { sha256Digest, type Digest } from './canonical-json.js';
 import { PdbError } from './errors.js';
 
 export const SNAPSHOT_VERSION = 1 as const;
@@ -67,7 +67,41 @@ export function createSnapshot(entries: Entry[], excludes: string[], base: Diges
 }
 
 export function snapshotDigest(snapshot: Snapshot): Digest {
-  return canonicalBytes(snapshot).digest;
+  return canonicalSnapshot(snapshot).digest;
+}
+
+/**
+ * The canonical bytes of a Snapshot, written directly: the same bytes as canonicalJson (keys in
+ * sorted order, strings through JSON.stringify), without sorting each entry's keys again, which
+ * cost most of a checkpoint's serialization on 20,000 entries.
+ */
+export function canonicalSnapshot(s: Snapshot): { bytes: Buffer; digest: Digest } {
+  const parts: string[] = new Array(s.entries.length);
+  for (let i = 0; i < s.entries.length; i++) {
+    const e = s.entries[i]!;
+    switch (e.kind) {
+      case 'dir':
+        parts[i] = `{"kind":"dir","path":${JSON.stringify(e.path)}}`;
+        break;
+      case 'file':
+        parts[i] =
+          `{"digest":${JSON.stringify(e.digest)},"exec":${e.exec ? 'true' : 'false'},"kind":"file","path":${JSON.stringify(e.path)},"size":${JSON.stringify(e.size)}}`;
+        break;
+      case 'symlink':
+        parts[i] = `{"kind":"symlink","path":${JSON.stringify(e.path)},"target":${JSON.stringify(e.target)}}`;
+        break;
+      default: {
+        const never: never = e;
+        throw new Error(`unknown entry ${JSON.stringify(never)}`);
+      }
+    }
+  }
+  const head = `{"base":${s.base === null ? 'null' : JSON.stringify(s.base)},"entries":[`;
+  const bytes = Buffer.from(
+    `${head}${parts.join(',')}],"excludes":${JSON.stringify(s.excludes)},"version":${JSON.stringify(s.version)}}`,
+    'utf8',
+  );
+  return { bytes, digest: sha256Digest(bytes) };
 }
 
 /** The identity of an entry's content under the contract, for equality checks. */
@@ -95,6 +129,14 @@ function classify(before: Entry, after: Entry): ChangeKind | null {
   }
   if (before.kind === 'symlink' && after.kind === 'symlink') return before.target === after.target ? null : 'modify';
   return null;
+}
+
+/** The change at `path` from `before` to `after` (null: absent), or null when the entries are the same. */
+export function changeOf(path: string, before: Entry | null, after: Entry | null): Change | null {
+  if (!before) return after ? { path, kind: 'add', before: null, after } : null;
+  if (!after) return { path, kind: 'delete', before, after: null };
+  const kind = classify(before, after);
+  return kind ? { path, kind, before, after } : null;
 }
 
 /** The exact sorted path changes from `before` to `after`. */

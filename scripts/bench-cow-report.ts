@@ -1,5 +1,8 @@
 // The output of bench-cow.ts: one row per filesystem x case, the table, and the targets of issue 3.
+import { formatBytes } from '../model/progress.js';
 import { formatDuration } from './lib.js';
+
+export { formatBytes };
 
 export interface CowRow {
   fs: string;
@@ -14,13 +17,6 @@ export interface CowRow {
   medianGrowthBytes: number;
   samplesMs: number[];
   growthBytes: number[];
-}
-
-export function formatBytes(b: number): string {
-  const a = Math.abs(b);
-  const s =
-    a >= 1e9 ? `${(a / 1e9).toFixed(2)} GB` : a >= 1e6 ? `${(a / 1e6).toFixed(1)} MB` : a >= 1e3 ? `${(a / 1e3).toFixed(0)} kB` : `${a} B`;
-  return b < 0 ? `-${s}` : s;
 }
 
 const percent = (part: number, whole: number) => `${((100 * part) / whole).toFixed(3)}%`;

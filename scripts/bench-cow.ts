@@ -8,8 +8,13 @@
 // --tree DIR benchmarks a copy of an existing tree (a real node_modules) instead of a generated one;
 // --npm-fixture DIR installs the pinned real node_modules into DIR once and uses it.
 //
+// Then, per filesystem, the user path (scripts/bench-user-path.ts, issue 13) of each CoW backend, as
+// a user calls the CLI: create --from and --base against a find walk and `node -e 0`, list, and
+// checkpoint against `git status --porcelain`, each a ratio to its same-round baseline
+// (--user-path none skips it; --files 50000 or a 50,000-entry --tree for the create goal).
+//
 // Root only (losetup, mount). Everything it mounts is released at the end, also on failure.
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { $ as zx } from 'zx';
@@ -18,12 +23,14 @@ import { cowTable, cowTargets, type CowRow } from './bench-cow-report.js';
 import { generateTree, gitCommitAll, NPM_FIXTURE_DEPENDENCIES, prng, shuffle } from './bench-cow-tree.js';
 import { freeBytesAfterSync, isRoot, loopFsUnavailableReason, mountLoopFs, releaseLoopFs, type LoopFsType } from './host-setup.js';
 import { packageFile } from '../model/paths.js';
-import { benchRow, startBenchReceipt, writeBenchReceipt } from './bench-receipt.js';
-import { median, scriptArgs } from './lib.js';
+import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchRow } from './bench-receipt.js';
+import { userPathRows } from './bench-user-path.js';
+import { CLI, median, scriptArgs } from './lib.js';
 
 const USAGE = `usage: node dist/scripts/bench-cow.js [--rounds 5] [--files 15200] [--mib 330] [--tree DIR | --npm-fixture DIR]
                                        [--wide-files N] [--fs btrfs,xfs] [--seed N] [--json FILE]
-                                       [--btrfs-mkfs ARGS] [--btrfs-mount OPTIONS] [--out receipts/local]`;
+                                       [--btrfs-mkfs ARGS] [--btrfs-mount OPTIONS] [--out receipts/local]
+                                       [--user-path all | none | reflink,overlay,btrfs-snapshot]`;
 const { values } = scriptArgs(USAGE, {
   rounds: { type: 'string', default: '5' },
   files: { type: 'string', default: '15200' },
@@ -42,6 +49,8 @@ const { values } = scriptArgs(USAGE, {
   'btrfs-mount': { type: 'string' },
   /** Where the path-free benchmark receipt goes (receipts/local is ignored by git; receipts/bench keeps it). */
   out: { type: 'string', default: packageFile('receipts', 'local') },
+  /** The CoW backends whose user path is measured (all: every one available on the filesystem). */
+  'user-path': { type: 'string', default: 'all' },
 });
 const ROUNDS = Number(values.rounds);
 const FILES = Number(values.files);
@@ -218,9 +227,32 @@ async function benchFs(fsType: LoopFsType, work: string, rand: () => number, tre
     }
     const rows = Object.entries(samples).map(([name, s]) => toRow(fsType, name, p.entries, p.baseBytes, s));
     if (fsType === 'btrfs' && WIDE_FILES !== 0) rows.push(await wideTreeRow(p, mnt, sessions));
+    await userPath(fsType, mnt, p);
     return rows;
   } finally {
     await releaseLoopFs(made);
+  }
+}
+
+/** User-path rows of every run, for the receipt. */
+const userPathResults: BenchRow[] = [];
+const userPathLines: string[] = [];
+
+/** The user path of each chosen CoW backend on this filesystem, each with a store of its own. */
+async function userPath(fsType: LoopFsType, mnt: string, p: Prepared): Promise<void> {
+  const chosen = values['user-path'] === 'all' ? p.backends : values['user-path'] === 'none' ? [] : values['user-path'].split(',');
+  for (const backend of chosen.filter((b) => p.backends.includes(b))) {
+    const store = join(mnt, `user-path-store-${backend}`);
+    const scratch = join(mnt, `user-path-scratch-${backend}`);
+    const r = await userPathRows({ tree: p.src, store, scratch, backend, rounds: ROUNDS, group: `${fsType}/${backend}`, log });
+    userPathResults.push(...r.rows);
+    userPathLines.push(...r.lines);
+    await $`node ${CLI} gc --store ${store}`; // removes the bases (btrfs subvolumes need their own delete)
+    for (const b of readdirSync(join(store, 'bases')).filter((n) => /^[0-9a-f]{64}$/.test(n)))
+      for (const f of readdirSync(join(store, 'bases', b)))
+        if (f === 'btrfs-subvolume') await $`btrfs subvolume delete ${join(store, 'bases', b, f)}`;
+    rmSync(store, { recursive: true, force: true });
+    rmSync(scratch, { recursive: true, force: true });
   }
 }
 
@@ -267,6 +299,7 @@ async function main(): Promise<void> {
   console.log('\ntargets (issue 3):');
   for (const [what, ok, value] of cowTargets(FILESYSTEMS, rows)) console.log(`  ${ok ? 'MET    ' : 'NOT MET'}  ${what}: ${value}`);
   if (values.json) writeFileSync(values.json, `${JSON.stringify({ seed: SEED, rounds: ROUNDS, kernel, rows }, null, 2)}\n`);
+  if (userPathLines.length) console.log(`\nuser path (paired ratio = median of per-round ratios):\n${userPathLines.join('\n')}`);
   console.log(`receipt: ${await writeCowReceipt(start, rows)}`);
 }
 
@@ -276,7 +309,7 @@ function writeCowReceipt(start: Awaited<ReturnType<typeof startBenchReceipt>>, r
   const samples = (fs: string, name: string) => rows.find((r) => r.fs === fs && r.backend === name)?.samplesMs;
   return writeBenchReceipt(start, {
     benchmark: 'cow',
-    command: `npm run bench:cow -- --rounds ${ROUNDS} --fs ${FILESYSTEMS.join(',')} --seed ${SEED}${values.tree ? ' --tree <dir>' : ''}${values['npm-fixture'] ? ' --npm-fixture <dir>' : ''}`,
+    command: `npm run bench:cow -- --rounds ${ROUNDS} --fs ${FILESYSTEMS.join(',')} --seed ${SEED}${values.tree ? ' --tree <dir>' : ''}${values['npm-fixture'] ? ' --npm-fixture <dir>' : ''} --user-path ${values['user-path']}`,
     params: {
       rounds: ROUNDS,
       seed: SEED,
@@ -286,20 +319,22 @@ function writeCowReceipt(start: Awaited<ReturnType<typeof startBenchReceipt>>, r
       btrfsMkfs: BTRFS_MKFS.join(' '),
       btrfsMount: BTRFS_MOUNT,
     },
-    results: rows.map((r) => {
-      const against: Record<string, number[]> = {};
-      for (const b of baselines) {
-        const xs = samples(r.fs, b);
-        if (xs && b !== r.backend && r.samplesMs.length === xs.length) against[b] = xs;
-      }
-      return benchRow(r.backend, r.fs, r.samplesMs, against, {
-        tree: r.tree,
-        entries: r.entries,
-        baseBytes: r.baseBytes,
-        medianGrowthBytes: r.medianGrowthBytes,
-        minMs: r.minMs,
-      });
-    }),
+    results: rows
+      .map((r) => {
+        const against: Record<string, number[]> = {};
+        for (const b of baselines) {
+          const xs = samples(r.fs, b);
+          if (xs && b !== r.backend && r.samplesMs.length === xs.length) against[b] = xs;
+        }
+        return benchRow(r.backend, r.fs, r.samplesMs, against, {
+          tree: r.tree,
+          entries: r.entries,
+          baseBytes: r.baseBytes,
+          medianGrowthBytes: r.medianGrowthBytes,
+          minMs: r.minMs,
+        });
+      })
+      .concat(userPathResults),
   });
 }
 

@@ -6,16 +6,24 @@
 // ...) so machine noise hits both sides; it prints medians and median ratios, no pass/fail, and
 // writes a path-free benchmark receipt (every sample, the host, the commit) under --out
 // (default receipts/local, ignored by git; --out receipts/bench to keep it as evidence).
+//
+// Then the user path (scripts/bench-user-path.ts, issue 13) for each of --user-path's backends that
+// is available here (default full-copy and overlay; --user-path none skips it): create --from and
+// --base against a find walk and `node -e 0`, list, checkpoint against `git status --porcelain`,
+// and (full-copy) gc's reclaim with verify after it, each as a ratio to its same-round baseline.
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { $ as zx } from 'zx';
 import { packageFile } from '../model/paths.js';
-import { benchRow, startBenchReceipt, writeBenchReceipt } from './bench-receipt.js';
+import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchRow } from './bench-receipt.js';
+import { countEntries, userPathRows } from './bench-user-path.js';
 import { CLI, formatDuration, median, scriptArgs } from './lib.js';
 
 const { values } = scriptArgs(
-  'usage: node dist/scripts/bench-full-copy.js [--tree DIR] [--rounds 7] [--work /var/tmp/pdb-env-bench] [--out receipts/local]',
+  'usage: node dist/scripts/bench-full-copy.js [--tree DIR] [--rounds 7] [--work /var/tmp/pdb-env-bench] [--out receipts/local]\n' +
+    '                                         [--user-path full-copy,overlay | none]',
   {
+    'user-path': { type: 'string', default: 'full-copy,overlay' },
     tree: { type: 'string' },
     rounds: { type: 'string', default: '7' },
     work: { type: 'string', default: '/var/tmp/pdb-env-bench' },
@@ -24,6 +32,7 @@ const { values } = scriptArgs(
 );
 const rounds = Number(values.rounds);
 const work = resolve(values.work);
+mkdirSync(work, { recursive: true });
 const $ = zx({ verbose: false, quiet: true });
 
 const tree = values.tree ? resolve(values.tree) : join(work, 'tree');
@@ -97,9 +106,37 @@ console.log(row('pdb-env checkpoint (unchanged)', checkpoint, sha, 'sha256sum -P
 console.log(`first import: ${formatDuration(firstImport, 2)} (${(firstImport / (median(cp) ?? NaN)).toFixed(2)}x cp)`);
 rmSync(scratch, { recursive: true, force: true });
 rmSync(store, { recursive: true, force: true });
+
+const userPath: BenchRow[] = [];
+const wanted = values['user-path'] === 'none' ? [] : values['user-path'].split(',').filter(Boolean);
+const report = wanted.length
+  ? (JSON.parse((await $`node ${CLI} backends --json`).stdout) as { backends: Array<{ name: string; available: boolean }> })
+  : null;
+for (const backend of wanted) {
+  if (!report!.backends.some((b) => b.name === backend && b.available)) {
+    console.log(`\nuser path: ${backend} is not available here, skipped`);
+    continue;
+  }
+  const ustore = join(work, `store-${backend}`);
+  rmSync(ustore, { recursive: true, force: true });
+  const r = await userPathRows({
+    tree,
+    store: ustore,
+    scratch: join(work, `scratch-${backend}`),
+    backend,
+    rounds,
+    group: backend,
+    gc: backend === 'full-copy',
+    log: (l) => console.log(l),
+  });
+  console.log(`\nuser path, ${countEntries(tree)} entries (paired ratio = median of per-round ratios)\n${r.lines.join('\n')}`);
+  userPath.push(...r.rows);
+  for (const d of [ustore, join(work, `scratch-${backend}`)]) await $`rm -rf ${d}`;
+}
+
 const receiptFile = await writeBenchReceipt(start, {
   benchmark: 'full-copy',
-  command: `npm run bench:full-copy -- --rounds ${rounds}${values.tree ? ' --tree <dir>' : ''}`,
+  command: `npm run bench:full-copy -- --rounds ${rounds}${values.tree ? ' --tree <dir>' : ''} --user-path ${values['user-path']}`,
   params: {
     rounds,
     tree: values.tree
@@ -115,6 +152,7 @@ const receiptFile = await writeBenchReceipt(start, {
     benchRow('pdb-env create (unchanged source)', '', create, { 'cp -a --reflink=never': cp }),
     benchRow('find | xargs -P2 sha256sum', '', sha),
     benchRow('pdb-env checkpoint (unchanged)', '', checkpoint, { 'find | xargs -P2 sha256sum': sha }),
+    ...userPath,
   ],
 });
 console.log(`receipt: ${receiptFile}`);

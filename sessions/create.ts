@@ -4,18 +4,30 @@
 // it undoes what was made, so a failed or killed create leaves nothing gc cannot explain.
 import { lstat, mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { getBackend, probeBackend } from '../backends/registry.js';
+import { getBackend } from '../backends/registry.js';
 import type { AnyBackendName, Backend, BackendContext, CreatedSession } from '../backends/types.js';
 import { isDigest, type Digest } from '../model/canonical-json.js';
 import { crashPoint } from '../model/crash-point.js';
 import { PdbError, isPdbError, osErrorCode, toPdbError } from '../model/errors.js';
-import type { ObjectStore } from '../model/object-store.js';
+import { writeFileAtomic, type ObjectStore } from '../model/object-store.js';
+import type { ProgressFn } from '../model/progress.js';
 import { removeTree } from '../model/remove-tree.js';
 import type { Snapshot } from '../model/snapshot.js';
+import { createTreeIndex, serializeTreeIndex, trustableSigs } from '../model/tree-index.js';
 import { envHead, initEnv } from './environments.js';
 import { assertSourceUnchanged, importSource, type ImportResult } from './import.js';
 import type { Intent } from './journal.js';
-import { assertSessionName, backendContext, sessionDir, writeSession, type SessionRecord, type StoreContext } from './records.js';
+import { withObjectWrites } from './object-lease.js';
+import { forgetProbe, probeOnce } from './probe-cache.js';
+import {
+  assertSessionName,
+  backendContext,
+  sessionDir,
+  sessionIndexFile,
+  writeSession,
+  type SessionRecord,
+  type StoreContext,
+} from './records.js';
 import { withStoreLock } from './store-lock.js';
 
 export interface CreateOptions {
@@ -31,6 +43,7 @@ export interface CreateOptions {
   allowTestOnly?: boolean;
   /** Test seam: runs after the base is materialized and before the source is re-scanned. */
   afterMaterialize?: () => Promise<void>;
+  onProgress?: ProgressFn;
 }
 
 export interface CreateResult {
@@ -40,6 +53,8 @@ export interface CreateResult {
   root: string;
   files: number;
   cloneObserved: boolean | null;
+  /** CoW backends: files the session shares with the base (cloned, snapshotted, or in the lower dir) and their logical bytes. */
+  cloneCounts: { files: number; bytes: number } | null;
   import: { filesHashed: number; filesTrusted: number; objectsInstalled: number; bytes: number } | null;
 }
 
@@ -66,7 +81,7 @@ async function checkRequest(store: ObjectStore, name: string, options: CreateOpt
     throw new PdbError('E_USAGE', `--base must be a digest like sha256:<64 hex>, got "${options.base}"`);
   const sourceDir = options.env ? null : resolve(options.from ?? process.cwd());
   const bctx = backendContext(store, sourceDir ?? undefined);
-  const probe = await probeBackend(backend, bctx);
+  const probe = await probeOnce(store, backend, bctx);
   if (!probe.available) {
     throw new PdbError('E_BACKEND_UNAVAILABLE', `backend ${backend.name} is not available here: ${probe.detail} (${probe.reason})`, {
       hint: 'pdb-env backends lists what this host can run.',
@@ -87,18 +102,26 @@ function readSnapshot(store: ObjectStore, digest: Digest): Snapshot {
   return doc;
 }
 
+/** The base a create starts from; its Snapshot is read only when the backend needs the manifest. */
+interface Chosen {
+  base: Digest;
+  snapshot: () => Snapshot;
+  imported: ImportResult | null;
+}
+
 /**
  * The base: an environment's head, a Snapshot in the store, or a fresh import of the source. An
- * import only adds immutable objects and the source's stat cache (each written atomically), so it
+ * import only adds immutable objects and the source's tree index (each written atomically), so it
  * runs before the intent: a crash in it leaves nothing half-made, only temp files of a dead owner.
  */
-async function chooseBase(store: ObjectStore, req: Request): Promise<{ base: Digest; snapshot: Snapshot; imported: ImportResult | null }> {
+async function chooseBase(store: ObjectStore, req: Request): Promise<Chosen> {
   if (req.options.env || req.options.base) {
     const base = req.options.base ?? (await envHead(store, req.options.env!));
-    return { base, snapshot: readSnapshot(store, base), imported: null };
+    let snapshot: Snapshot | undefined;
+    return { base, snapshot: () => (snapshot ??= readSnapshot(store, base)), imported: null };
   }
-  const imported = await importSource(store, req.sourceDir!);
-  return { base: imported.digest, snapshot: imported.snapshot, imported };
+  const imported = await importSource(store, req.sourceDir!, { onProgress: req.options.onProgress });
+  return { base: imported.digest, snapshot: () => imported.snapshot, imported };
 }
 
 /** Under the store lock: write the intent, then make the session directory (the name is taken by whoever makes it first). */
@@ -133,20 +156,16 @@ function newRecord(name: string, backend: AnyBackendName, base: Digest, sourceDi
   };
 }
 
-function createResult(
-  rec: SessionRecord,
-  root: string,
-  snapshot: Snapshot,
-  made: CreatedSession,
-  imported: ImportResult | null,
-): CreateResult {
+function createResult(rec: SessionRecord, root: string, chosen: Chosen, made: CreatedSession): CreateResult {
+  const imported = chosen.imported;
   return {
     session: rec.name,
     backend: rec.backend,
     base: rec.base,
     root,
-    files: made.files ?? snapshot.entries.filter((e) => e.kind === 'file').length,
+    files: made.files ?? chosen.snapshot().entries.filter((e) => e.kind === 'file').length,
     cloneObserved: made.cloneObserved ?? null,
+    cloneCounts: made.clone ?? null,
     import: imported
       ? {
           filesHashed: imported.scan.filesHashed,
@@ -168,28 +187,51 @@ function isObjectFault(err: unknown): boolean {
  * imported again (which installs those bytes anew, if the source still has them) and the root
  * made once more. Without a source, or when that fails too, the typed error stands.
  */
-async function materialize(
-  ctx: StoreContext,
-  req: Request,
-  rec: SessionRecord,
-  dir: string,
-  chosen: Awaited<ReturnType<typeof chooseBase>>,
-) {
+async function materialize(ctx: StoreContext, req: Request, rec: SessionRecord, dir: string, chosen: Chosen): Promise<CreatedSession> {
   const root = join(dir, 'root');
+  const hooks = { onProgress: req.options.onProgress };
+  // A verified, materialized base with its marker: the session is made from the marker alone.
+  const fast = await req.backend.createFromBase?.(req.bctx, rec.base, root, dir);
+  if (fast) {
+    crashPoint('create:after-base');
+    return fast;
+  }
   for (let attempt = 1; ; attempt++) {
     try {
-      await req.backend.materializeBase(req.bctx, chosen.snapshot, rec.base);
+      await req.backend.materializeBase(req.bctx, chosen.snapshot(), rec.base, hooks);
       crashPoint('create:after-base');
-      return await req.backend.createSession(req.bctx, chosen.snapshot, rec.base, root, dir);
+      return await req.backend.createSession(req.bctx, chosen.snapshot(), rec.base, root, dir, hooks);
     } catch (err) {
       if (attempt > 1 || !chosen.imported || !isObjectFault(err)) throw err;
       await req.backend.release(req.bctx, root, dir, {}).catch(() => {}); // rollback of a half-made root before the retry
       await removeTree(root);
-      const again = await importSource(ctx.store, req.sourceDir!);
+      // Trust no recorded object this time: the import re-installs what is missing.
+      const again = await importSource(ctx.store, req.sourceDir!, { checkObjects: true, onProgress: req.options.onProgress });
       if (again.digest !== rec.base) throw err; // the source moved on: the race check would refuse it anyway
       chosen.imported = again;
     }
   }
+}
+
+/** The session's own tree index, from the signatures the backend recorded as it wrote each file. */
+async function writeCreateIndex(ctx: StoreContext, rec: SessionRecord, chosen: Chosen, sigs: ReadonlyMap<string, string>) {
+  // Nothing but this create has written into the root yet: the signatures hold from now on.
+  const recordedAtMs = Date.now();
+  const snapshot = chosen.snapshot();
+  const index = createTreeIndex(
+    {
+      snapshot: rec.base,
+      changeset: null,
+      base: snapshot.base,
+      excludes: snapshot.excludes,
+      recordedAtMs,
+      generation: ctx.store.generation(),
+      source: null,
+    },
+    snapshot.entries,
+    trustableSigs(sigs, recordedAtMs),
+  );
+  await writeFileAtomic(ctx.store.paths, sessionIndexFile(ctx.store, rec.name), serializeTreeIndex(index), 0o644, { sync: false });
 }
 
 /**
@@ -203,9 +245,22 @@ async function makeMain(ctx: StoreContext, base: Digest): Promise<void> {
   });
 }
 
-/** Import or pick the base, materialize the session, race-check a prepare; the session is ready after. */
+/**
+ * Import or pick the base, materialize the session, race-check a prepare; the session is ready
+ * after. Holds the object writer lease throughout: gc sweeps nothing this create relies on.
+ */
 export async function createSession(ctx: StoreContext, name: string, options: CreateOptions = {}): Promise<CreateResult> {
   const req = await checkRequest(ctx.store, name, options);
+  return withObjectWrites(ctx.store, `create ${name}`, () =>
+    createChecked(ctx, req).catch(async (err: unknown) => {
+      if (!isPdbError(err, 'E_SESSION_EXISTS') && !isPdbError(err, 'E_SOURCE_CHANGED')) await forgetProbe(ctx.store, req.backend.name);
+      throw err;
+    }),
+  );
+}
+
+async function createChecked(ctx: StoreContext, req: Request): Promise<CreateResult> {
+  const { name, options } = req;
   const chosen = await chooseBase(ctx.store, req);
   const { dir, intent } = await claimName(ctx, req, chosen.base);
   const rec = newRecord(name, req.backend.name, chosen.base, req.sourceDir);
@@ -215,6 +270,8 @@ export async function createSession(ctx: StoreContext, name: string, options: Cr
     crashPoint('create:after-record');
     const made = await materialize(ctx, req, rec, dir, chosen);
     rec.backendState = made.state;
+    if (made.index) rec.index = made.index;
+    if (made.sigs) await writeCreateIndex(ctx, rec, chosen, made.sigs);
     await writeSession(ctx.store, rec);
     crashPoint('create:after-materialize');
     await options.afterMaterialize?.();
@@ -226,7 +283,7 @@ export async function createSession(ctx: StoreContext, name: string, options: Cr
     if (chosen.imported) await makeMain(ctx, rec.base);
     crashPoint('create:after-env');
     await ctx.journal.end(intent);
-    return createResult(rec, root, chosen.snapshot, made, chosen.imported);
+    return createResult(rec, root, chosen, made);
   } catch (err) {
     // Leave nothing half-made: undo the backend's work and remove the session directory. The
     // rollback's own failures are not the story; if the directory stays, so does the intent, for gc.

@@ -10,6 +10,7 @@ import { envHead } from './environments.js';
 import { checkReachable } from './integrity.js';
 import type { Intent } from './journal.js';
 import { GARBAGE_GRACE_MS, inspectLock } from './lock.js';
+import { objectLeaseDir } from './object-lease.js';
 import { SESSION_NAME_PATTERN, readSession, recordFile, recoverHint, type StoreContext } from './records.js';
 
 export type FindingKind =
@@ -235,6 +236,7 @@ export async function doctor(ctx: StoreContext, options: { objects?: boolean } =
     ...(await sessionsFindings(ctx, intents)),
     ...(await envFindings(ctx)),
     ...(await lockFindings(ctx, ctx.store.paths.locks, null, isLockName)),
+    ...(await lockFindings(ctx, objectLeaseDir(ctx.store), null, () => true)),
     ...(await tempFindings(ctx)),
     ...(options.objects === false ? [] : await objectFindings(ctx)),
   ];

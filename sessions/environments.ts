@@ -3,7 +3,7 @@
 // which a second publisher waits for (bounded), so parallel publishes with one --expect give one
 // winner and E_HEAD_MOVED for the rest.
 import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { appendFile, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDigest, type Digest } from '../model/canonical-json.js';
 import { crashPoint } from '../model/crash-point.js';
@@ -15,6 +15,22 @@ import { assertEnvName, readSession, type StoreContext } from './records.js';
 export function envFile(store: ObjectStore, env: string): string {
   assertEnvName(env);
   return join(store.paths.environments, `${env}.json`);
+}
+
+/**
+ * Every head an environment ever had, one JSON line each (`{head, previous, at}`), appended before
+ * the head file is replaced. gc keeps all of them: published work is never collected.
+ */
+export function historyFile(store: ObjectStore, env: string): string {
+  assertEnvName(env);
+  return join(store.paths.environments, `${env}.history.jsonl`);
+}
+
+async function appendHistory(store: ObjectStore, env: string, head: Digest, previous: Digest | null): Promise<void> {
+  const file = historyFile(store, env);
+  await appendFile(file, `${JSON.stringify({ head, previous, at: new Date().toISOString() })}\n`).catch((err: unknown) => {
+    throw toPdbError(err, 'E_IO', { action: `recording the history of environment ${env}`, path: file });
+  });
 }
 
 export async function envHead(store: ObjectStore, env: string): Promise<Digest> {
@@ -62,6 +78,8 @@ export async function initEnv(store: ObjectStore, env: string, head: Digest): Pr
 }
 
 async function writeEnv(store: ObjectStore, env: string, head: Digest, previous: Digest | null): Promise<void> {
+  // History first: a crash between the two leaves a head in the history that never became current (kept, harmless).
+  await appendHistory(store, env, head, previous);
   await writeFileAtomic(
     store.paths,
     envFile(store, env),

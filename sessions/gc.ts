@@ -3,12 +3,14 @@
 // that is gone, takes a session's exclusive lease before removing it, and moves what it removes
 // into the store's tmp under its own name, deleting it there after the lock is released. It never
 // deletes a session whose record it cannot read: the record goes to the quarantine, the files stay.
-// Objects are never deleted.
+// Then it marks from the roots and sweeps the objects and materialized bases nothing reaches
+// (sessions/sweep.ts); the quarantine is never emptied.
 import { lstat, mkdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { getBackend } from '../backends/registry.js';
 import { isPdbError, toPdbError } from '../model/errors.js';
 import { tempName } from '../model/object-store.js';
+import { formatBytes } from '../model/progress.js';
 import { removeTree } from '../model/remove-tree.js';
 import { doctor, type Finding } from './doctor.js';
 import type { Intent } from './journal.js';
@@ -17,12 +19,15 @@ import { breakStale, inspectLock } from './lock.js';
 import { backendContext, readSession, recordFile, recoverHint, sessionDir, type SessionRecord, type StoreContext } from './records.js';
 import { removeEntry } from './safe-fs.js';
 import { withStoreLock } from './store-lock.js';
+import { sweep } from './sweep.js';
 
 export interface GcResult {
   /** What was done (or, with dryRun, would be done), one line each. */
   actions: string[];
   /** What a person still has to do: damaged sessions to recover, busy sessions skipped. */
   notes: string[];
+  /** What the sweep freed (dry run: would free): unreachable objects and materialized bases, in bytes on disk. */
+  freed: { objects: number; bases: number; bytes: number };
 }
 
 interface Pass {
@@ -43,7 +48,15 @@ export async function gc(ctx: StoreContext, options: { dryRun?: boolean } = {}):
     for (const f of await doctor(ctx, { objects: false })) if (f.fix === 'gc') await fix(pass, f);
   });
   for (const t of pass.trash) await removeTree(t); // outside the lock: a create need not wait for a large delete
-  return { actions: [...new Set(pass.actions)], notes: pass.notes };
+  const swept = await sweep(ctx, pass.dryRun);
+  if (swept.skipped) pass.notes.push(`nothing swept: ${swept.skipped}`);
+  if (swept.objects > 0) pass.actions.push(`remove ${swept.objects} unreachable objects (${formatBytes(swept.objectBytes)})`);
+  if (swept.bases > 0) pass.actions.push(`remove ${swept.bases} materialized bases no root uses (${formatBytes(swept.baseBytes)})`);
+  return {
+    actions: [...new Set(pass.actions)],
+    notes: pass.notes,
+    freed: { objects: swept.objects, bases: swept.bases, bytes: swept.objectBytes + swept.baseBytes },
+  };
 }
 
 async function fix(pass: Pass, f: Finding): Promise<void> {

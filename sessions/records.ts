@@ -2,7 +2,7 @@
 // lives, and the context the session modules share (the store and its journal). A record that
 // cannot be read is E_RECORD_CORRUPT naming the file, never a parser's stack trace, and its
 // session is listed as damaged, never hidden.
-import { lstat, readdir, readFile } from 'node:fs/promises';
+import { appendFile, lstat, readdir, readFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { AnyBackendName, BackendContext, BackendState } from '../backends/types.js';
 import { isDigest, type Digest } from '../model/canonical-json.js';
@@ -28,6 +28,8 @@ export interface SessionRecord {
   state: SessionState;
   backendState: BackendState;
   lastCheckpoint: { snapshot: Digest; changeset: Digest; at: string } | null;
+  /** A tree index (store-relative) that describes the root as created, when it is not the session's own (a materialized base's). */
+  index?: string | null;
 }
 
 interface SessionPlace {
@@ -83,6 +85,38 @@ export function sessionRoot(store: ObjectStore, name: string): string {
 
 export function recordFile(store: ObjectStore, name: string): string {
   return join(sessionDir(store, name), 'session.json');
+}
+
+/** The session's own tree index: the root as its last checkpoint (or its create) saw it. */
+export function sessionIndexFile(store: ObjectStore, name: string): string {
+  return join(sessionDir(store, name), 'tree-index');
+}
+
+/** Every checkpoint of a session, one JSON line each (gc keeps them all while the session lives). */
+export function checkpointLogFile(store: ObjectStore, name: string): string {
+  return join(sessionDir(store, name), 'checkpoints.jsonl');
+}
+
+export async function appendCheckpointLog(store: ObjectStore, name: string, cp: { snapshot: Digest; changeset: Digest; at: string }) {
+  const file = checkpointLogFile(store, name);
+  await appendFile(file, `${JSON.stringify(cp)}\n`).catch((err: unknown) => {
+    throw toPdbError(err, 'E_IO', { action: `recording a checkpoint of session ${name}`, path: file });
+  });
+}
+
+/** The digests a session's checkpoint log names (a line cut short by a crash is skipped). */
+export async function readCheckpointLog(store: ObjectStore, name: string): Promise<Digest[]> {
+  const text = await readFile(checkpointLogFile(store, name), 'utf8').catch(() => '');
+  const out: Digest[] = [];
+  for (const line of text.split('\n')) {
+    try {
+      const cp = JSON.parse(line) as { snapshot?: unknown; changeset?: unknown };
+      for (const d of [cp.snapshot, cp.changeset]) if (isDigest(d)) out.push(d);
+    } catch {
+      // an empty or half-written line: its checkpoint is also in session.json if it finished
+    }
+  }
+  return out;
 }
 
 /** How to get work out of a session whose record is damaged (doctor, gc and the error hint say it). */

@@ -1,36 +1,28 @@
 // The session service: one facade over the store's modules (records, import, create, session
 // operations, environments, recovery). The CLI, the harness, scripts and tests call this class.
-import { getBackend, probeBackend, type BackendReport } from '../backends/registry.js';
+// Each operation loads its module when it is first called, so a command loads only what it uses:
+// `pdb-env list` needs the records and the journal, not the backends, the scanner or gc.
+import type { BackendReport } from '../backends/registry.js';
 import type { BackendContext } from '../backends/types.js';
 import type { Digest } from '../model/canonical-json.js';
 import { ObjectStore } from '../model/object-store.js';
 import type { Change, Entry, Snapshot } from '../model/snapshot.js';
-import { createSession, type CreateOptions, type CreateResult } from './create.js';
-import { envHead, listEnvs, publish } from './environments.js';
-import { importSource, sourceChangesSince, type ImportResult } from './import.js';
-import { discardSession } from './discard.js';
-import { doctor, type Finding } from './doctor.js';
-import { gc, type GcResult } from './gc.js';
-import { verifyStore, type VerifyResult } from './integrity.js';
+import type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
+import type { CreateOptions, CreateResult } from './create.js';
+import type { Finding } from './doctor.js';
+import type { GcResult } from './gc.js';
+import type { ImportOptions, ImportResult } from './import.js';
+import type { VerifyResult } from './integrity.js';
 import { Journal } from './journal.js';
 import { backendContext, listSessions, readSession, sessionDir, sessionRoot, type SessionInfo, type SessionRecord } from './records.js';
-import {
-  checkpointSession,
-  diffSession,
-  openSession,
-  resumeSession,
-  runInSession,
-  scanSessionEntries,
-  type CheckpointResult,
-  type OpenSession,
-  type RunOptions,
-} from './session-ops.js';
+import type { OpenSession, RunOptions } from './session-ops.js';
 
 export { SESSION_NAME_PATTERN, assertEnvName, assertSessionName } from './records.js';
 export type { DamagedSession, SessionInfo, SessionRecord, SessionState } from './records.js';
-export type { ImportResult } from './import.js';
+export type { ImportOptions, ImportResult } from './import.js';
 export type { CreateOptions, CreateResult } from './create.js';
-export type { CheckpointResult, OpenSession, RunOptions } from './session-ops.js';
+export type { OpenSession, RunOptions } from './session-ops.js';
+export type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
 export type { Finding, FindingKind } from './doctor.js';
 export type { GcResult } from './gc.js';
 export type { ObjectProblem, VerifyResult } from './integrity.js';
@@ -61,19 +53,21 @@ export class SessionService {
   }
 
   async probe(name: string, sourceDir?: string, allowTestOnly = false): Promise<BackendReport> {
+    const { getBackend, probeBackend } = await import('../backends/registry.js');
     return probeBackend(getBackend(name, { allowTestOnly }), this.backendContext(sourceDir));
   }
 
   // ---- import
 
   /** Scan a source directory into the store (installing its bytes) and record its Snapshot. */
-  importSource(sourceDir: string): Promise<ImportResult> {
-    return importSource(this.store, sourceDir);
+  async importSource(sourceDir: string, options: ImportOptions = {}): Promise<ImportResult> {
+    const [{ withObjectWrites }, { importSource }] = await Promise.all([import('./object-lease.js'), import('./import.js')]);
+    return withObjectWrites(this.store, 'import', () => importSource(this.store, sourceDir, options));
   }
 
   /** The race check of prepare: what differs in the source from the imported Snapshot (writes nothing). */
-  sourceChangesSince(sourceDir: string, imported: ImportResult): Promise<Change[]> {
-    return sourceChangesSince(this.store, sourceDir, imported);
+  async sourceChangesSince(sourceDir: string, imported: ImportResult): Promise<Change[]> {
+    return (await import('./import.js')).sourceChangesSince(this.store, sourceDir, imported);
   }
 
   readSnapshot(digest: Digest): Snapshot {
@@ -92,79 +86,99 @@ export class SessionService {
     return listSessions(this.store, cwd, new Set(creating));
   }
 
-  create(name: string, options: CreateOptions = {}): Promise<CreateResult> {
-    return createSession(this, name, options);
+  async create(name: string, options: CreateOptions = {}): Promise<CreateResult> {
+    return (await import('./create.js')).createSession(this, name, options);
   }
 
   /** A ready session with its backend; E_SESSION_BROKEN when it is not ready. */
-  session(name: string): Promise<OpenSession> {
-    return openSession(this, name);
+  async session(name: string): Promise<OpenSession> {
+    return (await import('./session-ops.js')).openSession(this, name);
   }
 
   /** The session root, re-activated (re-mounted) if its backend needs it. */
   async path(name: string): Promise<string> {
-    return (await resumeSession(this, name)).root;
+    return (await (await import('./session-ops.js')).resumeSession(this, name)).root;
   }
 
   /** Run a command in the session root under a shared writer lease; 128 + signal number when killed. */
-  run(
+  async run(
     name: string,
     command: string,
     args: string[],
     options: RunOptions = {},
   ): Promise<{ exitCode: number; stdout?: string; stderr?: string }> {
-    return runInSession(this, name, command, args, options);
+    return (await import('./session-ops.js')).runInSession(this, name, command, args, options);
   }
 
-  /** Complete scan of the quiesced session root: installs objects, records Snapshot + Changeset. Publishes nothing. */
-  checkpoint(name: string): Promise<CheckpointResult> {
-    return checkpointSession(this, name);
+  /**
+   * Complete scan of the quiesced session root: installs objects, records Snapshot + Changeset.
+   * Publishes nothing. Files whose stat signature is unchanged keep their digest (git's rule);
+   * `verify` re-hashes every file.
+   */
+  async checkpoint(name: string, options: CheckpointOptions = {}): Promise<CheckpointResult> {
+    return (await import('./checkpoint.js')).checkpointSession(this, name, options);
   }
 
   /** Changes since the base, by relative path (read-only; installs nothing). */
-  diff(name: string): Promise<{ session: string; base: Digest; changes: Change[] }> {
-    return diffSession(this, name);
+  async diff(name: string, options: CheckpointOptions = {}): Promise<{ session: string; base: Digest; changes: Change[] }> {
+    return (await import('./checkpoint.js')).diffSession(this, name, options);
   }
 
   /** Entries of the session root right now (hash only). Used by oracle checks. */
-  scanEntries(name: string): Promise<Entry[]> {
-    return scanSessionEntries(this, name);
+  async scanEntries(name: string): Promise<Entry[]> {
+    return (await import('./session-ops.js')).scanSessionEntries(this, name);
   }
 
   /** Remove only the session's directory, never following a symlink out; discarded: false when already gone. */
-  discard(name: string, options: { force?: boolean } = {}): Promise<{ session: string; discarded: boolean }> {
-    return discardSession(this, name, options);
+  async discard(name: string, options: { force?: boolean } = {}): Promise<{ session: string; discarded: boolean }> {
+    return (await import('./discard.js')).discardSession(this, name, options);
   }
 
   // ---- environments
 
-  envHead(env: string): Promise<Digest> {
-    return envHead(this.store, env);
+  async envHead(env: string): Promise<Digest> {
+    return (await import('./environments.js')).envHead(this.store, env);
   }
 
-  listEnvs(): Promise<Array<{ name: string; head: Digest }>> {
-    return listEnvs(this.store);
+  async listEnvs(): Promise<Array<{ name: string; head: Digest }>> {
+    return (await import('./environments.js')).listEnvs(this.store);
   }
 
   /** Expected-head compare-and-set: advance `env` from `expect` to the session's last checkpoint. */
-  publish(name: string, env: string, expect: string): Promise<{ env: string; previous: Digest; head: Digest }> {
-    return publish(this, name, env, expect);
+  async publish(name: string, env: string, expect: string): Promise<{ env: string; previous: Digest; head: Digest }> {
+    return (await import('./environments.js')).publish(this, name, env, expect);
   }
 
   // ---- health
 
   /** What a crash, a reboot or damage left behind, each with its fix. Lists; changes nothing. */
-  doctor(): Promise<Finding[]> {
-    return doctor(this);
+  async doctor(): Promise<Finding[]> {
+    return (await import('./doctor.js')).doctor(this);
   }
 
-  /** Finish or remove what `doctor` found, safely next to live work. With dryRun, only report. */
-  gc(options: { dryRun?: boolean } = {}): Promise<GcResult> {
-    return gc(this, options);
+  /**
+   * Finish or remove what `doctor` found, safely next to live work; then sweep the objects and
+   * materialized bases no root reaches. With dryRun, only report (with the bytes it would free).
+   */
+  async gc(options: { dryRun?: boolean } = {}): Promise<GcResult> {
+    return (await import('./gc.js')).gc(this, options);
+  }
+
+  /** Keep `digest` (and all it reaches) through every gc until unpinned. */
+  async pin(digest: string): Promise<{ digest: Digest; pinned: true }> {
+    return (await import('./pins.js')).pin(this.store, digest);
+  }
+
+  async unpin(digest: string): Promise<{ digest: Digest; wasPinned: boolean }> {
+    return (await import('./pins.js')).unpin(this.store, digest);
+  }
+
+  async pins(): Promise<Digest[]> {
+    return (await import('./pins.js')).listPins(this.store);
   }
 
   /** Re-hash every object (corrupt ones go to the quarantine) and list what reachable documents miss. */
-  verify(): Promise<VerifyResult> {
-    return verifyStore(this);
+  async verify(): Promise<VerifyResult> {
+    return (await import('./integrity.js')).verifyStore(this);
   }
 }

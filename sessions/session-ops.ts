@@ -1,27 +1,14 @@
-// Work on an existing session: open it, run in it under a writer lease, checkpoint it under an
-// exclusive one, diff and scan it. (Discard is in discard.ts.)
+// Work on an existing session: open it, run in it under a writer lease, scan it for the oracle.
+// (Checkpoint and diff are in checkpoint.ts, discard in discard.ts.)
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import { getBackend } from '../backends/registry.js';
 import type { Backend, BackendContext } from '../backends/types.js';
-import type { Digest } from '../model/canonical-json.js';
-import { crashPoint } from '../model/crash-point.js';
 import { PdbError, osErrorCode } from '../model/errors.js';
-import { scanTree, type ScanResult } from '../model/scan.js';
-import { createChangeset, createSnapshot, diffEntries, type Change, type Entry, type Snapshot } from '../model/snapshot.js';
+import { scanTree } from '../model/scan.js';
+import type { Entry, Snapshot } from '../model/snapshot.js';
 import { acquireLease } from './lease.js';
-import { backendContext, readSession, sessionDir, sessionRoot, writeSession, type SessionRecord, type StoreContext } from './records.js';
-
-export interface CheckpointResult {
-  session: string;
-  base: Digest;
-  snapshot: Digest;
-  changeset: Digest;
-  changes: number;
-  files: number;
-  bytes: number;
-}
+import { backendContext, readSession, sessionDir, sessionRoot, type SessionRecord, type StoreContext } from './records.js';
 
 export interface OpenSession {
   rec: SessionRecord;
@@ -80,6 +67,7 @@ export async function runInSession(
   const s = await resumeSession(ctx, name);
   const lease = await acquireLease(join(s.dir, 'lease'), name, 'writer', options.purpose ?? `run ${command}`);
   try {
+    const { execa } = await import('execa'); // loaded only where a process starts (list, path... never need it)
     const child = execa(command, args, {
       cwd: s.root,
       stdio: options.stdio ?? 'inherit',
@@ -103,64 +91,11 @@ export async function runInSession(
   }
 }
 
-async function scanSession(ctx: StoreContext, s: OpenSession, install: boolean): Promise<{ base: Snapshot; scan: ScanResult }> {
-  const base = ctx.store.getDocument<Snapshot>(s.rec.base);
-  const scan = await scanTree(s.root, { excludes: base.excludes, store: install ? ctx.store : undefined });
-  return { base, scan };
-}
-
-/** Complete scan of the quiesced session root: installs objects, records Snapshot + Changeset. Publishes nothing. */
-export async function checkpointSession(ctx: StoreContext, name: string): Promise<CheckpointResult> {
-  const s = await resumeSession(ctx, name);
-  const lease = await acquireLease(join(s.dir, 'lease'), name, 'exclusive', 'checkpoint');
-  try {
-    const intent = await ctx.journal.begin('checkpoint', { session: name });
-    try {
-      crashPoint('checkpoint:after-intent');
-      return await recordCheckpoint(ctx, s, name);
-    } finally {
-      // A checkpoint changes nothing but immutable objects and one atomic record write: done or
-      // failed, its intent goes.
-      await ctx.journal.end(intent);
-    }
-  } finally {
-    await lease.release();
-  }
-}
-
-async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: string): Promise<CheckpointResult> {
-  const { base, scan } = await scanSession(ctx, s, true);
-  const result = createSnapshot(scan.entries, base.excludes, s.rec.base);
-  const snapshot = await ctx.store.putDocument(result);
-  const changes = diffEntries(base.entries, result.entries);
-  const changeset = await ctx.store.putDocument(createChangeset(s.rec.base, snapshot, changes));
-  crashPoint('checkpoint:after-objects');
-  const rec = await readSession(ctx.store, name);
-  rec.lastCheckpoint = { snapshot, changeset, at: new Date().toISOString() };
-  await writeSession(ctx.store, rec);
-  crashPoint('checkpoint:after-record');
-  return {
-    session: name,
-    base: s.rec.base,
-    snapshot,
-    changeset,
-    changes: changes.length,
-    files: scan.entries.filter((e) => e.kind === 'file').length,
-    bytes: scan.bytes,
-  };
-}
-
-/** Changes since the base, by relative path (read-only; installs nothing). */
-export async function diffSession(ctx: StoreContext, name: string): Promise<{ session: string; base: Digest; changes: Change[] }> {
-  const s = await resumeSession(ctx, name);
-  const { base, scan } = await scanSession(ctx, s, false);
-  return { session: name, base: s.rec.base, changes: diffEntries(base.entries, scan.entries) };
-}
-
-/** Entries of the session root right now (hash only). Used by oracle checks. */
+/** Entries of the session root right now, every file hashed (no signature trusted): what oracle checks compare. */
 export async function scanSessionEntries(ctx: StoreContext, name: string): Promise<Entry[]> {
   const s = await resumeSession(ctx, name);
-  return (await scanSession(ctx, s, false)).scan.entries;
+  const base = ctx.store.getDocument<Snapshot>(s.rec.base);
+  return (await scanTree(s.root, { excludes: base.excludes })).entries;
 }
 
 /** A program that could not start fails like a shell would: not found (127) or not executable (126), never a usage error. */

@@ -5,6 +5,7 @@ import { SessionService, type SessionInfo } from '../../sessions/service.js';
 import { resolveStoreDir } from '../../sessions/store-location.js';
 import { emit, short, table } from '../output.js';
 import type { CliContext, DefineCommand } from '../program.js';
+import { createProgressReporter } from '../progress.js';
 
 export async function openService(store: string | undefined): Promise<SessionService> {
   return SessionService.open(resolveStoreDir({ store }));
@@ -24,7 +25,10 @@ const create: DefineCommand = (cmd) =>
       'after',
       `
 Imports DIR (default: the current directory) as a content-addressed Snapshot and
-materializes it as an ordinary writable directory for one agent.
+materializes it as an ordinary writable directory for one agent. Importing an
+unchanged DIR again costs a stat walk: a file whose stat signature (inode, size,
+mtime, ctime, mode) is the one recorded last time is not read again (git's rule).
+On a terminal, a create running longer than a second shows files and bytes done.
 
 Example:
   pdb-env create agent-a --from ~/src/app
@@ -34,7 +38,10 @@ Example:
       const o = command.optsWithGlobals();
       const from = o.from ?? process.cwd();
       const svc = await SessionService.open(resolveStoreDir({ store: o.store, sourceDir: from, forCreate: true }), { create: true });
-      const r = await svc.create(name, { from, backend: o.backend, env: o.env, base: o.base as Digest | undefined });
+      const progress = createProgressReporter({ json: o.json === true });
+      const r = await svc
+        .create(name, { from, backend: o.backend, env: o.env, base: o.base as Digest | undefined, onProgress: progress.onProgress })
+        .finally(progress.done);
       emit(o.json === true, r, () => `created ${r.session} (${r.backend}) from ${short(r.base)}: ${r.files} files\n${r.root}`);
     });
 
@@ -157,6 +164,7 @@ function listText(sessions: SessionInfo[]): string {
 const checkpoint: DefineCommand = (cmd) =>
   cmd
     .argument('<name>', 'the session')
+    .option('--verify', 're-hash every file instead of trusting unchanged stat signatures')
     .addHelpText(
       'after',
       `
@@ -164,12 +172,22 @@ Takes an exclusive lease (fails with E_LEASE_BUSY while a run is active), scans 
 whole session root, installs its objects and records the result Snapshot and the
 Changeset against the base. Publishes nothing.
 
+Every entry is stat'ed, so adds, deletes and retypes are always found; a file whose
+stat signature (inode, size, mtime, ctime, mode) is the one recorded at create or at
+the last checkpoint keeps its digest, unless it changed within 100 ms of that record
+(git's racy-clean rule). --verify reads and hashes every file.
+
 Example:
   pdb-env checkpoint agent-a --json`,
     )
     .action(async (name, _o, command) => {
       const o = command.optsWithGlobals();
-      const r = await (await openService(o.store)).checkpoint(name);
+      const progress = createProgressReporter({ json: o.json === true });
+      const r = await (
+        await openService(o.store)
+      )
+        .checkpoint(name, { verify: o.verify === true, onProgress: progress.onProgress })
+        .finally(progress.done);
       emit(
         o.json === true,
         r,
@@ -181,10 +199,11 @@ Example:
 const diff: DefineCommand = (cmd) =>
   cmd
     .argument('<name>', 'the session')
+    .option('--verify', 're-hash every file instead of trusting unchanged stat signatures')
     .addHelpText('after', '\nLists add, delete, modify, mode and retype changes by relative path.\n\nExample:\n  pdb-env diff agent-a')
     .action(async (name, _o, command) => {
       const o = command.optsWithGlobals();
-      const r = await (await openService(o.store)).diff(name);
+      const r = await (await openService(o.store)).diff(name, { verify: o.verify === true });
       emit(o.json === true, r, () => (r.changes.length ? r.changes.map((c) => `${c.kind.padEnd(6)} ${c.path}`).join('\n') : 'no changes'));
     });
 

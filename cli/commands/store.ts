@@ -1,5 +1,5 @@
-import { listBackends, probeBackend } from '../../backends/registry.js';
 import { ObjectStore, REPAIR_HINT } from '../../model/object-store.js';
+import { formatBytes } from '../../model/progress.js';
 import { SessionService, type Finding, type VerifyResult } from '../../sessions/service.js';
 import { resolveStoreDir } from '../../sessions/store-location.js';
 import { emit, table } from '../output.js';
@@ -19,6 +19,7 @@ securityIsolation: false.`,
     )
     .action(async (_o, command) => {
       const o = command.optsWithGlobals();
+      const { listBackends, probeBackend } = await import('../../backends/registry.js');
       const store = await ObjectStore.init(resolveStoreDir({ store: o.store, forCreate: true }));
       const svc = new SessionService(store);
       const reports = await Promise.all(listBackends().map((b) => probeBackend(b, svc.backendContext(process.cwd()))));
@@ -78,7 +79,14 @@ const gc: DefineCommand = (cmd) =>
 Undoes interrupted creates, finishes interrupted discards, breaks stale locks,
 removes temp files of processes that are gone, and moves bad journal entries and
 damaged session records to <store>/quarantine (a damaged session's files stay).
-It never touches what a live process owns. Objects are never removed.`,
+It never touches what a live process owns.
+
+Then it frees space: objects and materialized bases that no root reaches are
+removed. The roots: environment heads and every head they ever had, each live
+session's base and checkpoints, the last import of each source, the base of a
+create still running, and every pinned digest (pdb-env pin). It waits for running
+creates and checkpoints (or skips the sweep and says so). The quarantine is kept.
+--dry-run prints what would be freed, in bytes.`,
     )
     .action(async (_o, command) => {
       const o = command.optsWithGlobals();
@@ -86,8 +94,44 @@ It never touches what a live process owns. Objects are never removed.`,
       const r = await (await openService(o.store)).gc({ dryRun });
       emit(o.json === true, r, () => {
         const actions = r.actions.length ? r.actions.map((a) => `${dryRun ? 'would ' : ''}${a}`).join('\n') : 'nothing to do';
-        return r.notes.length ? `${actions}\n\nstill to do by hand:\n${r.notes.map((n) => `  ${n}`).join('\n')}` : actions;
+        const freed = `${dryRun ? 'would free' : 'freed'} ${r.freed.bytes} bytes (${formatBytes(r.freed.bytes)})`;
+        const text = `${actions}\n${freed}`;
+        return r.notes.length ? `${text}\n\nstill to do by hand:\n${r.notes.map((n) => `  ${n}`).join('\n')}` : text;
       });
+    });
+
+const pin: DefineCommand = (cmd) =>
+  cmd
+    .argument('[digest]', 'a Snapshot, Changeset or file object in the store (without it: list the pins)')
+    .addHelpText(
+      'after',
+      `
+Keeps DIGEST, and everything it reaches, through every gc until pdb-env unpin.
+Without DIGEST, lists the pinned digests.
+
+Example:
+  pdb-env pin sha256:...`,
+    )
+    .action(async (digest, _o, command) => {
+      const o = command.optsWithGlobals();
+      const svc = await openService(o.store);
+      if (digest === undefined) {
+        const pins = await svc.pins();
+        emit(o.json === true, { pins }, () => (pins.length ? pins.join('\n') : 'nothing is pinned'));
+        return;
+      }
+      const r = await svc.pin(digest);
+      emit(o.json === true, r, () => `pinned ${r.digest}`);
+    });
+
+const unpin: DefineCommand = (cmd) =>
+  cmd
+    .argument('<digest>', 'a pinned digest')
+    .addHelpText('after', '\nLets gc collect DIGEST again once nothing else reaches it. Exits 0 when it was not pinned.')
+    .action(async (digest, _o, command) => {
+      const o = command.optsWithGlobals();
+      const r = await (await openService(o.store)).unpin(digest);
+      emit(o.json === true, r, () => (r.wasPinned ? `unpinned ${r.digest}` : `${r.digest} was not pinned`));
     });
 
 const verify: DefineCommand = (cmd, ctx) =>
@@ -117,4 +161,4 @@ function verifyText(r: VerifyResult): string {
   return out.join('\n');
 }
 
-export const commands: Record<string, DefineCommand> = { backends, doctor, gc, verify };
+export const commands: Record<string, DefineCommand> = { backends, doctor, gc, verify, pin, unpin };

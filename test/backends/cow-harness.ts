@@ -3,6 +3,7 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import * as assert from 'uvu/assert';
 import { baseDir, type BaseFamily } from '../../backends/base-tree.js';
 import { scanTree } from '../../model/scan.js';
 import { diffEntries, type Entry } from '../../model/snapshot.js';
@@ -140,6 +141,10 @@ export async function runMatrixCase(
   const sibCreated = await svc.create(sib, { from: source, backend, allowTestOnly: options.allowTestOnly });
   const created = await svc.create(work, { from: source, backend, allowTestOnly: options.allowTestOnly });
   const baseSnap = svc.readSnapshot(created.base);
+  // A CoW create says how much it shares with its base: every file of it, and their bytes.
+  const baseFiles = baseSnap.entries.flatMap((e) => (e.kind === 'file' ? [e.size] : []));
+  const shared = { files: baseFiles.length, bytes: baseFiles.reduce((a, b) => a + b, 0) };
+  if (['reflink', 'overlay', 'btrfs-snapshot'].includes(backend)) assert.equal(created.cloneCounts, shared, `${backend} cloneCounts`);
   const first = await svc.run(work, process.execPath, [options.applyScript, 'first'], { stdio: 'pipe' });
   if (first.exitCode !== 0) details.push(`first pass exited ${first.exitCode}: ${first.stderr}`);
   await options.beforeReentry?.(svc.sessionRoot(work));

@@ -118,6 +118,18 @@ test('list and --help load no harness, workload, report, agent or ACP SDK module
     loaded(['--help']).own.some((f) => f.startsWith('sessions/')),
     '--help loads no session code',
   );
+  // list loads what it uses: no process runner, no backends, no scanner, no create or gc.
+  const list = loaded(['list']);
+  assert.equal(
+    list.deps.filter((u) => /\/(execa|zx)\//.test(u)),
+    [],
+    'list starts no process',
+  );
+  const unused = list.own.filter((f) =>
+    /^(backends\/registry|model\/scan|sessions\/(create|gc|sweep|checkpoint|import|session-ops))\.js$/.test(f),
+  );
+  assert.equal(unused, [], `list loaded ${unused.join(', ')}`);
+  assert.ok(list.own.length + list.deps.length < 60, `list loaded ${list.own.length + list.deps.length} modules`);
   // The negative control: bench does load the harness.
   const bench = loaded(['bench', '--help']).own;
   assert.ok(bench.includes('harness/bench.js'), bench.join(', '));

@@ -6,6 +6,7 @@ import * as assert from 'uvu/assert';
 import { isPdbError } from '../../model/errors.js';
 import { ObjectStore } from '../../model/object-store.js';
 import { readSourceConfig, scanTree } from '../../model/scan.js';
+import { createTreeIndex } from '../../model/tree-index.js';
 import { createSnapshot, snapshotDigest } from '../../model/snapshot.js';
 import { tempDir, writeTree } from '../helpers.js';
 
@@ -89,15 +90,16 @@ test('install mode puts every byte in the store once, and the stat cache is trus
   const first = await scanTree(src, { excludes: [], store });
   assert.is(first.objectsInstalled, 61, 'deduplicated');
   for (const e of first.entries) if (e.kind === 'file') assert.ok(store.has(e.digest));
-  // Make every entry look old enough to be trusted (the racy-clean rule needs ctime < scan - 2 s).
-  const cache = new Map(
-    [...first.entries]
-      .filter((e) => e.kind === 'file')
-      .map((e) => [e.path, { sig: 'forced', digest: (e as any).digest, size: (e as any).size }]),
+  // An index that records other signatures for every file: nothing may be trusted.
+  const index = createTreeIndex(
+    { snapshot: null, changeset: null, base: null, excludes: [], recordedAtMs: Date.now() + 60_000, generation: '', source: null },
+    first.entries,
+    new Map(first.entries.filter((e) => e.kind === 'file').map((e) => [e.path, 'forced'])),
   );
-  const second = await scanTree(src, { excludes: [], store, statCache: cache });
+  const second = await scanTree(src, { excludes: [], store, trust: index });
   assert.is(second.filesTrusted, 0, 'a stat signature that does not match is never trusted');
   assert.is(snapshotDigest(createSnapshot(second.entries, [])), snapshotDigest(createSnapshot(first.entries, [])));
+  assert.equal(second.changedPaths, []);
 });
 
 test.run();

@@ -1,8 +1,11 @@
+import fc from 'fast-check';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { canonicalJson, sha256Digest } from '../../model/canonical-json.js';
+import { canonicalJson, sha256Digest, type Digest } from '../../model/canonical-json.js';
 import {
   assertContractPath,
+  canonicalSnapshot,
+  changeOf,
   comparePaths,
   countMismatches,
   createSnapshot,
@@ -61,6 +64,47 @@ test('contract paths refuse absolute, empty, dot and dot-dot components', () => 
   for (const bad of ['', '/a', 'a//b', './a', 'a/..', 'a\0b'])
     assert.throws(() => assertContractPath(bad), /E_BAD_PATH|component|relative/);
   assertContractPath('a/b.c/d');
+});
+
+test('a Snapshot written directly has exactly the canonical JSON bytes (any names, targets, sizes, bases)', () => {
+  const text = fc.string({ unit: 'binary', maxLength: 10 }).filter((x) => !x.includes('\0') && x.length > 0);
+  const entry: fc.Arbitrary<Entry> = fc.oneof(
+    text.map((path) => ({ path, kind: 'dir' as const })),
+    fc.tuple(text, fc.stringMatching(/^[0-9a-f]{64}$/), fc.maxSafeNat(), fc.boolean()).map(([path, h, size, exec]) => ({
+      path,
+      kind: 'file' as const,
+      digest: `sha256:${h}` as Digest,
+      size,
+      exec,
+    })),
+    fc.tuple(text, text).map(([path, target]) => ({ path, kind: 'symlink' as const, target })),
+  );
+  fc.assert(
+    fc.property(
+      fc.array(entry, { maxLength: 12 }),
+      fc.array(text, { maxLength: 3 }),
+      fc.option(fc.stringMatching(/^[0-9a-f]{64}$/)),
+      (entries, excludes, base) => {
+        const s = createSnapshot(entries, excludes, base === null ? null : (`sha256:${base}` as Digest));
+        const direct = canonicalSnapshot(s);
+        assert.is(direct.bytes.toString('utf8'), canonicalJson(s));
+        assert.is(direct.digest, sha256Digest(canonicalJson(s)));
+      },
+    ),
+    { seed: 13, numRuns: 300 },
+  );
+});
+
+test('changeOf classifies one path as diffEntries does', () => {
+  const f = (digest: string, exec = false): Entry => ({ path: 'p', kind: 'file', digest: d(digest), size: 1, exec });
+  assert.is(changeOf('p', null, null), null);
+  assert.is(changeOf('p', f('1'), f('1')), null);
+  assert.is(changeOf('p', null, f('1'))?.kind, 'add');
+  assert.is(changeOf('p', f('1'), null)?.kind, 'delete');
+  assert.is(changeOf('p', f('1'), f('2'))?.kind, 'modify');
+  assert.is(changeOf('p', f('1'), f('1', true))?.kind, 'mode');
+  assert.is(changeOf('p', f('1'), { path: 'p', kind: 'dir' })?.kind, 'retype');
+  assert.equal(changeOf('p', f('1'), f('2')), diffEntries([f('1')], [f('2')])[0]);
 });
 
 test.run();

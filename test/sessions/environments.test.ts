@@ -56,7 +56,7 @@ test('the empty lock a crash of older versions left does not wedge publish once 
   await expectCode(svc.publish('p', 'main', head), 'E_LEASE_BUSY', /being updated by process \?/);
   age(lock);
   assert.equal(await svc.publish('p', 'main', head), { env: 'main', previous: head, head: cp.snapshot });
-  assert.equal(readdirSync(svc.store.paths.environments), ['main.json']);
+  assert.equal(readdirSync(svc.store.paths.environments).sort(), ['main.history.jsonl', 'main.json'], 'the head, its history, and no lock');
 });
 
 test('a first import makes main past a stale lock of a dead process', async () => {
@@ -64,7 +64,7 @@ test('a first import makes main past a stale lock of a dead process', async () =
   writeFileSync(lock, JSON.stringify({ pid: DEAD_PID, pidStart: null }));
   const s = await svc.create('first', { from: src });
   assert.is(await svc.envHead('main'), s.base);
-  assert.equal(readdirSync(svc.store.paths.environments), ['main.json']);
+  assert.equal(readdirSync(svc.store.paths.environments).sort(), ['main.history.jsonl', 'main.json'], 'the head, its history, and no lock');
 });
 
 test('publish while a live process keeps the environment lock waits a bounded time, then E_LEASE_BUSY naming it; after it crashes, publish works', async () => {
@@ -86,7 +86,7 @@ test('a failed publish releases the lock: E_ENV_NOT_FOUND and E_HEAD_MOVED leave
   const { head } = await checkpointed(svc, src, 'r');
   await expectCode(svc.publish('r', 'other', head), 'E_ENV_NOT_FOUND');
   await expectCode(svc.publish('r', 'main', `sha256:${'0'.repeat(64)}`), 'E_HEAD_MOVED');
-  assert.equal(readdirSync(svc.store.paths.environments), ['main.json']);
+  assert.equal(readdirSync(svc.store.paths.environments).sort(), ['main.history.jsonl', 'main.json'], 'the head, its history, and no lock');
 });
 
 test.run();

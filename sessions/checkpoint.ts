@@ -1,0 +1,212 @@
+// Checkpoint and diff at status speed. A checkpoint is still a complete scan of the visible tree:
+// every entry is walked and every file lstat'ed, so adds, deletes and retypes are always found.
+// What is spared is reading bytes: a file whose stat signature is the one the session's tree index
+// recorded (at create, from the base, or at the last checkpoint) keeps its digest, under git's
+// racy-clean rule (model/tree-index.ts); `verify` re-hashes every file. The changes against the
+// base are composed from the index's own Changeset and what changed since, so the base's manifest
+// is not read either.
+import { join } from 'node:path';
+import type { Digest } from '../model/canonical-json.js';
+import { crashPoint } from '../model/crash-point.js';
+import { isPdbError } from '../model/errors.js';
+import { writeFileAtomic } from '../model/object-store.js';
+import type { ProgressFn } from '../model/progress.js';
+import { scanTree, trustableSignatures, type ScanResult } from '../model/scan.js';
+import {
+  SNAPSHOT_VERSION,
+  changeOf,
+  createChangeset,
+  diffEntries,
+  sortEntries,
+  type Change,
+  type Changeset,
+  type Entry,
+  type Snapshot,
+} from '../model/snapshot.js';
+import { createTreeIndex, readTreeIndex, serializeTreeIndex, type TreeIndex } from '../model/tree-index.js';
+import { acquireLease } from './lease.js';
+import { withObjectWrites } from './object-lease.js';
+import { appendCheckpointLog, readSession, sessionIndexFile, writeSession, type StoreContext } from './records.js';
+import { resumeSession, type OpenSession } from './session-ops.js';
+
+export interface CheckpointOptions {
+  /** Re-hash every file instead of trusting recorded signatures. */
+  verify?: boolean;
+  onProgress?: ProgressFn;
+}
+
+export interface CheckpointResult {
+  session: string;
+  base: Digest;
+  snapshot: Digest;
+  changeset: Digest;
+  changes: number;
+  files: number;
+  bytes: number;
+  /** Files read and hashed by this checkpoint; the others kept their recorded digest. */
+  filesHashed: number;
+  filesTrusted: number;
+}
+
+/** The tree index that describes this session: its own (create or last checkpoint), else its base's. */
+function loadIndex(ctx: StoreContext, s: OpenSession): TreeIndex | null {
+  const own = readTreeIndex(sessionIndexFile(ctx.store, s.rec.name));
+  const base = s.rec.base;
+  if (own && (own.header.snapshot === base || (own.header.base === base && own.header.changeset !== null))) return own;
+  const shared = s.rec.index ? readTreeIndex(join(ctx.store.paths.root, s.rec.index)) : null;
+  return shared && shared.header.snapshot === base ? shared : null;
+}
+
+interface SessionScan {
+  scan: ScanResult;
+  index: TreeIndex | null;
+  excludes: string[];
+  generation: string;
+}
+
+async function scanSession(ctx: StoreContext, s: OpenSession, install: boolean, options: CheckpointOptions): Promise<SessionScan> {
+  const index = options.verify ? null : loadIndex(ctx, s);
+  const excludes = index ? index.header.excludes : ctx.store.getDocument<Snapshot>(s.rec.base, 'Snapshot').excludes;
+  const generation = ctx.store.generation();
+  const scan = await scanTree(s.root, {
+    excludes,
+    store: install ? ctx.store : undefined,
+    trust: index,
+    checkObjects: index?.header.generation !== generation,
+    onProgress: options.onProgress,
+  });
+  return { scan, index, excludes, generation };
+}
+
+/**
+ * The changes from the base to the scanned tree. With an index, only the paths that changed since
+ * it are looked at: each one's entry in the base is its `before` in the index's Changeset, or else
+ * its entry in the index (unchanged since the base). Without one, the base's manifest is diffed.
+ */
+function changesSinceBase(ctx: StoreContext, s: OpenSession, { scan, index }: SessionScan): Change[] {
+  const diffWithBase = () => diffEntries(ctx.store.getDocument<Snapshot>(s.rec.base, 'Snapshot').entries, scan.entries);
+  if (!index) return diffWithBase();
+  const prev = new Map<string, Change>();
+  if (index.header.snapshot !== s.rec.base) {
+    try {
+      for (const c of ctx.store.getDocument<Changeset>(index.header.changeset!, 'Changeset').changes) prev.set(c.path, c);
+    } catch (err) {
+      if (!isPdbError(err, 'E_OBJECT_MISSING') && !isPdbError(err, 'E_OBJECT_CORRUPT')) throw err;
+      return diffWithBase();
+    }
+  }
+  const changed = scan.changedEntries!;
+  if (changed.size === 0) return [...prev.values()];
+  const inIndex = (path: string): Entry | null => {
+    const i = index.position(path);
+    return i === undefined ? null : index.entry(i);
+  };
+  for (const [path, after] of changed) {
+    const c = changeOf(path, prev.has(path) ? prev.get(path)!.before : inIndex(path), after);
+    if (c) prev.set(path, c);
+    else prev.delete(path);
+  }
+  return sortEntries([...prev.values()]);
+}
+
+/** Complete scan of the quiesced session root: installs objects, records Snapshot + Changeset. Publishes nothing. */
+export async function checkpointSession(ctx: StoreContext, name: string, options: CheckpointOptions = {}): Promise<CheckpointResult> {
+  const s = await resumeSession(ctx, name);
+  const lease = await acquireLease(join(s.dir, 'lease'), name, 'exclusive', 'checkpoint');
+  try {
+    return await withObjectWrites(ctx.store, `checkpoint ${name}`, async () => {
+      const intent = await ctx.journal.begin('checkpoint', { session: name });
+      try {
+        crashPoint('checkpoint:after-intent');
+        return await recordCheckpoint(ctx, s, name, options);
+      } finally {
+        // A checkpoint changes nothing but immutable objects and one atomic record write: done or
+        // failed, its intent goes.
+        await ctx.journal.end(intent);
+      }
+    });
+  } finally {
+    await lease.release();
+  }
+}
+
+async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: string, options: CheckpointOptions): Promise<CheckpointResult> {
+  const scanned = await scanSession(ctx, s, true, options);
+  const { scan, index } = scanned;
+  const h = index?.header;
+  // Nothing changed since the last checkpoint: its Snapshot and Changeset are this one's.
+  const again =
+    h &&
+    h.snapshot !== s.rec.base &&
+    h.changes !== undefined &&
+    scan.changedPaths!.length === 0 &&
+    ctx.store.has(h.snapshot!) &&
+    ctx.store.has(h.changeset!);
+  let snapshot: Digest;
+  let changeset: Digest;
+  let changes: number;
+  if (again) [snapshot, changeset, changes] = [h.snapshot!, h.changeset!, h.changes!];
+  else {
+    const result: Snapshot = { version: SNAPSHOT_VERSION, base: s.rec.base, excludes: scanned.excludes, entries: scan.entries };
+    snapshot = await ctx.store.putSnapshot(result);
+    const list = changesSinceBase(ctx, s, scanned);
+    changeset = await ctx.store.putDocument(createChangeset(s.rec.base, snapshot, list));
+    changes = list.length;
+  }
+  crashPoint('checkpoint:after-objects');
+  const rec = await readSession(ctx.store, name);
+  rec.lastCheckpoint = { snapshot, changeset, at: new Date().toISOString() };
+  await appendCheckpointLog(ctx.store, name, rec.lastCheckpoint);
+  await writeSession(ctx.store, rec);
+  crashPoint('checkpoint:after-record');
+  await writeSessionIndex(ctx, s, scanned, { snapshot, changeset, changes });
+  return {
+    session: name,
+    base: s.rec.base,
+    snapshot,
+    changeset,
+    changes,
+    files: scan.walk.files.length,
+    bytes: scan.bytes,
+    filesHashed: scan.filesHashed,
+    filesTrusted: scan.filesTrusted,
+  };
+}
+
+/** Record the tree as this checkpoint saw it, unless the session's own index already says exactly that. */
+async function writeSessionIndex(
+  ctx: StoreContext,
+  s: OpenSession,
+  scanned: SessionScan,
+  cp: { snapshot: Digest; changeset: Digest; changes: number },
+) {
+  const file = sessionIndexFile(ctx.store, s.rec.name);
+  const old = scanned.index;
+  // The session's own index, nothing changed, every file trusted: it already says exactly this.
+  const own = old !== null && old.header.snapshot === cp.snapshot && old.header.generation === scanned.generation;
+  if (own && scanned.scan.filesHashed === 0 && scanned.scan.changedPaths!.length === 0) return;
+  const next = createTreeIndex(
+    {
+      ...cp,
+      base: s.rec.base,
+      excludes: scanned.excludes,
+      recordedAtMs: scanned.scan.walk.startedAtMs,
+      generation: scanned.generation,
+      source: null,
+    },
+    scanned.scan.entries,
+    trustableSignatures(scanned.scan.walk),
+  );
+  await writeFileAtomic(ctx.store.paths, file, serializeTreeIndex(next), 0o644, { sync: false });
+}
+
+/** Changes since the base, by relative path (read-only; installs nothing, records nothing). */
+export async function diffSession(
+  ctx: StoreContext,
+  name: string,
+  options: CheckpointOptions = {},
+): Promise<{ session: string; base: Digest; changes: Change[] }> {
+  const s = await resumeSession(ctx, name);
+  const scanned = await scanSession(ctx, s, false, options);
+  return { session: name, base: s.rec.base, changes: changesSinceBase(ctx, s, scanned) };
+}

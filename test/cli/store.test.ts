@@ -1,0 +1,50 @@
+// gc, pin and unpin through the CLI: --dry-run prints what it would free in bytes and frees nothing;
+// a pinned checkpoint survives gc until unpinned; a digest not in the store cannot be pinned.
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { cli, cliJson, tempDir, writeTree } from '../helpers.js';
+
+const t = tempDir();
+test.after(() => t.cleanup());
+const src = join(t.dir, 'src');
+writeTree(src, { 'a.txt': 'A\n' });
+const env = { PDB_ENV_STORE: join(t.dir, 'store') };
+
+test('gc --dry-run prints the bytes it would free and frees nothing; gc frees them; pin keeps a checkpoint until unpin', () => {
+  cliJson(['create', 'g', '--from', src], { env });
+  const root = cli(['path', 'g'], { env }).stdout.trim();
+  writeFileSync(join(root, 'blob.bin'), randomBytes(1024 * 1024));
+  const dropped = cliJson(['checkpoint', 'g'], { env });
+  cliJson(['discard', 'g'], { env });
+  cliJson(['create', 'p', '--from', src], { env });
+  const proot = cli(['path', 'p'], { env }).stdout.trim();
+  writeFileSync(join(proot, 'keep.bin'), randomBytes(512 * 1024));
+  const kept = cliJson(['checkpoint', 'p'], { env });
+  assert.is(cliJson(['pin', kept.snapshot], { env }).digest, kept.snapshot);
+  assert.equal(cliJson(['pin'], { env }).pins, [kept.snapshot]);
+  cliJson(['discard', 'p'], { env });
+
+  const dry = cli(['gc', '--dry-run'], { env });
+  assert.is(dry.code, 0, dry.stderr);
+  const would = Number(/would free (\d+) bytes/.exec(dry.stdout)?.[1]);
+  assert.ok(would >= 1024 * 1024 && would < 1536 * 1024, dry.stdout);
+  assert.is(cliJson(['gc', '--dry-run'], { env }).freed.bytes, would, 'a dry run changed nothing');
+  const done = cliJson(['gc'], { env });
+  assert.is(done.freed.bytes, would);
+  const snapshotOf = (d: string) => cli(['create', `x${d.slice(7, 12)}`, '--base', d], { env });
+  assert.is(snapshotOf(dropped.snapshot).code, 1, 'the discarded checkpoint is gone');
+  assert.is(snapshotOf(kept.snapshot).code, 0, 'the pinned one is kept');
+  cliJson(['discard', `x${kept.snapshot.slice(7, 12)}`], { env });
+
+  assert.is(cliJson(['unpin', kept.snapshot], { env }).wasPinned, true);
+  assert.match(cli(['unpin', kept.snapshot], { env }).stdout, /was not pinned/);
+  assert.ok(cliJson(['gc'], { env }).freed.bytes >= 512 * 1024, 'unpinned: collected');
+  assert.is(cli(['verify'], { env }).code, 0);
+  const bad = cli(['pin', 'sha256:' + '0'.repeat(64)], { env });
+  assert.is.not(bad.code, 0);
+});
+
+test.run();
