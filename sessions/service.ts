@@ -144,9 +144,14 @@ export class SessionService {
     return (await import('./environments.js')).listEnvs(this.store);
   }
 
-  /** Expected-head compare-and-set: advance `env` from `expect` to the session's last checkpoint. */
-  async publish(name: string, env: string, expect: string): Promise<{ env: string; previous: Digest; head: Digest }> {
-    return (await import('./environments.js')).publish(this, name, env, expect);
+  /** Expected-head compare-and-set onto the checkpoint's own base (E_STALE_BASE), or merged onto `expect` with `rebase`. */
+  async publish(
+    name: string,
+    env: string,
+    expect: string,
+    options: { rebase?: boolean } = {},
+  ): Promise<{ env: string; previous: Digest; head: Digest; rebased?: true }> {
+    return (await import('./environments.js')).publish(this, name, env, expect, options);
   }
 
   // ---- health

@@ -211,15 +211,20 @@ const publish: DefineCommand = (cmd) =>
   cmd
     .argument('<name>', 'the session whose last checkpoint is published')
     .option('--env <env>', 'the environment (default: main)')
-    .option('--expect <digest>', 'the head you based your work on (required)')
+    .option('--expect <digest>', 'the head you based your work on (required; a unique prefix of 7+ hex characters will do)')
+    .option('--rebase', "merge the checkpoint's changes onto DIGEST when it was built on an older head")
     .addHelpText(
       'after',
       `
 Moves ENV's head from DIGEST to NAME's last checkpoint, or fails with E_HEAD_MOVED
-when ENV is no longer at DIGEST.
+when ENV is no longer at DIGEST. A checkpoint built on another head than DIGEST is
+E_STALE_BASE: publishing it would drop the work published in between. --rebase
+merges it onto DIGEST path by path (a new checkpoint of NAME based on DIGEST); paths
+both sides changed differently are E_PUBLISH_CONFLICT, and nothing changes.
 
 Example:
-  pdb-env publish agent-a --env main --expect sha256:...`,
+  pdb-env publish agent-a --env main --expect sha256:...
+  pdb-env publish agent-b --env main --expect 3f2a9c1 --rebase`,
     )
     .action(async (name, _o, command) => {
       const o = command.optsWithGlobals();
@@ -227,8 +232,8 @@ Example:
         throw new PdbError('E_USAGE', 'publish needs --expect DIGEST (the head you based your work on)', {
           hint: 'pdb-env envs prints the heads.',
         });
-      const r = await (await openService(o.store)).publish(name, o.env ?? 'main', o.expect);
-      emit(o.json === true, r, () => `${r.env}: ${short(r.previous)} -> ${r.head}`);
+      const r = await (await openService(o.store)).publish(name, o.env ?? 'main', o.expect, { rebase: o.rebase === true });
+      emit(o.json === true, r, () => `${r.env}: ${short(r.previous)} -> ${r.head}${r.rebased ? ' (rebased)' : ''}`);
     });
 
 const envs: DefineCommand = (cmd) =>
