@@ -8,6 +8,7 @@ import type { Digest } from '../model/canonical-json.js';
 import { ObjectStore } from '../model/object-store.js';
 import type { Change, Entry, Snapshot } from '../model/snapshot.js';
 import type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
+import type { ExportPatchResult, PatchFormat } from './patch.js';
 import type { CreateOptions, CreateResult } from './create.js';
 import type { Finding } from './doctor.js';
 import type { GcResult } from './gc.js';
@@ -23,6 +24,7 @@ export type { ImportOptions, ImportResult } from './import.js';
 export type { CreateOptions, CreateResult } from './create.js';
 export type { OpenSession, RunOptions } from './session-ops.js';
 export type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
+export type { ExportPatchResult, PatchFormat } from './patch.js';
 export type { Finding, FindingKind } from './doctor.js';
 export type { GcResult } from './gc.js';
 export type { ObjectProblem, VerifyResult } from './integrity.js';
@@ -122,6 +124,23 @@ export class SessionService {
   /** Changes since the base, by relative path (read-only; installs nothing). */
   async diff(name: string, options: CheckpointOptions = {}): Promise<{ session: string; base: Digest; changes: Change[] }> {
     return (await import('./checkpoint.js')).diffSession(this, name, options);
+  }
+
+  /** The changes since the base as git's patch (or its --stat), made by git from a private object database. */
+  async diffPatch(name: string, format: PatchFormat, options: CheckpointOptions = {}): Promise<Buffer> {
+    const [{ diffSession }, { resumeSession }, { makePatch }] = await Promise.all([
+      import('./checkpoint.js'),
+      import('./session-ops.js'),
+      import('./patch.js'),
+    ]);
+    const d = await diffSession(this, name, options);
+    const { root } = await resumeSession(this, name);
+    return makePatch(this, { session: name, base: d.base, result: null, changes: d.changes, root }, format);
+  }
+
+  /** The last checkpoint's changes as a git binary patch in `file` (written atomically). */
+  async exportPatch(name: string, file: string): Promise<ExportPatchResult> {
+    return (await import('./patch.js')).exportPatch(this, name, file);
   }
 
   /** Entries of the session root right now (hash only). Used by oracle checks. */

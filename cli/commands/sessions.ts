@@ -200,9 +200,21 @@ const diff: DefineCommand = (cmd) =>
   cmd
     .argument('<name>', 'the session')
     .option('--verify', 're-hash every file instead of trusting unchanged stat signatures')
-    .addHelpText('after', '\nLists add, delete, modify, mode and retype changes by relative path.\n\nExample:\n  pdb-env diff agent-a')
+    .option('--patch', "print the changes as git's binary patch (made by git; git apply takes it)")
+    .option('--stat', "print git's diffstat of the changes")
+    .addHelpText(
+      'after',
+      '\nLists add, delete, modify, mode and retype changes by relative path.\n--patch and --stat need git.\n\nExample:\n  pdb-env diff agent-a\n  pdb-env diff agent-a --patch > agent-a.patch',
+    )
     .action(async (name, _o, command) => {
       const o = command.optsWithGlobals();
+      if (o.patch === true || o.stat === true) {
+        if (o.patch === true && o.stat === true) throw new PdbError('E_USAGE', 'diff takes --patch or --stat, not both');
+        process.stdout.write(
+          await (await openService(o.store)).diffPatch(name, o.stat === true ? 'stat' : 'patch', { verify: o.verify === true }),
+        );
+        return;
+      }
       const r = await (await openService(o.store)).diff(name, { verify: o.verify === true });
       emit(o.json === true, r, () => (r.changes.length ? r.changes.map((c) => `${c.kind.padEnd(6)} ${c.path}`).join('\n') : 'no changes'));
     });
