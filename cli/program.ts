@@ -48,6 +48,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     summary: "write a session's last checkpoint out: a git patch file, or a commit on a branch of the source repository",
     load: wayBack,
   },
+  { name: 'apply', summary: "write a session's last checkpoint back into its source directory (per-path compare-and-set)", load: wayBack },
   { name: 'envs', summary: 'list environments and their heads', load: sessions },
   { name: 'discard', summary: 'remove a session (idempotent)', load: sessions },
   { name: 'backends', summary: 'list backends with availability probed on this host', load: store },

@@ -9,6 +9,7 @@ import { ObjectStore } from '../model/object-store.js';
 import type { Change, Entry, Snapshot } from '../model/snapshot.js';
 import type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
 import type { ExportPatchResult, PatchFormat } from './patch.js';
+import type { ApplyResult } from './apply.js';
 import type { CreateOptions, CreateResult } from './create.js';
 import type { Finding } from './doctor.js';
 import type { GcResult } from './gc.js';
@@ -25,6 +26,7 @@ export type { CreateOptions, CreateResult } from './create.js';
 export type { OpenSession, RunOptions } from './session-ops.js';
 export type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
 export type { ExportPatchResult, PatchFormat } from './patch.js';
+export type { ApplyResult } from './apply.js';
 export type { Finding, FindingKind } from './doctor.js';
 export type { GcResult } from './gc.js';
 export type { ObjectProblem, VerifyResult } from './integrity.js';
@@ -141,6 +143,11 @@ export class SessionService {
   /** The last checkpoint's changes as a git binary patch in `file` (written atomically). */
   async exportPatch(name: string, file: string): Promise<ExportPatchResult> {
     return (await import('./patch.js')).exportPatch(this, name, file);
+  }
+
+  /** Write the last checkpoint's changes into `to` (default: the source), compare-and-set per path; staged and journaled. */
+  async apply(name: string, options: { to?: string } = {}): Promise<ApplyResult> {
+    return (await import('./apply.js')).applySession(this, name, options);
   }
 
   /** Entries of the session root right now (hash only). Used by oracle checks. */

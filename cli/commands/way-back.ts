@@ -26,4 +26,30 @@ Example:
       emit(o.json === true, r, () => `wrote ${r.changes} change(s) of ${r.session} to ${r.file} (${r.bytes} bytes)`);
     });
 
-export const commands: Record<string, DefineCommand> = { export: exportCmd };
+const apply: DefineCommand = (cmd) =>
+  cmd
+    .argument('<name>', 'the session whose last checkpoint is applied')
+    .option('--to <dir>', 'the directory to write into (default: the source the session was imported from)')
+    .addHelpText(
+      'after',
+      `
+Writes the changes of NAME's last checkpoint into DIR, path by path: every path they
+touch must still be as the session's base had it (kind, bytes, exec bit), or nothing
+is written (E_APPLY_CONFLICT lists the paths). Files are staged in DIR/.pdb and
+renamed into place; a crash is finished by pdb-env gc. Excluded paths (node_modules)
+and files the changes do not name are never touched.
+
+Example:
+  pdb-env checkpoint agent-a && pdb-env apply agent-a`,
+    )
+    .action(async (name, _o, command) => {
+      const o = command.optsWithGlobals();
+      const r = await (await openService(o.store)).apply(name, { to: o.to });
+      emit(
+        o.json === true,
+        r,
+        () => `applied ${r.changes} change(s) of ${r.session} to ${r.dir}: ${r.written} written, ${r.deleted} removed`,
+      );
+    });
+
+export const commands: Record<string, DefineCommand> = { export: exportCmd, apply };
