@@ -29,6 +29,7 @@ import {
   type StoreContext,
 } from './records.js';
 import { withStoreLock } from './store-lock.js';
+import { readSourceGit } from './source-git.js';
 
 export interface CreateOptions {
   from?: string;
@@ -264,6 +265,8 @@ async function createChecked(ctx: StoreContext, req: Request): Promise<CreateRes
   const chosen = await chooseBase(ctx.store, req);
   const { dir, intent } = await claimName(ctx, req, chosen.base);
   const rec = newRecord(name, req.backend.name, chosen.base, req.sourceDir);
+  // export --git commits on the HEAD the source had when it was imported.
+  if (chosen.imported) rec.sourceGit = readSourceGit(req.sourceDir!);
   const root = join(dir, 'root');
   try {
     await writeSession(ctx.store, rec);

@@ -17,11 +17,20 @@ export interface GitTarget {
   indexFile: string;
 }
 
+export interface GitOptions {
+  gitDir?: string;
+  indexFile?: string;
+  input?: string | Buffer;
+  cwd?: string;
+}
+
 /** Run git with `args`; its stdout. E_TOOL_MISSING without git, E_IO naming the command when it fails. */
-export function git(
-  args: string[],
-  options: { gitDir?: string; indexFile?: string; input?: string | Buffer; cwd?: string } = {},
-): Promise<Buffer> {
+export async function git(args: string[], options: GitOptions = {}): Promise<Buffer> {
+  return (await gitCode(args, options, [0])).stdout;
+}
+
+/** Run git; its exit code (one of `ok`, else E_IO with git's message) and stdout. */
+export function gitCode(args: string[], options: GitOptions, ok: number[]): Promise<{ code: number; stdout: Buffer }> {
   const env: NodeJS.ProcessEnv = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', LC_ALL: 'C' };
   if (options.gitDir) env.GIT_DIR = options.gitDir;
   if (options.indexFile) env.GIT_INDEX_FILE = options.indexFile;
@@ -41,7 +50,7 @@ export function git(
       else reject(new PdbError('E_IO', `git ${args[0]} could not start: ${e.message}`, { cause: e }));
     });
     child.on('close', (code) => {
-      if (code === 0) resolve(Buffer.concat(out));
+      if (code !== null && ok.includes(code)) resolve({ code, stdout: Buffer.concat(out) });
       else
         reject(
           new PdbError('E_IO', `git ${args.join(' ')} failed (exit ${code}): ${Buffer.concat(err).toString('utf8').trim()}`, {

@@ -10,6 +10,7 @@ import type { Change, Entry, Snapshot } from '../model/snapshot.js';
 import type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
 import type { ExportPatchResult, PatchFormat } from './patch.js';
 import type { ApplyResult } from './apply.js';
+import type { ExportGitResult } from './export-git.js';
 import type { CreateOptions, CreateResult } from './create.js';
 import type { Finding } from './doctor.js';
 import type { GcResult } from './gc.js';
@@ -27,6 +28,7 @@ export type { OpenSession, RunOptions } from './session-ops.js';
 export type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
 export type { ExportPatchResult, PatchFormat } from './patch.js';
 export type { ApplyResult } from './apply.js';
+export type { ExportGitResult } from './export-git.js';
 export type { Finding, FindingKind } from './doctor.js';
 export type { GcResult } from './gc.js';
 export type { ObjectProblem, VerifyResult } from './integrity.js';
@@ -143,6 +145,11 @@ export class SessionService {
   /** The last checkpoint's changes as a git binary patch in `file` (written atomically). */
   async exportPatch(name: string, file: string): Promise<ExportPatchResult> {
     return (await import('./patch.js')).exportPatch(this, name, file);
+  }
+
+  /** The last checkpoint as a commit on a branch of the source repository (plumbing only; the user's tree, index and HEAD untouched). */
+  async exportGit(name: string, options: { branch?: string; message?: string } = {}): Promise<ExportGitResult> {
+    return (await import('./export-git.js')).exportGit(this, name, options);
   }
 
   /** Write the last checkpoint's changes into `to` (default: the source), compare-and-set per path; staged and journaled. */
