@@ -8,7 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PdbError } from '../model/errors.js';
-import type { Change, Entry } from '../model/snapshot.js';
+import type { Digest } from '../model/canonical-json.js';
+import { diffEntries, type Change, type Entry, type Snapshot } from '../model/snapshot.js';
 import { git, gitCode, updateIndex, writeBlobs } from './git-plumbing.js';
 import { lastCheckpointChanges } from './patch.js';
 import { readSession, type StoreContext } from './records.js';
@@ -76,6 +77,11 @@ export async function exportGit(
       hint: `Export a patch instead: pdb-env export ${name} --patch FILE`,
     });
   const of = await lastCheckpointChanges(ctx, name);
+  // A fork's or a rebased checkpoint's base is not what was imported at HEAD: carry the changes from that import.
+  if (src.base && of.result && src.base !== of.base) {
+    const entries = (d: Digest) => ctx.store.getDocument<Snapshot>(d, 'Snapshot').entries;
+    of.changes = diffEntries(entries(src.base), entries(of.result));
+  }
   const changes: Change[] = of.changes
     .filter((c) => c.before?.kind !== 'dir' || c.after?.kind !== 'dir')
     .map((c) => ({

@@ -3,6 +3,7 @@
 // commit. `export --git` makes its commit on that HEAD.
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
+import type { Digest } from '../model/canonical-json.js';
 
 export interface SourceGit {
   /** The repository's git directory (a worktree's own, for a linked worktree). */
@@ -13,7 +14,11 @@ export interface SourceGit {
   prefix: string;
   /** HEAD's commit at import time; null on a branch with no commit yet. */
   head: string | null;
+  /** The Snapshot imported at that HEAD: export --git carries the changes from it (a fork's or a rebase's too). */
+  base?: Digest;
 }
+
+export const withBase = (g: SourceGit | null, base: Digest): SourceGit | null => (g ? { ...g, base } : null);
 
 const read = (file: string): string | null => {
   try {

@@ -1,7 +1,9 @@
+import { isAbsolute, relative } from 'node:path';
 import { BACKEND_NAMES } from '../../backends/types.js';
 import type { Digest } from '../../model/canonical-json.js';
 import { PdbError } from '../../model/errors.js';
 import { SessionService, type SessionInfo } from '../../sessions/service.js';
+import { findProjectRoot } from '../../sessions/find-project.js';
 import { resolveStoreDir } from '../../sessions/store-location.js';
 import { emit, short, table } from '../output.js';
 import type { CliContext, DefineCommand } from '../program.js';
@@ -17,6 +19,7 @@ const create: DefineCommand = (cmd) =>
     .option('--from <dir>', 'source directory (default: .)')
     .option('--backend <name>', `${BACKEND_NAMES.join(' | ')} (default: full-copy)`)
     .option('--env <env>', "start from environment ENV's head instead of importing DIR")
+    .option('--fork <other>', "start from session OTHER's last checkpoint (the new session's source is OTHER's)")
     .option(
       '--base <digest>',
       "start from a Snapshot already in the store (a checkpoint's result, an earlier import) instead of importing DIR",
@@ -30,17 +33,31 @@ unchanged DIR again costs a stat walk: a file whose stat signature (inode, size,
 mtime, ctime, mode) is the one recorded last time is not read again (git's rule).
 On a terminal, a create running longer than a second shows files and bytes done.
 
+From a subdirectory, DIR defaults to the project root: the nearest directory already
+imported, else the git top level. --base takes a unique digest prefix (7+ hex).
+
 Example:
   pdb-env create agent-a --from ~/src/app
+  pdb-env create agent-b --fork agent-a
   cd "$(pdb-env path agent-a)"`,
     )
     .action(async (name, _o, command) => {
       const o = command.optsWithGlobals();
-      const from = o.from ?? process.cwd();
+      const named = o.store ?? process.env.PDB_ENV_STORE;
+      const forked = o.fork ? (await SessionService.open(resolveStoreDir({ store: o.store }))).readSession(o.fork) : null;
+      // From a subdirectory, the project root (the nearest imported directory, else the git top level).
+      const from = o.from ?? (await forked)?.sourceDir ?? findProjectRoot(process.cwd(), named);
       const svc = await SessionService.open(resolveStoreDir({ store: o.store, sourceDir: from, forCreate: true }), { create: true });
       const progress = createProgressReporter({ json: o.json === true });
       const r = await svc
-        .create(name, { from, backend: o.backend, env: o.env, base: o.base as Digest | undefined, onProgress: progress.onProgress })
+        .create(name, {
+          from,
+          backend: o.backend,
+          env: o.env,
+          base: o.base as Digest | undefined,
+          fork: o.fork,
+          onProgress: progress.onProgress,
+        })
         .finally(progress.done);
       emit(o.json === true, r, () => `created ${r.session} (${r.backend}) from ${short(r.base)}: ${r.files} files\n${r.root}`);
     });
@@ -150,12 +167,27 @@ const list: DefineCommand = (cmd) =>
       emit(json, { store: svc.store.paths.root, sessions }, () => listText(sessions));
     });
 
+/** A source as a path relative to the current directory when inside it, else absolute. */
+function showSource(dir: string | null): string {
+  if (!dir) return '-';
+  const rel = relative(process.cwd(), dir);
+  return rel === '' ? '.' : rel.startsWith('..') || isAbsolute(rel) ? dir : rel;
+}
+
 /** The session table; a damaged session is a row too, with why and how to recover below it. */
 function listText(sessions: SessionInfo[]): string {
   if (sessions.length === 0) return 'no sessions (pdb-env create NAME makes one)';
   const rows = table([
-    ['', 'SESSION', 'BACKEND', 'BASE', 'STATE', 'CHECKPOINT'],
-    ...sessions.map((s) => [s.current ? '*' : '', s.name, s.backend ?? '-', short(s.base), s.state, short(s.lastCheckpoint?.snapshot)]),
+    ['', 'SESSION', 'BACKEND', 'BASE', 'STATE', 'CHECKPOINT', 'SOURCE'],
+    ...sessions.map((s) => [
+      s.current ? '*' : '',
+      s.name,
+      s.backend ?? '-',
+      short(s.base),
+      s.state,
+      short(s.lastCheckpoint?.snapshot),
+      showSource(s.state === 'damaged' ? null : s.sourceDir),
+    ]),
   ]);
   const damaged = sessions.flatMap((s) => (s.state === 'damaged' ? [`  ${s.name}: ${s.damage}`] : []));
   return damaged.length ? `${rows}\n\ndamaged (pdb-env doctor explains how to recover):\n${damaged.join('\n')}` : rows;
