@@ -5,6 +5,7 @@
 // moves by `update-ref NEW OLD`, a compare-and-set, and only forward. The user's work tree, index,
 // HEAD and current branch are never touched.
 import { randomBytes } from 'node:crypto';
+import { lstatSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PdbError } from '../model/errors.js';
@@ -26,8 +27,20 @@ export interface ExportGitResult {
 
 const ZERO = '0'.repeat(40);
 
-/** The changed paths git ignores in the work tree (tracked paths are never ignored). */
-async function ignoredPaths(gitDir: string, topLevel: string, paths: string[]): Promise<Set<string>> {
+/** Is every directory above `path` a real directory in the work tree (or absent)? git refuses a path beyond a symlink. */
+function reachable(topLevel: string, path: string): boolean {
+  const parts = path.split('/').slice(0, -1);
+  for (let i = 1; i <= parts.length; i++) {
+    const st = lstatSync(join(topLevel, ...parts.slice(0, i)), { throwIfNoEntry: false });
+    if (!st) return true;
+    if (!st.isDirectory()) return false;
+  }
+  return true;
+}
+
+/** The changed paths git ignores in the work tree (tracked paths, and paths below a link or file there, are not). */
+async function ignoredPaths(gitDir: string, topLevel: string, all: string[]): Promise<Set<string>> {
+  const paths = all.filter((p) => reachable(topLevel, p));
   if (paths.length === 0) return new Set();
   const r = await gitCode(['check-ignore', '-z', '--stdin'], { gitDir, cwd: topLevel, input: `${paths.join('\0')}\0` }, [0, 1]);
   return new Set(r.stdout.toString('utf8').split('\0').filter(Boolean));
