@@ -2,7 +2,7 @@
 // non-ASCII names), `git apply` of the exported patch to a copy of the base gives exactly the
 // session's result. PDB_PATCH_RUNS changes the run count (default 12: each run is a session).
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { test } from 'uvu';
@@ -29,6 +29,29 @@ test('diff --patch and --stat are git output; a session without changes gives an
   assert.match(patch, /new file mode 100644/);
   const stat = (await svc.diffPatch('s', 'stat')).toString('utf8');
   assert.match(stat, /2 files changed, 1 insertion\(\+\), 1 deletion\(-\)/);
+});
+
+test('without git on PATH, diff --patch and export --patch are E_TOOL_MISSING with a hint', async () => {
+  const src = makeRepo(join(t.dir, 'nogit'));
+  const svc = await SessionService.open(join(t.dir, 'nogit-store'), { create: true });
+  const s = await svc.create('s', { from: src });
+  applyOps(s.root, [{ op: 'delete', path: 'a.txt' }]);
+  await svc.checkpoint('s');
+  const path = process.env.PATH;
+  process.env.PATH = join(t.dir, 'no-such-bin');
+  try {
+    for (const run of [() => svc.diffPatch('s', 'patch'), () => svc.exportPatch('s', join(t.dir, 'nogit.patch'))]) {
+      const err = await run().then(
+        () => null,
+        (e: unknown) => e as { code: string; hint?: string },
+      );
+      assert.is(err?.code, 'E_TOOL_MISSING');
+      assert.match(err?.hint ?? '', /Install git/);
+    }
+  } finally {
+    process.env.PATH = path;
+  }
+  assert.not.ok(existsSync(join(t.dir, 'nogit.patch')));
 });
 
 test(`git apply of the exported patch reproduces the session's result (${RUNS} random changesets)`, async () => {
