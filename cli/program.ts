@@ -31,6 +31,7 @@ const store = () => import('./commands/store.js');
 const bench = () => import('./commands/bench.js');
 const validate = () => import('./commands/validate.js');
 const report = () => import('./commands/report.js');
+const wayBack = () => import('./commands/way-back.js');
 
 /** Every command, in the order `pdb-env --help` lists them. */
 export const COMMANDS: readonly CommandEntry[] = [
@@ -42,6 +43,12 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'checkpoint', summary: 'scan a quiesced session into a result Snapshot and Changeset', load: sessions },
   { name: 'diff', summary: 'list changes since the base', load: sessions },
   { name: 'publish', summary: "advance an environment head to a session's checkpoint (compare-and-set)", load: sessions },
+  {
+    name: 'export',
+    summary: "write a session's last checkpoint out: a git patch file, or a commit on a branch of the source repository",
+    load: wayBack,
+  },
+  { name: 'apply', summary: "write a session's last checkpoint back into its source directory (per-path compare-and-set)", load: wayBack },
   { name: 'envs', summary: 'list environments and their heads', load: sessions },
   { name: 'discard', summary: 'remove a session (idempotent)', load: sessions },
   { name: 'backends', summary: 'list backends with availability probed on this host', load: store },

@@ -20,7 +20,10 @@ export const CRASH_POINTS = [
   'discard:after-state',
   'discard:after-release',
   'discard:after-rename',
-  // Issue 11 adds apply's steps here (apply:after-intent, ...) when apply lands.
+  'apply:after-intent',
+  'apply:after-plan',
+  'apply:after-first-rename',
+  'apply:after-renames',
 ] as const;
 
 export type CrashPoint = (typeof CRASH_POINTS)[number];

@@ -27,8 +27,10 @@ import {
   writeSession,
   type SessionRecord,
   type StoreContext,
+  readSession,
 } from './records.js';
 import { withStoreLock } from './store-lock.js';
+import { readSourceGit, withBase } from './source-git.js';
 
 export interface CreateOptions {
   from?: string;
@@ -44,6 +46,8 @@ export interface CreateOptions {
   /** Test seam: runs after the base is materialized and before the source is re-scanned. */
   afterMaterialize?: () => Promise<void>;
   onProgress?: ProgressFn;
+  /** Create from this session's last checkpoint; its source (and git HEAD) become the new session's. */
+  fork?: string;
 }
 
 export interface CreateResult {
@@ -249,7 +253,9 @@ async function makeMain(ctx: StoreContext, base: Digest): Promise<void> {
  * Import or pick the base, materialize the session, race-check a prepare; the session is ready
  * after. Holds the object writer lease throughout: gc sweeps nothing this create relies on.
  */
-export async function createSession(ctx: StoreContext, name: string, options: CreateOptions = {}): Promise<CreateResult> {
+export async function createSession(ctx: StoreContext, name: string, given: CreateOptions = {}): Promise<CreateResult> {
+  const { resolveCreateOptions } = await import('./create-options.js');
+  const options = await resolveCreateOptions(ctx, given);
   const req = await checkRequest(ctx.store, name, options);
   return withObjectWrites(ctx.store, `create ${name}`, () =>
     createChecked(ctx, req).catch(async (err: unknown) => {
@@ -264,6 +270,9 @@ async function createChecked(ctx: StoreContext, req: Request): Promise<CreateRes
   const chosen = await chooseBase(ctx.store, req);
   const { dir, intent } = await claimName(ctx, req, chosen.base);
   const rec = newRecord(name, req.backend.name, chosen.base, req.sourceDir);
+  // export --git commits on the HEAD the source had when it was imported.
+  if (chosen.imported) rec.sourceGit = withBase(readSourceGit(req.sourceDir!), chosen.base);
+  else if (options.fork) rec.sourceGit = (await readSession(ctx.store, options.fork)).sourceGit ?? null;
   const root = join(dir, 'root');
   try {
     await writeSession(ctx.store, rec);

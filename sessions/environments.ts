@@ -9,6 +9,7 @@ import { isDigest, type Digest } from '../model/canonical-json.js';
 import { crashPoint } from '../model/crash-point.js';
 import { PdbError, osErrorCode, toPdbError } from '../model/errors.js';
 import { writeFileAtomic, type ObjectStore } from '../model/object-store.js';
+import { resolveDigestArg } from './digests.js';
 import { SHORT_LOCK_WAIT_MS, tryLock } from './lock.js';
 import { assertEnvName, readSession, type StoreContext } from './records.js';
 
@@ -105,33 +106,49 @@ async function withEnvLock<T>(store: ObjectStore, env: string, fn: () => Promise
   }
 }
 
-/** Expected-head compare-and-set: advance `env` from `expect` to the session's last checkpoint. */
+/**
+ * Expected-head compare-and-set: advance `env` from `expect` to the session's last checkpoint,
+ * which must have been built on `expect` (E_STALE_BASE otherwise: publishing it would drop what
+ * came between). With `rebase`, a checkpoint built on an older head is first merged onto `expect`
+ * (sessions/publish-rebase.ts) and recorded as a new checkpoint of the session.
+ */
 export async function publish(
   ctx: StoreContext,
   name: string,
   env: string,
-  expect: string,
-): Promise<{ env: string; previous: Digest; head: Digest }> {
-  if (!isDigest(expect))
-    throw new PdbError('E_USAGE', `--expect must be a digest like sha256:<64 hex>, got "${expect}"`, {
-      hint: 'pdb-env envs shows each head.',
-    });
+  expectArg: string,
+  options: { rebase?: boolean } = {},
+): Promise<{ env: string; previous: Digest; head: Digest; rebased?: true }> {
+  const expect = await resolveDigestArg(ctx.store, expectArg, '--expect');
   const rec = await readSession(ctx.store, name);
   if (!rec.lastCheckpoint)
     throw new PdbError('E_USAGE', `session "${name}" has no checkpoint to publish`, { hint: `Run pdb-env checkpoint ${name} first.` });
-  const head = rec.lastCheckpoint.snapshot;
+  const cp = rec.lastCheckpoint.snapshot;
+  const { checkpointBase, rebaseCheckpoint } = await import('./publish-rebase.js');
+  const base = checkpointBase(ctx, cp) ?? rec.base;
+  const command = (h: Digest, rebase: boolean) => `pdb-env publish ${name} --env ${env} --expect ${h}${rebase ? ' --rebase' : ''}`;
   return withEnvLock(ctx.store, env, async () => {
     const current = await envHead(ctx.store, env);
-    if (current !== expect) {
+    if (current !== expect)
       throw new PdbError('E_HEAD_MOVED', `environment "${env}" is at ${current}, not the expected ${expect}`, {
-        hint: 'Re-base your work on the new head, then publish with the new --expect.',
+        hint: `Its head moved since you looked. Publish onto the new head with: ${command(current, base !== current)}`,
       });
+    let head = cp;
+    if (base !== current) {
+      if (!options.rebase)
+        throw new PdbError(
+          'E_STALE_BASE',
+          `the last checkpoint of session "${name}" (${cp}) was built on ${base}, but environment "${env}" is at ${current}: publishing it would drop the changes between them`,
+          { hint: `Merge your changes onto the head with: ${command(current, true)}` },
+        );
+      head = await rebaseCheckpoint(ctx, name, env, { snapshot: cp, base }, current);
     }
     const intent = await ctx.journal.begin('publish', { session: name, env, detail: { from: current, to: head } });
     crashPoint('publish:after-intent');
     await writeEnv(ctx.store, env, head, current);
     crashPoint('publish:after-head');
     await ctx.journal.end(intent);
-    return { env, previous: current, head };
+    // `rebased` only when it happened: a plain publish answers as it always did.
+    return head === cp ? { env, previous: current, head } : { env, previous: current, head, rebased: true };
   });
 }

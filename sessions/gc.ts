@@ -104,6 +104,8 @@ async function recover(pass: Pass, intent: Intent): Promise<void> {
   const otherLive = pass.intents.some((i) => i.live && i.session === name);
   if (name && !otherLive && (intent.op === 'create' || intent.op === 'discard')) await undoOrFinish(pass, intent, name);
   // checkpoint and publish: objects are immutable and heads are written atomically; nothing to undo.
+  // apply: finish its plan in the target directory, or remove its staging (sessions/apply.ts).
+  if (intent.op === 'apply') pass.actions.push(await (await import('./apply.js')).recoverApply(intent, pass.dryRun));
   pass.actions.push(`drop intent ${intent.id} (${intent.op})`);
   if (!pass.dryRun) await pass.ctx.journal.remove(intent.id);
 }

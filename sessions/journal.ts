@@ -12,7 +12,7 @@ import { writeFileAtomic, type StorePaths } from '../model/object-store.js';
 import { isProcessAlive, processStartTime } from '../model/process-identity.js';
 import { SESSION_NAME_PATTERN } from './records.js';
 
-export const INTENT_OPS = ['create', 'checkpoint', 'discard', 'publish'] as const;
+export const INTENT_OPS = ['create', 'checkpoint', 'discard', 'publish', 'apply'] as const;
 export type IntentOp = (typeof INTENT_OPS)[number];
 
 export interface Intent {

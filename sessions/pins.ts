@@ -5,19 +5,15 @@ import { join } from 'node:path';
 import { isDigest, type Digest } from '../model/canonical-json.js';
 import { PdbError, osErrorCode, toPdbError } from '../model/errors.js';
 import { REPAIR_HINT, writeFileAtomic, type ObjectStore } from '../model/object-store.js';
+import { resolveDigestArg } from './digests.js';
 
 function pinsDir(store: ObjectStore): string {
   return join(store.paths.root, 'pins');
 }
 
-function checkDigest(digest: string): Digest {
-  if (!isDigest(digest)) throw new PdbError('E_USAGE', `not a digest: "${digest}"`, { hint: 'A digest looks like sha256:<64 hex>.' });
-  return digest;
-}
-
 /** Keep `digest` (and everything it reaches) through every gc until it is unpinned. */
 export async function pin(store: ObjectStore, digest: string): Promise<{ digest: Digest; pinned: true }> {
-  const d = checkDigest(digest);
+  const d = isDigest(digest) ? digest : await resolveDigestArg(store, digest, 'pin');
   if (!store.has(d)) throw new PdbError('E_OBJECT_MISSING', `object ${d} is not in the store`, { hint: REPAIR_HINT });
   const file = join(pinsDir(store), d.slice(7));
   try {
@@ -31,7 +27,7 @@ export async function pin(store: ObjectStore, digest: string): Promise<{ digest:
 
 /** Stop keeping `digest`; `wasPinned: false` when it was not pinned (not an error). */
 export async function unpin(store: ObjectStore, digest: string): Promise<{ digest: Digest; wasPinned: boolean }> {
-  const d = checkDigest(digest);
+  const d = isDigest(digest) ? digest : await resolveDigestArg(store, digest, 'unpin');
   try {
     await unlink(join(pinsDir(store), d.slice(7)));
     return { digest: d, wasPinned: true };

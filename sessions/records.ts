@@ -10,6 +10,7 @@ import { PdbError, osErrorCode, toPdbError } from '../model/errors.js';
 import { writeFileAtomic, type ObjectStore } from '../model/object-store.js';
 import { realpathOr } from '../model/paths.js';
 import type { Journal } from './journal.js';
+import type { SourceGit } from './source-git.js';
 
 export const SESSION_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
@@ -28,6 +29,8 @@ export interface SessionRecord {
   state: SessionState;
   backendState: BackendState;
   lastCheckpoint: { snapshot: Digest; changeset: Digest; at: string } | null;
+  /** The source's git work tree and HEAD when it was imported (store-local, never in receipts); null: not in one. */
+  sourceGit?: SourceGit | null;
   /** A tree index (store-relative) that describes the root as created, when it is not the session's own (a materialized base's). */
   index?: string | null;
 }

@@ -8,6 +8,9 @@ import type { Digest } from '../model/canonical-json.js';
 import { ObjectStore } from '../model/object-store.js';
 import type { Change, Entry, Snapshot } from '../model/snapshot.js';
 import type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
+import type { ExportPatchResult, PatchFormat } from './patch.js';
+import type { ApplyResult } from './apply.js';
+import type { ExportGitResult } from './export-git.js';
 import type { CreateOptions, CreateResult } from './create.js';
 import type { Finding } from './doctor.js';
 import type { GcResult } from './gc.js';
@@ -23,6 +26,9 @@ export type { ImportOptions, ImportResult } from './import.js';
 export type { CreateOptions, CreateResult } from './create.js';
 export type { OpenSession, RunOptions } from './session-ops.js';
 export type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
+export type { ExportPatchResult, PatchFormat } from './patch.js';
+export type { ApplyResult } from './apply.js';
+export type { ExportGitResult } from './export-git.js';
 export type { Finding, FindingKind } from './doctor.js';
 export type { GcResult } from './gc.js';
 export type { ObjectProblem, VerifyResult } from './integrity.js';
@@ -124,6 +130,33 @@ export class SessionService {
     return (await import('./checkpoint.js')).diffSession(this, name, options);
   }
 
+  /** The changes since the base as git's patch (or its --stat), made by git from a private object database. */
+  async diffPatch(name: string, format: PatchFormat, options: CheckpointOptions = {}): Promise<Buffer> {
+    const [{ diffSession }, { resumeSession }, { makePatch }] = await Promise.all([
+      import('./checkpoint.js'),
+      import('./session-ops.js'),
+      import('./patch.js'),
+    ]);
+    const d = await diffSession(this, name, options);
+    const { root } = await resumeSession(this, name);
+    return makePatch(this, { session: name, base: d.base, result: null, changes: d.changes, root }, format);
+  }
+
+  /** The last checkpoint's changes as a git binary patch in `file` (written atomically). */
+  async exportPatch(name: string, file: string): Promise<ExportPatchResult> {
+    return (await import('./patch.js')).exportPatch(this, name, file);
+  }
+
+  /** The last checkpoint as a commit on a branch of the source repository (plumbing only; the user's tree, index and HEAD untouched). */
+  async exportGit(name: string, options: { branch?: string; message?: string } = {}): Promise<ExportGitResult> {
+    return (await import('./export-git.js')).exportGit(this, name, options);
+  }
+
+  /** Write the last checkpoint's changes into `to` (default: the source), compare-and-set per path; staged and journaled. */
+  async apply(name: string, options: { to?: string } = {}): Promise<ApplyResult> {
+    return (await import('./apply.js')).applySession(this, name, options);
+  }
+
   /** Entries of the session root right now (hash only). Used by oracle checks. */
   async scanEntries(name: string): Promise<Entry[]> {
     return (await import('./session-ops.js')).scanSessionEntries(this, name);
@@ -144,9 +177,14 @@ export class SessionService {
     return (await import('./environments.js')).listEnvs(this.store);
   }
 
-  /** Expected-head compare-and-set: advance `env` from `expect` to the session's last checkpoint. */
-  async publish(name: string, env: string, expect: string): Promise<{ env: string; previous: Digest; head: Digest }> {
-    return (await import('./environments.js')).publish(this, name, env, expect);
+  /** Expected-head compare-and-set onto the checkpoint's own base (E_STALE_BASE), or merged onto `expect` with `rebase`. */
+  async publish(
+    name: string,
+    env: string,
+    expect: string,
+    options: { rebase?: boolean } = {},
+  ): Promise<{ env: string; previous: Digest; head: Digest; rebased?: true }> {
+    return (await import('./environments.js')).publish(this, name, env, expect, options);
   }
 
   // ---- health

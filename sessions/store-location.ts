@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { STORE_MARKER } from '../model/object-store.js';
 import { realpathOr, sourceKey } from '../model/paths.js';
+import { findProjectRoot } from './find-project.js';
 
 /** The per-source default store: `$XDG_DATA_HOME/pdb-env/stores/<name>-<hash of the source path>`. */
 export function defaultStoreFor(sourceDir: string): string {
@@ -36,5 +37,6 @@ export function resolveStoreDir(options: { store?: string; sourceDir?: string; c
     const enclosing = findEnclosingStore(cwd);
     if (enclosing) return enclosing;
   }
-  return defaultStoreFor(options.sourceDir ?? cwd);
+  // From a subdirectory: the project's store (sessions/find-project.ts), loaded only here.
+  return defaultStoreFor(options.sourceDir ?? findProjectRoot(cwd));
 }

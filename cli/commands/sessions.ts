@@ -1,7 +1,9 @@
+import { isAbsolute, relative } from 'node:path';
 import { BACKEND_NAMES } from '../../backends/types.js';
 import type { Digest } from '../../model/canonical-json.js';
 import { PdbError } from '../../model/errors.js';
 import { SessionService, type SessionInfo } from '../../sessions/service.js';
+import { findProjectRoot } from '../../sessions/find-project.js';
 import { resolveStoreDir } from '../../sessions/store-location.js';
 import { emit, short, table } from '../output.js';
 import type { CliContext, DefineCommand } from '../program.js';
@@ -17,6 +19,7 @@ const create: DefineCommand = (cmd) =>
     .option('--from <dir>', 'source directory (default: .)')
     .option('--backend <name>', `${BACKEND_NAMES.join(' | ')} (default: full-copy)`)
     .option('--env <env>', "start from environment ENV's head instead of importing DIR")
+    .option('--fork <other>', "start from session OTHER's last checkpoint (the new session's source is OTHER's)")
     .option(
       '--base <digest>',
       "start from a Snapshot already in the store (a checkpoint's result, an earlier import) instead of importing DIR",
@@ -30,17 +33,31 @@ unchanged DIR again costs a stat walk: a file whose stat signature (inode, size,
 mtime, ctime, mode) is the one recorded last time is not read again (git's rule).
 On a terminal, a create running longer than a second shows files and bytes done.
 
+From a subdirectory, DIR defaults to the project root: the nearest directory already
+imported, else the git top level. --base takes a unique digest prefix (7+ hex).
+
 Example:
   pdb-env create agent-a --from ~/src/app
+  pdb-env create agent-b --fork agent-a
   cd "$(pdb-env path agent-a)"`,
     )
     .action(async (name, _o, command) => {
       const o = command.optsWithGlobals();
-      const from = o.from ?? process.cwd();
+      const named = o.store ?? process.env.PDB_ENV_STORE;
+      const forked = o.fork ? (await SessionService.open(resolveStoreDir({ store: o.store }))).readSession(o.fork) : null;
+      // From a subdirectory, the project root (the nearest imported directory, else the git top level).
+      const from = o.from ?? (await forked)?.sourceDir ?? findProjectRoot(process.cwd(), named);
       const svc = await SessionService.open(resolveStoreDir({ store: o.store, sourceDir: from, forCreate: true }), { create: true });
       const progress = createProgressReporter({ json: o.json === true });
       const r = await svc
-        .create(name, { from, backend: o.backend, env: o.env, base: o.base as Digest | undefined, onProgress: progress.onProgress })
+        .create(name, {
+          from,
+          backend: o.backend,
+          env: o.env,
+          base: o.base as Digest | undefined,
+          fork: o.fork,
+          onProgress: progress.onProgress,
+        })
         .finally(progress.done);
       emit(o.json === true, r, () => `created ${r.session} (${r.backend}) from ${short(r.base)}: ${r.files} files\n${r.root}`);
     });
@@ -150,12 +167,27 @@ const list: DefineCommand = (cmd) =>
       emit(json, { store: svc.store.paths.root, sessions }, () => listText(sessions));
     });
 
+/** A source as a path relative to the current directory when inside it, else absolute. */
+function showSource(dir: string | null): string {
+  if (!dir) return '-';
+  const rel = relative(process.cwd(), dir);
+  return rel === '' ? '.' : rel.startsWith('..') || isAbsolute(rel) ? dir : rel;
+}
+
 /** The session table; a damaged session is a row too, with why and how to recover below it. */
 function listText(sessions: SessionInfo[]): string {
   if (sessions.length === 0) return 'no sessions (pdb-env create NAME makes one)';
   const rows = table([
-    ['', 'SESSION', 'BACKEND', 'BASE', 'STATE', 'CHECKPOINT'],
-    ...sessions.map((s) => [s.current ? '*' : '', s.name, s.backend ?? '-', short(s.base), s.state, short(s.lastCheckpoint?.snapshot)]),
+    ['', 'SESSION', 'BACKEND', 'BASE', 'STATE', 'CHECKPOINT', 'SOURCE'],
+    ...sessions.map((s) => [
+      s.current ? '*' : '',
+      s.name,
+      s.backend ?? '-',
+      short(s.base),
+      s.state,
+      short(s.lastCheckpoint?.snapshot),
+      showSource(s.state === 'damaged' ? null : s.sourceDir),
+    ]),
   ]);
   const damaged = sessions.flatMap((s) => (s.state === 'damaged' ? [`  ${s.name}: ${s.damage}`] : []));
   return damaged.length ? `${rows}\n\ndamaged (pdb-env doctor explains how to recover):\n${damaged.join('\n')}` : rows;
@@ -200,9 +232,21 @@ const diff: DefineCommand = (cmd) =>
   cmd
     .argument('<name>', 'the session')
     .option('--verify', 're-hash every file instead of trusting unchanged stat signatures')
-    .addHelpText('after', '\nLists add, delete, modify, mode and retype changes by relative path.\n\nExample:\n  pdb-env diff agent-a')
+    .option('--patch', "print the changes as git's binary patch (made by git; git apply takes it)")
+    .option('--stat', "print git's diffstat of the changes")
+    .addHelpText(
+      'after',
+      '\nLists add, delete, modify, mode and retype changes by relative path.\n--patch and --stat need git.\n\nExample:\n  pdb-env diff agent-a\n  pdb-env diff agent-a --patch > agent-a.patch',
+    )
     .action(async (name, _o, command) => {
       const o = command.optsWithGlobals();
+      if (o.patch === true || o.stat === true) {
+        if (o.patch === true && o.stat === true) throw new PdbError('E_USAGE', 'diff takes --patch or --stat, not both');
+        process.stdout.write(
+          await (await openService(o.store)).diffPatch(name, o.stat === true ? 'stat' : 'patch', { verify: o.verify === true }),
+        );
+        return;
+      }
       const r = await (await openService(o.store)).diff(name, { verify: o.verify === true });
       emit(o.json === true, r, () => (r.changes.length ? r.changes.map((c) => `${c.kind.padEnd(6)} ${c.path}`).join('\n') : 'no changes'));
     });
@@ -211,15 +255,20 @@ const publish: DefineCommand = (cmd) =>
   cmd
     .argument('<name>', 'the session whose last checkpoint is published')
     .option('--env <env>', 'the environment (default: main)')
-    .option('--expect <digest>', 'the head you based your work on (required)')
+    .option('--expect <digest>', 'the head you based your work on (required; a unique prefix of 7+ hex characters will do)')
+    .option('--rebase', "merge the checkpoint's changes onto DIGEST when it was built on an older head")
     .addHelpText(
       'after',
       `
 Moves ENV's head from DIGEST to NAME's last checkpoint, or fails with E_HEAD_MOVED
-when ENV is no longer at DIGEST.
+when ENV is no longer at DIGEST. A checkpoint built on another head than DIGEST is
+E_STALE_BASE: publishing it would drop the work published in between. --rebase
+merges it onto DIGEST path by path (a new checkpoint of NAME based on DIGEST); paths
+both sides changed differently are E_PUBLISH_CONFLICT, and nothing changes.
 
 Example:
-  pdb-env publish agent-a --env main --expect sha256:...`,
+  pdb-env publish agent-a --env main --expect sha256:...
+  pdb-env publish agent-b --env main --expect 3f2a9c1 --rebase`,
     )
     .action(async (name, _o, command) => {
       const o = command.optsWithGlobals();
@@ -227,8 +276,8 @@ Example:
         throw new PdbError('E_USAGE', 'publish needs --expect DIGEST (the head you based your work on)', {
           hint: 'pdb-env envs prints the heads.',
         });
-      const r = await (await openService(o.store)).publish(name, o.env ?? 'main', o.expect);
-      emit(o.json === true, r, () => `${r.env}: ${short(r.previous)} -> ${r.head}`);
+      const r = await (await openService(o.store)).publish(name, o.env ?? 'main', o.expect, { rebase: o.rebase === true });
+      emit(o.json === true, r, () => `${r.env}: ${short(r.previous)} -> ${r.head}${r.rebased ? ' (rebased)' : ''}`);
     });
 
 const envs: DefineCommand = (cmd) =>

@@ -3,13 +3,14 @@
 // doctor, gc and verify through the CLI and check the invariants: no session half-made, heads
 // intact, the source unchanged, verify clean, the operation either done or undone, the name
 // reusable, and nothing else touched (a keeper session and its checkpoint).
-import { existsSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as assert from 'uvu/assert';
 import type { Digest } from '../../../model/canonical-json.js';
 import type { CrashPoint } from '../../../model/crash-point.js';
 import { scanTree } from '../../../model/scan.js';
-import { createSnapshot, diffEntries, snapshotDigest } from '../../../model/snapshot.js';
+import { createSnapshot, diffEntries, snapshotDigest, type Entry } from '../../../model/snapshot.js';
 import { SessionService } from '../../../sessions/service.js';
 import { mountsUnder } from '../../backends/cow-harness.js';
 import { writeTree } from '../../helpers.js';
@@ -44,6 +45,8 @@ interface Prepared {
   /** What the operation would change, to tell "done" from "undone". */
   before: { head: Digest; checkpoint: Digest | null };
   target: Digest | null;
+  /** apply: the copy of the source it writes into. */
+  applyTo?: string;
 }
 
 /** Prepare the operation `point` belongs to and return its CLI arguments. */
@@ -69,8 +72,17 @@ async function prepare(lane: Lane, point: CrashPoint, name: string): Promise<Pre
     }
     case 'discard':
       return { name, args: ['discard', name], before: { head, checkpoint: null }, target: null };
+    case 'apply': {
+      // Into a copy: the lane's source must stay unchanged.
+      rmSync(join(s.root, 'lib'), { recursive: true });
+      writeFileSync(join(s.root, 'lib'), 'a file now\n');
+      const cp = await svc.checkpoint(name);
+      const applyTo = `${lane.store}-apply-${name}`;
+      execFileSync('cp', ['-a', lane.source, applyTo]);
+      return { name, args: ['apply', name, '--to', applyTo], before: { head, checkpoint: cp.snapshot }, target: null, applyTo };
+    }
     default:
-      throw new Error(`no crash scenario for ${point}: add one here (issue 11: apply)`);
+      throw new Error(`no crash scenario for ${point}: add one here`);
   }
 }
 
@@ -130,6 +142,15 @@ async function checkOperation(lane: Lane, point: CrashPoint, p: Prepared): Promi
     const snap = svc.readSnapshot(rec.lastCheckpoint.snapshot);
     assert.equal(diffEntries(snap.entries, await svc.scanEntries(p.name)), [], `${lane.label} ${point}: checkpoint differs from the root`);
     return 'done';
+  }
+  if (op === 'apply') {
+    const files = async (entries: Promise<Entry[]> | Entry[]) => (await entries).filter((e) => e.kind !== 'dir');
+    const now = await files(scanTree(p.applyTo!, { excludes: [] }).then((r) => r.entries));
+    const done = await files(svc.readSnapshot(p.before.checkpoint!).entries);
+    assert.not.ok(existsSync(join(p.applyTo!, '.pdb')), `${lane.label} ${point}: the staging was left`);
+    if (diffEntries(now, done).length === 0) return 'finished';
+    assert.equal(now, await files(svc.readSnapshot(rec.base).entries), `${lane.label} ${point}: the target is neither before nor after`);
+    return 'undone';
   }
   return (await svc.envHead('main')) === p.target ? 'done' : 'undone';
 }

@@ -146,7 +146,14 @@ class Publish implements fc.AsyncCommand<Model, Real> {
   async run(m: Model, r: Real) {
     const s = m.sessions.get(this.name)!;
     const expect = this.expectCurrent ? m.head!.digest : s.base.digest;
-    const want = !s.checkpoint ? 'E_USAGE' : expect !== m.head!.digest ? 'E_HEAD_MOVED' : 'ok';
+    // A checkpoint built on an older head is refused even with the right --expect (issue 11).
+    const want = !s.checkpoint
+      ? 'E_USAGE'
+      : expect !== m.head!.digest
+        ? 'E_HEAD_MOVED'
+        : s.base.digest !== m.head!.digest
+          ? 'E_STALE_BASE'
+          : 'ok';
     assert.is(await code(r.svc.publish(this.name, 'main', expect)), want, this.toString());
     if (want === 'ok') m.head = s.checkpoint;
     await checkAll(m, r, this.toString());

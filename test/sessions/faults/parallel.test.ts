@@ -42,10 +42,12 @@ test(`${PARALLEL} parallel creates of different names all succeed (${ROUNDS} rou
 test(`${PARALLEL} parallel publishes with one --expect: exactly one winner, E_HEAD_MOVED for the rest (${ROUNDS} rounds)`, async () => {
   const { src, store } = setup();
   const svc = await SessionService.open(store, { create: true });
+  await svc.create('seed', { from: src }); // makes main
   for (let round = 0; round < ROUNDS; round++) {
     const names = Array.from({ length: PARALLEL }, (_, i) => `p${round}-${i}`);
     for (const name of names) {
-      const s = await svc.create(name, { from: src });
+      // Built on the current head: a checkpoint built on an older one is E_STALE_BASE (issue 11).
+      const s = await svc.create(name, { env: 'main' });
       writeFileSync(join(s.root, 'a.txt'), `${name}\n`);
       await svc.checkpoint(name);
     }
@@ -56,7 +58,6 @@ test(`${PARALLEL} parallel publishes with one --expect: exactly one winner, E_HE
     assert.is(outcomes.filter((c) => c === 'E_HEAD_MOVED').length, PARALLEL - 1, outcomes.join(' '));
     const winner = names[outcomes.indexOf('ok')]!;
     assert.is(await svc.envHead('main'), (await svc.readSession(winner)).lastCheckpoint!.snapshot);
-    writeTree(src, { 'a.txt': `round ${round}\n` }); // the next round starts from a new import
   }
   assert.equal(await svc.doctor(), []);
 });

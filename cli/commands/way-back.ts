@@ -1,0 +1,76 @@
+// The way back: export and apply carry a session's last checkpoint out of the store.
+import { PdbError } from '../../model/errors.js';
+import { emit } from '../output.js';
+import type { DefineCommand } from '../program.js';
+import { openService } from './sessions.js';
+
+const exportCmd: DefineCommand = (cmd) =>
+  cmd
+    .argument('<name>', 'the session whose last checkpoint is exported')
+    .option('--patch <file>', "write git's binary patch of the checkpoint's changes to FILE (atomically)")
+    .option('--git', 'make a commit of the checkpoint on a branch of the source repository (plumbing only)')
+    .option('--branch <branch>', 'with --git: the branch (default: pdb-env/NAME); it moves only forward')
+    .option('--message <message>', 'with --git: the commit message')
+    .addHelpText(
+      'after',
+      `
+--patch FILE: a patch in git's format, made by git (modes, symlinks, deletes, retypes,
+binary files, non-ASCII names); git apply applies it to a copy of the base.
+
+--git: a commit whose parent is the source's HEAD when the session was imported and
+whose tree is that HEAD's tree with the session's changes (paths git ignores, and paths
+the Snapshot excludes, stay as in HEAD). Your work tree, index, HEAD and current branch
+are untouched; E_BRANCH_EXISTS when BRANCH exists and would not fast-forward.
+
+Example:
+  pdb-env checkpoint agent-a && pdb-env export agent-a --patch agent-a.patch
+  git apply agent-a.patch
+  pdb-env export agent-a --git && git log pdb-env/agent-a`,
+    )
+    .action(async (name, _o, command) => {
+      const o = command.optsWithGlobals();
+      if ((typeof o.patch === 'string') === (o.git === true))
+        throw new PdbError('E_USAGE', 'export needs --patch FILE or --git (one of them)', {
+          hint: 'pdb-env export --help shows the usage.',
+        });
+      if (o.git === true) {
+        const g = await (await openService(o.store)).exportGit(name, { branch: o.branch, message: o.message });
+        emit(
+          o.json === true,
+          g,
+          () =>
+            `${g.branch} -> ${g.commit} (parent ${g.parent.slice(0, 12)}): ${g.exported} path(s)${g.ignored.length ? `, ${g.ignored.length} ignored by git` : ''}`,
+        );
+        return;
+      }
+      const r = await (await openService(o.store)).exportPatch(name, o.patch as string);
+      emit(o.json === true, r, () => `wrote ${r.changes} change(s) of ${r.session} to ${r.file} (${r.bytes} bytes)`);
+    });
+
+const apply: DefineCommand = (cmd) =>
+  cmd
+    .argument('<name>', 'the session whose last checkpoint is applied')
+    .option('--to <dir>', 'the directory to write into (default: the source the session was imported from)')
+    .addHelpText(
+      'after',
+      `
+Writes the changes of NAME's last checkpoint into DIR, path by path: every path they
+touch must still be as the session's base had it (kind, bytes, exec bit), or nothing
+is written (E_APPLY_CONFLICT lists the paths). Files are staged in DIR/.pdb and
+renamed into place; a crash is finished by pdb-env gc. Excluded paths (node_modules)
+and files the changes do not name are never touched.
+
+Example:
+  pdb-env checkpoint agent-a && pdb-env apply agent-a`,
+    )
+    .action(async (name, _o, command) => {
+      const o = command.optsWithGlobals();
+      const r = await (await openService(o.store)).apply(name, { to: o.to });
+      emit(
+        o.json === true,
+        r,
+        () => `applied ${r.changes} change(s) of ${r.session} to ${r.dir}: ${r.written} written, ${r.deleted} removed`,
+      );
+    });
+
+export const commands: Record<string, DefineCommand> = { export: exportCmd, apply };
