@@ -11,7 +11,7 @@ import { PdbError, osErrorCode, toPdbError } from '../model/errors.js';
 import { writeFileAtomic, type ObjectStore } from '../model/object-store.js';
 import { resolveDigestArg } from './digests.js';
 import { SHORT_LOCK_WAIT_MS, tryLock } from './lock.js';
-import { assertEnvName, readSession, type StoreContext } from './records.js';
+import { assertEnvName, readCheckpointLog, readSession, type StoreContext } from './records.js';
 
 export function envFile(store: ObjectStore, env: string): string {
   assertEnvName(env);
@@ -127,14 +127,20 @@ export async function publish(
   const { checkpointBase, rebaseCheckpoint } = await import('./publish-rebase.js');
   const base = checkpointBase(ctx, cp) ?? rec.base;
   const command = (h: Digest, rebase: boolean) => `pdb-env publish ${name} --env ${env} --expect ${h}${rebase ? ' --rebase' : ''}`;
+  // Built on `h`: `h` is the checkpoint's base, or an earlier checkpoint of this session on the same
+  // base (the session's tree went on from it, as a fast-forward; a rebased checkpoint has another
+  // base and holds changes the session's tree lacks, so it does not count).
+  const builtOn = async (h: Digest) =>
+    h === base || ((await readCheckpointLog(ctx.store, name)).includes(h) && checkpointBase(ctx, h) === base);
   return withEnvLock(ctx.store, env, async () => {
     const current = await envHead(ctx.store, env);
+    const descends = await builtOn(current);
     if (current !== expect)
       throw new PdbError('E_HEAD_MOVED', `environment "${env}" is at ${current}, not the expected ${expect}`, {
-        hint: `Its head moved since you looked. Publish onto the new head with: ${command(current, base !== current)}`,
+        hint: `Its head moved since you looked. Publish onto the new head with: ${command(current, !descends)}`,
       });
     let head = cp;
-    if (base !== current) {
+    if (!descends) {
       if (!options.rebase)
         throw new PdbError(
           'E_STALE_BASE',

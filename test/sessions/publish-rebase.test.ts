@@ -111,4 +111,35 @@ test('overlapping changes give E_PUBLISH_CONFLICT listing the paths, with the he
   assert.is((await svc.readSession('b')).lastCheckpoint!.snapshot, cpb.snapshot);
 });
 
+test('a session publishes again onto its own earlier checkpoint without --rebase; after a rebase its next checkpoint still needs one, and keeps the other agent’s work', async () => {
+  const { src, svc } = await setup();
+  const p = await svc.create('p', { from: src });
+  writeFileSync(join(p.root, 'one.txt'), 'one\n');
+  await svc.checkpoint('p');
+  const first = await svc.publish('p', 'main', await svc.envHead('main'));
+  writeFileSync(join(p.root, 'two.txt'), 'two\n');
+  await svc.checkpoint('p');
+  // main is at p's first checkpoint, which p's tree went on from: a fast-forward.
+  const second = await svc.publish('p', 'main', first.head);
+  assert.is(second.rebased, undefined);
+  assert.is(second.previous, first.head);
+
+  // Another agent publishes; p rebases onto it, then works on: the rebased head is not p's tree.
+  const q = await svc.create('q', { env: 'main' });
+  writeFileSync(join(q.root, 'q.txt'), 'q\n');
+  await svc.checkpoint('q');
+  const byQ = await svc.publish('q', 'main', second.head);
+  writeFileSync(join(p.root, 'three.txt'), 'three\n');
+  await svc.checkpoint('p');
+  const rebased = await svc.publish('p', 'main', byQ.head, { rebase: true });
+  assert.is(rebased.rebased, true);
+  writeFileSync(join(p.root, 'four.txt'), 'four\n');
+  await svc.checkpoint('p');
+  const stale = await failure(svc.publish('p', 'main', rebased.head));
+  assert.is(stale.code, 'E_STALE_BASE', 'publishing the scan over the rebased head would drop q.txt');
+  const last = await svc.publish('p', 'main', rebased.head, { rebase: true });
+  const c = await svc.create('c', { env: 'main' });
+  for (const f of ['one.txt', 'two.txt', 'q.txt', 'three.txt', 'four.txt']) assert.ok(existsSync(join(c.root, f)), `${f} in ${last.head}`);
+});
+
 test.run();
