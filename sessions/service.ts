@@ -33,6 +33,12 @@ export type { Finding, FindingKind } from './doctor.js';
 export type { GcResult } from './gc.js';
 export type { ObjectProblem, VerifyResult } from './integrity.js';
 
+/** A listed session's runtime: its port block and private temp dir (null: none allocated yet). */
+export interface SessionPorts {
+  ports: number[] | null;
+  tmpDir: string | null;
+}
+
 /** The session lifecycle over one store: create, run, checkpoint, diff, publish, discard, doctor, gc. */
 export class SessionService {
   readonly journal: Journal;
@@ -87,9 +93,16 @@ export class SessionService {
   }
 
   /** Every session, damaged ones included (state "damaged", with why). */
-  async list(cwd = process.cwd()): Promise<SessionInfo[]> {
+  async list(cwd = process.cwd()): Promise<Array<SessionInfo & SessionPorts>> {
     const creating = (await this.journal.list()).filter((i) => i.live && i.op === 'create' && i.session).map((i) => i.session!);
-    return listSessions(this.store, cwd, new Set(creating));
+    const sessions = await listSessions(this.store, cwd, new Set(creating));
+    const { readRuntime } = await import('./runtime/runtime.js');
+    return Promise.all(
+      sessions.map(async (s) => {
+        const rt = await readRuntime(this.store, s.name);
+        return { ...s, ports: rt?.ports ?? null, tmpDir: rt?.tmpDir ?? null };
+      }),
+    );
   }
 
   async create(name: string, options: CreateOptions = {}): Promise<CreateResult> {

@@ -8,6 +8,7 @@ import { PdbError, osErrorCode } from '../model/errors.js';
 import { scanTree } from '../model/scan.js';
 import type { Entry, Snapshot } from '../model/snapshot.js';
 import { acquireLease } from './lease.js';
+import { ensureRuntime, runtimeEnv } from './runtime/runtime.js';
 import { backendContext, readSession, sessionDir, sessionRoot, type SessionRecord, type StoreContext } from './records.js';
 
 export interface OpenSession {
@@ -65,6 +66,7 @@ export async function runInSession(
   options: RunOptions = {},
 ): Promise<{ exitCode: number; stdout?: string; stderr?: string }> {
   const s = await resumeSession(ctx, name);
+  const rt = await ensureRuntime(ctx.store, name); // a session made before runtimes existed gets one now
   const lease = await acquireLease(join(s.dir, 'lease'), name, 'writer', options.purpose ?? `run ${command}`);
   try {
     const { execa } = await import('execa'); // loaded only where a process starts (list, path... never need it)
@@ -72,7 +74,7 @@ export async function runInSession(
       cwd: s.root,
       stdio: options.stdio ?? 'inherit',
       reject: false,
-      env: { ...options.env, PDB_ENV_SESSION: name },
+      env: { ...options.env, ...runtimeEnv(ctx.store, name, rt) },
       windowsHide: true,
     });
     const forward = (sig: NodeJS.Signals) => child.kill(sig);

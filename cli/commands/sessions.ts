@@ -103,8 +103,10 @@ const run: DefineCommand = (cmd, ctx) =>
     .addHelpText(
       'after',
       `
-Runs CMD with the session root as its working directory and PDB_ENV_SESSION=NAME,
-passing stdio and the exit code through. A checkpoint is refused while it runs.
+Runs CMD with the session root as its working directory, passing stdio and the
+exit code through. It sets PDB_ENV_SESSION=NAME, PDB_ENV_ROOT, PORT (the first of
+the session's ports), PDB_ENV_PORT_BASE, PDB_ENV_PORTS and TMPDIR/TMP/TEMP (the
+session's private temp dir). A checkpoint is refused while it runs.
 A command that is not found exits 127, one that cannot be executed 126.
 
 Example:
