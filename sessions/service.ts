@@ -19,6 +19,7 @@ import type { VerifyResult } from './integrity.js';
 import { Journal } from './journal.js';
 import { backendContext, listSessions, readSession, sessionDir, sessionRoot, type SessionInfo, type SessionRecord } from './records.js';
 import type { OpenSession, RunOptions } from './session-ops.js';
+import type { PsResult } from './runtime/control.js';
 
 export { SESSION_NAME_PATTERN, assertEnvName, assertSessionName } from './records.js';
 export type { DamagedSession, SessionInfo, SessionRecord, SessionState } from './records.js';
@@ -31,6 +32,7 @@ export type { ApplyResult } from './apply.js';
 export type { ExportGitResult } from './export-git.js';
 export type { Finding, FindingKind } from './doctor.js';
 export type { GcResult } from './gc.js';
+export type { PsEntry, PsResult } from './runtime/control.js';
 export type { ObjectProblem, VerifyResult } from './integrity.js';
 
 /** A listed session's runtime: its port block and private temp dir (null: none allocated yet). */
@@ -178,6 +180,18 @@ export class SessionService {
   /** Remove only the session's directory, never following a symlink out; discarded: false when already gone. */
   async discard(name: string, options: { force?: boolean } = {}): Promise<{ session: string; discarded: boolean }> {
     return (await import('./discard.js')).discardSession(this, name, options);
+  }
+
+  // ---- runtime
+
+  /** The live processes the session's runs started: pid, command, age, listening ports. */
+  async ps(name: string): Promise<PsResult> {
+    return (await import('./runtime/control.js')).psSession(this.store, name);
+  }
+
+  /** TERM everything the session's runs started, then KILL after `graceMs` (default 5000). */
+  async stop(name: string, options: { graceMs?: number } = {}): Promise<{ session: string; stopped: number[] }> {
+    return (await import('./runtime/control.js')).stopSession(this.store, name, options.graceMs);
   }
 
   // ---- environments

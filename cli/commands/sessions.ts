@@ -292,12 +292,14 @@ const envs: DefineCommand = (cmd) =>
 const discard: DefineCommand = (cmd) =>
   cmd
     .argument('<name>', 'the session')
-    .option('--force', 'skip the lease check')
+    .option('--force', 'stop what still runs in it first, and skip the lease check')
     .addHelpText(
       'after',
       `
 Removes only NAME's directory inside the store, never following a symlink out of
-it. Exits 0 when the session is already gone.
+it, with its private temp dir and its ports. A session in which processes still
+run is refused (E_SESSION_BUSY, naming them) unless --force, which stops them first.
+Exits 0 when the session is already gone.
 
 Example:
   pdb-env discard agent-a`,

@@ -1,0 +1,122 @@
+// Process tracking through the real CLI: ps lists a session's server and its port; stop ends a
+// run; a SIGTERMed run leaves no survivor (a shell with a background child and a grandchild);
+// discard of a busy session is refused and keeps the root, --force stops what runs first; a
+// process a finished run left behind is listed as left over until stopped.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { CLI, cli, cliJson, tempDir, writeTree } from '../helpers.js';
+
+const t = tempDir();
+test.after(() => t.cleanup());
+const src = join(t.dir, 'src');
+writeTree(src, {
+  'server.js': `require('http').createServer((q, s) => s.end(process.env.PDB_ENV_SESSION)).listen(Number(process.env.PORT), '127.0.0.1');`,
+  // A shell whose background child starts a grandchild; both write their pids, then everyone waits.
+  'tree.sh': "sh -c 'sleep 300 & echo $! > grand.pid; wait' &\necho $! > child.pid\necho $$ > top.pid\nwait\n",
+});
+const env = { PDB_ENV_STORE: join(t.dir, 'store') };
+
+/** Alive and not a zombie (a container's init may be slow to reap). */
+function alive(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]![0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+function startRun(name: string, ...command: string[]): ChildProcess {
+  return spawn(process.execPath, [CLI, 'run', name, '--', ...command], { env: { ...process.env, ...env }, stdio: 'ignore' });
+}
+
+const exited = (c: ChildProcess) =>
+  new Promise<number | null>((r) => (c.exitCode !== null || c.signalCode !== null ? r(c.exitCode) : c.once('exit', (code) => r(code))));
+
+async function until<T>(what: string, fn: () => T | null | undefined | false, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+function pidIn(root: string, file: string): number | null {
+  try {
+    const n = Number(readFileSync(join(root, file), 'utf8').trim());
+    return n > 0 ? n : null;
+  } catch {
+    return null;
+  }
+}
+
+cliJson(['create', 's', '--from', src], { env });
+const root = cli(['path', 's'], { env }).stdout.trim();
+const port = (cliJson(['list'], { env }).sessions[0].ports as number[])[0]!;
+
+test('ps lists the server with its port; discard of the busy session is refused and keeps the root; stop ends the run', async () => {
+  const run = startRun('s', process.execPath, 'server.js');
+  try {
+    const ps = await until('the server in ps', () => {
+      const r = cliJson(['ps', 's'], { env });
+      return r.processes.some((p: { ports: number[] }) => p.ports.includes(port)) ? r : null;
+    });
+    assert.is(ps.tracking === 'cgroup' || ps.tracking === 'process-group', true);
+    const server = ps.processes.find((p: { ports: number[] }) => p.ports.includes(port));
+    assert.match(server.command, /server\.js/);
+    assert.ok(server.ageMs >= 0 && server.ageMs < 60_000, String(server.ageMs));
+    assert.is(server.runActive, true);
+    assert.match(cli(['ps', 's'], { env }).stdout, new RegExp(`${server.pid}\\s+\\d+s\\s+${port}`));
+
+    const refused = cli(['discard', 's'], { env });
+    assert.is(refused.code, 1);
+    assert.match(refused.stderr, /E_SESSION_BUSY/);
+    assert.match(refused.stderr, new RegExp(`${server.pid} \\(.*server\\.js\\)`));
+    assert.ok(existsSync(join(root, 'server.js')), 'the root is kept');
+
+    const stopped = cliJson(['stop', 's', '--grace', '2000'], { env });
+    assert.ok(stopped.stopped.includes(server.pid));
+    assert.is(await exited(run), 143, 'the run ended with its command (128 + TERM)');
+    assert.not.ok(alive(server.pid));
+    assert.equal(cliJson(['ps', 's'], { env }).processes, []);
+  } finally {
+    run.kill('SIGKILL');
+  }
+});
+
+test('a SIGTERMed run stops its whole tree: the shell, its background child and the grandchild', async () => {
+  const run = startRun('s', 'sh', 'tree.sh');
+  const pids = await until('three pids', () => {
+    const all = ['top.pid', 'child.pid', 'grand.pid'].map((f) => pidIn(root, f));
+    return all.every((p) => p !== null && alive(p)) ? (all as number[]) : null;
+  });
+  run.kill('SIGTERM');
+  await exited(run);
+  for (const pid of pids) assert.not.ok(alive(pid), `pid ${pid} survived`);
+  assert.equal(cliJson(['ps', 's'], { env }).processes, []);
+});
+
+test('what a finished run leaves behind is listed as left over; discard --force stops it and discards', async () => {
+  const r = cli(['run', 's', '--', 'sh', '-c', 'sleep 300 > /dev/null 2>&1 & echo $!'], { env });
+  assert.is(r.code, 0, r.stderr);
+  const pid = Number(r.stdout.trim());
+  assert.ok(alive(pid));
+  const ps = cliJson(['ps', 's'], { env });
+  assert.equal(
+    ps.processes.map((p: { pid: number; runActive: boolean }) => [p.pid, p.runActive]),
+    [[pid, false]],
+  );
+  assert.match(cli(['ps', 's'], { env }).stdout, /left over/);
+  assert.is(cli(['discard', 's'], { env }).code, 1, 'busy');
+  const gone = cliJson(['discard', 's', '--force'], { env });
+  assert.is(gone.discarded, true);
+  assert.not.ok(alive(pid), 'stopped before the discard');
+  assert.not.ok(existsSync(root));
+});
+
+test.run();
