@@ -3,7 +3,7 @@ import { PdbError } from '../../model/errors.js';
 import type { ObjectStore } from '../../model/object-store.js';
 import { assertSessionName } from '../records.js';
 import { listeningPorts, startedAtMs } from './proc.js';
-import { describe, stopTracked, trackedProcesses, type TrackMode } from './processes.js';
+import { describe, forgetEnded, runnerAlive, stopTracked, trackedProcesses, type TrackMode } from './processes.js';
 
 export interface PsEntry {
   pid: number;
@@ -30,9 +30,10 @@ export interface PsResult {
 
 export async function psSession(store: ObjectStore, name: string, now = Date.now()): Promise<PsResult> {
   assertSessionName(name);
-  const { isProcessAlive } = await import('../../model/process-identity.js');
   const { sessionCgroupAvailable } = await import('./processes.js');
   const tracked = await trackedProcesses(store, name);
+  // Records of runs that died with everything they started (a killed pdb-env) are forgotten here.
+  await forgetEnded(tracked.filter((t) => t.procs.length === 0 && !runnerAlive(t.record)));
   const ports = listeningPorts(tracked.flatMap((t) => t.procs.map((p) => p.pid)));
   const processes = tracked.flatMap((t) =>
     t.procs.map((p): PsEntry => {
@@ -46,7 +47,7 @@ export async function psSession(store: ObjectStore, name: string, now = Date.now
         ports: ports.get(p.pid) ?? [],
         mode: t.record.mode,
         leader: t.record.pid,
-        runActive: isProcessAlive(t.record.runner.pid, t.record.runner.pidStart),
+        runActive: runnerAlive(t.record),
       };
     }),
   );

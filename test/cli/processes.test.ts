@@ -3,7 +3,7 @@
 // discard of a busy session is refused and keeps the root, --force stops what runs first; a
 // process a finished run left behind is listed as left over until stopped.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'uvu';
@@ -112,11 +112,29 @@ test('what a finished run leaves behind is listed as left over; discard --force 
     [[pid, false]],
   );
   assert.match(cli(['ps', 's'], { env }).stdout, /left over/);
+  const strays = cliJson(['doctor'], { env }).findings.filter((f: { kind: string }) => f.kind === 'stray-process');
+  assert.is(strays.length, 1, 'doctor reports the stray');
+  assert.is(strays[0].repair, 'pdb-env stop s');
+  assert.match(strays[0].detail, new RegExp(`run that started them has ended: ${pid} \\(sleep 300\\)`));
   assert.is(cli(['discard', 's'], { env }).code, 1, 'busy');
   const gone = cliJson(['discard', 's', '--force'], { env });
   assert.is(gone.discarded, true);
   assert.not.ok(alive(pid), 'stopped before the discard');
   assert.not.ok(existsSync(root));
+});
+
+test('doctor names live processes of a session that is gone; stop ends them and gc forgets their record', async () => {
+  cliJson(['create', 'g', '--from', src], { env });
+  const r = cli(['run', 'g', '--', 'sh', '-c', 'sleep 300 > /dev/null 2>&1 & echo $!'], { env });
+  const pid = Number(r.stdout.trim());
+  // As an older pdb-env (or a person) would: the session directory removed under a live process.
+  rmSync(join(env.PDB_ENV_STORE, 'sessions', 'g'), { recursive: true, force: true });
+  const f = cliJson(['doctor'], { env }).findings.find((x: { kind: string }) => x.kind === 'stray-process');
+  assert.ok(f, 'a stray is reported');
+  assert.match(f.detail, new RegExp(`session g is gone.*${pid}`));
+  assert.equal(cliJson(['stop', 'g', '--grace', '1000'], { env }).stopped, [pid]);
+  assert.not.ok(alive(pid));
+  assert.not.ok(cliJson(['doctor'], { env }).findings.some((x: { kind: string }) => x.kind === 'stray-process'));
 });
 
 test.run();
