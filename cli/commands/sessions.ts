@@ -197,7 +197,7 @@ function listText(sessions: SessionInfo[]): string {
 
 const checkpoint: DefineCommand = (cmd) =>
   cmd
-    .argument('<name>', 'the session')
+    .argument('[name]', 'the session (default: PDB_ENV_SESSION, inside a run or enter)')
     .option('--verify', 're-hash every file instead of trusting unchanged stat signatures')
     .addHelpText(
       'after',
@@ -211,11 +211,20 @@ stat signature (inode, size, mtime, ctime, mode) is the one recorded at create o
 the last checkpoint keeps its digest, unless it changed within 100 ms of that record
 (git's racy-clean rule). --verify reads and hashes every file.
 
+Inside the session's own run or enter, NAME defaults to PDB_ENV_SESSION, and the
+run that waits for this checkpoint does not block it; anything else of the session
+still running does (E_SESSION_BUSY names it).
+
 Example:
   pdb-env checkpoint agent-a --json`,
     )
-    .action(async (name, _o, command) => {
+    .action(async (given, _o, command) => {
       const o = command.optsWithGlobals();
+      const name: string | undefined = given ?? process.env.PDB_ENV_SESSION;
+      if (!name)
+        throw new PdbError('E_USAGE', 'checkpoint needs a session name', {
+          hint: 'pdb-env checkpoint NAME (inside pdb-env run or enter, the session is taken from PDB_ENV_SESSION).',
+        });
       const progress = createProgressReporter({ json: o.json === true });
       const r = await (
         await openService(o.store)
