@@ -82,6 +82,9 @@ export async function runInSession(
     // A run ended by a signal stops everything it started (TERM, KILL after the grace), not only its child.
     let stopping: Promise<unknown> | null = null;
     const onSignal = (sig: NodeJS.Signals) => {
+      // On a terminal, Ctrl-C already reached the child's group (the foreground one): an interactive
+      // shell ignores it and must survive; a command that ends on it ends the run.
+      if (interactive && sig === 'SIGINT') return;
       if (!tracked) pending ??= sig;
       else
         stopping ??= trackedProcesses(ctx.store, name).then((all) =>

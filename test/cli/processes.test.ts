@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { CLI, cli, cliJson, tempDir, writeTree } from '../helpers.js';
+import { CLI, cli, cliJson, hasCommand, skipTest, tempDir, writeTree } from '../helpers.js';
+import { spawnSync } from 'node:child_process';
 
 const t = tempDir();
 test.after(() => t.cleanup());
@@ -99,6 +100,17 @@ test('a SIGTERMed run stops its whole tree: the shell, its background child and 
   await exited(run);
   for (const pid of pids) assert.not.ok(alive(pid), `pid ${pid} survived`);
   assert.equal(cliJson(['ps', 's'], { env }).processes, []);
+});
+
+test('on a terminal, a run stays in the foreground group and is tracked as its process tree', () => {
+  if (!hasCommand('script')) return skipTest('run on a terminal', 'pty', 'util-linux script is not installed');
+  const inner = `"${process.execPath}" "${CLI}" run s -- sh -c 'sleep 2 & "${process.execPath}" "${CLI}" ps s --json; wait'`;
+  const r = spawnSync('script', ['-qec', inner, '/dev/null'], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
+  assert.is(r.status, 0, r.stderr);
+  const json = JSON.parse(r.stdout.slice(r.stdout.indexOf('{'), r.stdout.lastIndexOf('}') + 1).replace(/\r/g, ''));
+  const sleep2 = json.processes.find((p: { command: string }) => p.command === 'sleep 2');
+  assert.ok(sleep2, 'the background child is listed');
+  assert.is(sleep2.mode, 'process-tree');
 });
 
 test('what a finished run leaves behind is listed as left over; discard --force stops it and discards', async () => {
