@@ -10,6 +10,7 @@ import { Readable, Writable } from 'node:stream';
 import { client, ndJsonStream, PROTOCOL_VERSION, RequestError, type ClientApp, type ClientContext } from '@agentclientprotocol/sdk';
 import { PdbError, osErrorCode, type PdbErrorCode } from '../model/errors.js';
 import { createTerminals, killGroup, type Terminals } from './acp-terminals.js';
+import { checkPath, defaultPolicy, type Access, type WorkspacePolicy } from '../model/workspace-policy.js';
 
 /** Counts only: the transcript itself is never kept. */
 export interface AcpClientStats {
@@ -119,15 +120,15 @@ const wrap =
     }
   };
 
-/** Resolves a requested path inside the root (counting refusals), as every handler must before touching it. */
-type Confine = (path: string) => Promise<string>;
+/** Resolves a requested path inside the root and checks it against the workspace policy, as every handler must before touching it. */
+type Confine = (path: string, access: Access) => Promise<string>;
 
 function serveFiles(app: ClientApp, confined: Confine, stats: AcpClientStats): void {
   app
     .onRequest(
       'fs/read_text_file',
       wrap(async (p) => {
-        const abs = await confined(p.path);
+        const abs = await confined(p.path, 'read');
         stats.fsReads++;
         let content = await readFile(abs, 'utf8');
         if (p.line != null || p.limit != null) {
@@ -141,10 +142,10 @@ function serveFiles(app: ClientApp, confined: Confine, stats: AcpClientStats): v
     .onRequest(
       'fs/write_text_file',
       wrap(async (p) => {
-        const abs = await confined(p.path);
+        const abs = await confined(p.path, 'write');
         await mkdir(dirname(abs), { recursive: true });
         // mkdir may have followed nothing new, but re-check the final path after creating parents.
-        await confined(abs);
+        await confined(abs, 'write');
         await writeFile(abs, p.content);
         stats.fsWrites++;
         return {};
@@ -157,7 +158,7 @@ function serveTerminals(app: ClientApp, terminals: Terminals, confined: Confine,
     .onRequest(
       'terminal/create',
       wrap(async (p) => {
-        const terminalId = terminals.create(await confined(p.cwd ?? root), p);
+        const terminalId = terminals.create(await confined(p.cwd ?? root, 'read'), p);
         stats.terminals++;
         return { terminalId };
       }),
@@ -194,16 +195,36 @@ function serveTerminals(app: ClientApp, terminals: Terminals, confined: Confine,
  * terminal methods, all confined to `root`; permission requests are answered with the first
  * "allow" option (agents here are trusted and cooperative); session/update is only counted.
  */
-export function createRootClient(root: string, options: { env?: Record<string, string | undefined> } = {}): RootClient {
+export function createRootClient(
+  root: string,
+  options: { env?: Record<string, string | undefined>; policies?: readonly WorkspacePolicy[] } = {},
+): RootClient {
   const stats = emptyStats();
   const terminals = createTerminals(options.env);
-  const confined: Confine = async (path) => {
+  const policies = options.policies?.length ? options.policies : [defaultPolicy()];
+  const confined: Confine = async (path, access) => {
+    let full: string;
     try {
-      return await resolveInsideRoot(root, path);
+      full = await resolveInsideRoot(root, path);
     } catch (err) {
       if (err instanceof PdbError && err.code === 'E_PATH_OUTSIDE_ROOT') stats.refusedOutsideRoot++;
       throw err;
     }
+    // The policy sees the resolved path, so a link inside the root cannot rename its way past a deny.
+    const rel =
+      relative(await realpath(root), full)
+        .split(sep)
+        .join('/') || '.';
+    const d = checkPath(policies, rel, access);
+    if (!d.allowed)
+      throw new PdbError(
+        'E_POLICY_DENIED',
+        `the workspace policy denies ${access === 'write' ? 'writing' : 'reading'} ${rel} (${d.rule})`,
+        {
+          hint: 'pdb-env check-path NAME PATH shows the rule; a "policy" in pdb-env.json can allow hidden or credential scopes.',
+        },
+      );
+    return full;
   };
   const app = client({ name: 'pdb-env' });
   serveFiles(app, confined, stats);
@@ -223,6 +244,8 @@ export function createRootClient(root: string, options: { env?: Record<string, s
 }
 
 export interface AcpRunOptions {
+  /** The workspace policies every file and terminal request is checked against (default: the default policy). */
+  policies?: readonly WorkspacePolicy[];
   command: string;
   args: string[];
   /** The session root: the agent's working directory and the session/new cwd. */
@@ -353,7 +376,7 @@ function emptyResult(stats: AcpClientStats): AcpRunResult {
  */
 export async function runAcpAgent(o: AcpRunOptions): Promise<AcpRunResult> {
   const t0 = performance.now();
-  const rc = createRootClient(o.root, { env: { ...o.env, PDB_ENV_SESSION: o.sessionName } });
+  const rc = createRootClient(o.root, { env: { ...o.env, PDB_ENV_SESSION: o.sessionName }, policies: o.policies });
   const { child, stderr } = await spawnAgent(o);
   const exited = new Promise<{ exitCode: number | null; signal: string | null }>((res) =>
     child.once('close', (code, signal) => res({ exitCode: code, signal })),

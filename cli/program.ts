@@ -28,6 +28,8 @@ interface CommandEntry {
 
 const sessions = () => import('./commands/sessions.js');
 const store = () => import('./commands/store.js');
+const runtime = () => import('./commands/runtime.js');
+const policy = () => import('./commands/policy.js');
 const bench = () => import('./commands/bench.js');
 const validate = () => import('./commands/validate.js');
 const report = () => import('./commands/report.js');
@@ -51,6 +53,9 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'apply', summary: "write a session's last checkpoint back into its source directory (per-path compare-and-set)", load: wayBack },
   { name: 'envs', summary: 'list environments and their heads', load: sessions },
   { name: 'discard', summary: 'remove a session (idempotent)', load: sessions },
+  { name: 'ps', summary: 'list the processes running in a session, with their ports', load: runtime },
+  { name: 'stop', summary: 'stop everything running in a session (TERM, then KILL)', load: runtime },
+  { name: 'check-path', summary: "what a session's workspace policy allows for one path, and the rule that decided", load: policy },
   { name: 'backends', summary: 'list backends with availability probed on this host', load: store },
   { name: 'doctor', summary: 'list what a crash or reboot left behind', load: store },
   { name: 'gc', summary: 'finish or remove what doctor found, then free what nothing reaches', load: store },

@@ -39,7 +39,8 @@ export async function readSourceConfig(root: string): Promise<{ excludes: string
       path: SOURCE_CONFIG,
     });
   }
-  const unknownKeys = Object.keys(doc).filter((k) => k !== 'excludes' && k !== '$schema');
+  // "policy" is the workspace policy for agents (model/workspace-policy.ts checks it); the scan ignores it.
+  const unknownKeys = Object.keys(doc).filter((k) => k !== 'excludes' && k !== '$schema' && k !== 'policy');
   if (unknownKeys.length)
     throw new PdbError('E_CONFIG_INVALID', `${SOURCE_CONFIG} has unknown keys: ${unknownKeys.join(', ')}`, {
       path: SOURCE_CONFIG,

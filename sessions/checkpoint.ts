@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import type { Digest } from '../model/canonical-json.js';
 import { crashPoint } from '../model/crash-point.js';
-import { isPdbError } from '../model/errors.js';
+import { PdbError, isPdbError } from '../model/errors.js';
 import { writeFileAtomic } from '../model/object-store.js';
 import type { ProgressFn } from '../model/progress.js';
 import { scanTree, trustableSignatures, type ScanResult } from '../model/scan.js';
@@ -112,8 +112,18 @@ function changesSinceBase(ctx: StoreContext, s: OpenSession, { scan, index }: Se
 /** Complete scan of the quiesced session root: installs objects, records Snapshot + Changeset. Publishes nothing. */
 export async function checkpointSession(ctx: StoreContext, name: string, options: CheckpointOptions = {}): Promise<CheckpointResult> {
   const s = await resumeSession(ctx, name);
-  const lease = await acquireLease(join(s.dir, 'lease'), name, 'exclusive', 'checkpoint');
+  // From inside the session's own run or enter, that run (an ancestor of this process) waits for
+  // this checkpoint: its lease does not block, but anything else of the session still running does.
+  const { ancestorPids } = await import('./runtime/proc.js');
+  const ancestors = ancestorPids(process.pid);
+  let inside = false;
+  const lease = await acquireLease(join(s.dir, 'lease'), name, 'exclusive', 'checkpoint', (owner) => {
+    const mine = ancestors.has(owner.pid);
+    inside ||= mine;
+    return mine;
+  });
   try {
+    if (inside) await assertOnlyAncestors(ctx, name, ancestors);
     return await withObjectWrites(ctx.store, `checkpoint ${name}`, async () => {
       const intent = await ctx.journal.begin('checkpoint', { session: name });
       try {
@@ -128,6 +138,22 @@ export async function checkpointSession(ctx: StoreContext, name: string, options
   } finally {
     await lease.release();
   }
+}
+
+/** E_SESSION_BUSY naming what of the session runs besides this process and its ancestors. */
+async function assertOnlyAncestors(ctx: StoreContext, name: string, ancestors: ReadonlySet<number>): Promise<void> {
+  const { trackedProcesses, describe } = await import('./runtime/processes.js');
+  const others = (await trackedProcesses(ctx.store, name))
+    .map((t) => ({ ...t, procs: t.procs.filter((p) => !ancestors.has(p.pid) && p.pid !== process.pid) }))
+    .filter((t) => t.procs.length > 0);
+  if (others.length)
+    throw new PdbError(
+      'E_SESSION_BUSY',
+      `session "${name}" is busy: still running besides this shell: ${describe(others)}; checkpoint was refused`,
+      {
+        hint: 'Wait for them to finish (or end them), then checkpoint again.',
+      },
+    );
 }
 
 async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: string, options: CheckpointOptions): Promise<CheckpointResult> {

@@ -29,6 +29,7 @@ import {
   type StoreContext,
   readSession,
 } from './records.js';
+import { ensureRuntime } from './runtime/runtime.js';
 import { withStoreLock } from './store-lock.js';
 import { readSourceGit, withBase } from './source-git.js';
 
@@ -286,6 +287,8 @@ async function createChecked(ctx: StoreContext, req: Request): Promise<CreateRes
     await options.afterMaterialize?.();
     // Prepare is race-checked: the source must still be what was imported.
     if (chosen.imported) await assertSourceUnchanged(ctx.store, req.sourceDir!, chosen.imported);
+    // Its port block and private temp dir (removed with the directory if the create fails).
+    await ensureRuntime(ctx.store, name);
     rec.state = 'ready';
     await writeSession(ctx.store, rec);
     crashPoint('create:after-ready');

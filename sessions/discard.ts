@@ -56,6 +56,9 @@ export async function discardSession(ctx: StoreContext, name: string, options: {
     });
     return { session: name, discarded: true };
   }
+  // What still runs in it would lose its directory: refused (E_SESSION_BUSY), or stopped with --force.
+  const { assertNoProcesses } = await import('./runtime/control.js');
+  await assertNoProcesses(ctx.store, name, options.force === true);
   const lease = options.force ? null : await leaseForDiscard(dir, name);
   if (lease === 'gone') return { session: name, discarded: false };
   // A damaged record does not stop a discard: the user asked for the directory to go.

@@ -27,7 +27,9 @@ export type FindingKind =
   | 'unreadable-lock'
   | 'active-lease'
   | 'corrupt-object'
-  | 'missing-object';
+  | 'missing-object'
+  | 'stray-process'
+  | 'ended-process-record';
 
 export interface Finding {
   kind: FindingKind;
@@ -228,6 +230,35 @@ async function objectFindings(ctx: StoreContext): Promise<Finding[]> {
   return out;
 }
 
+/**
+ * Processes a session's runs left: alive though their run has ended (a daemon, a server started
+ * with &), or alive though the session is gone. Records whose processes and run have all ended
+ * are gc's to remove.
+ */
+async function processFindings(ctx: StoreContext): Promise<Finding[]> {
+  const { trackedProcesses, runnerAlive, describe } = await import('./runtime/processes.js');
+  const out: Finding[] = [];
+  for (const t of await trackedProcesses(ctx.store)) {
+    const id = relative(ctx.store.paths.root, t.file);
+    const name = t.record.session;
+    const running = runnerAlive(t.record);
+    if (t.procs.length === 0) {
+      if (!running) out.push(finding('ended-process-record', id, `a record of ${name}'s run of ${t.record.pid}, all ended`, 'gc'));
+      continue;
+    }
+    const gone = !(await lstat(recordFile(ctx.store, name)).catch(() => null));
+    if (!gone && running) continue; // a live run: ps shows it
+    const why = gone ? `session ${name} is gone, yet processes its runs started live` : `the run that started them has ended`;
+    out.push(
+      finding('stray-process', id, `${why}: ${describe([t])}`, null, {
+        session: name,
+        repair: `pdb-env stop ${name}`,
+      }),
+    );
+  }
+  return out;
+}
+
 /** What a crash, a reboot or damage left behind. Lists; changes nothing. `objects: false` skips the object walk (gc). */
 export async function doctor(ctx: StoreContext, options: { objects?: boolean } = {}): Promise<Finding[]> {
   const { intents, bad } = await ctx.journal.scan();
@@ -238,6 +269,7 @@ export async function doctor(ctx: StoreContext, options: { objects?: boolean } =
     ...(await lockFindings(ctx, ctx.store.paths.locks, null, isLockName)),
     ...(await lockFindings(ctx, objectLeaseDir(ctx.store), null, () => true)),
     ...(await tempFindings(ctx)),
+    ...(await processFindings(ctx)),
     ...(options.objects === false ? [] : await objectFindings(ctx)),
   ];
 }

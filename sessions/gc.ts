@@ -80,6 +80,7 @@ async function fix(pass: Pass, f: Finding): Promise<void> {
       break;
     case 'foreign-entry':
     case 'temp-file':
+    case 'ended-process-record':
       pass.actions.push(`remove ${f.kind === 'temp-file' ? 'temp ' : ''}${f.id}`);
       if (!pass.dryRun)
         await removeEntry(

@@ -81,7 +81,13 @@ export type LeaseAttempt =
   { lease: Lease } | { lease: null; gone: false; kind: LeaseRecord['kind']; holder: LockOwner | null } | { lease: null; gone: true };
 
 /** Take a lease or learn who holds the session (or that its directory is gone), without throwing for either. */
-export async function tryAcquireLease(leaseDir: string, kind: LeaseRecord['kind'], purpose: string): Promise<LeaseAttempt> {
+export async function tryAcquireLease(
+  leaseDir: string,
+  kind: LeaseRecord['kind'],
+  purpose: string,
+  /** Holders that do not block this lease (checkpoint from inside a run: the run's own writer lease). */
+  tolerate: (owner: LockOwner) => boolean = () => false,
+): Promise<LeaseAttempt> {
   // Not mkdir -p: inside a session directory that a discard just moved away, that would make it again.
   if (!(await ensureRealDir(leaseDir))) return { lease: null, gone: true };
   const name = kind === 'exclusive' ? EXCLUSIVE : `writer-${process.pid}-${randomBytes(4).toString('hex')}.json`;
@@ -94,7 +100,9 @@ export async function tryAcquireLease(leaseDir: string, kind: LeaseRecord['kind'
   }
   if (!taken.lock) return { lease: null, gone: false, kind, holder: taken.holder };
   const lock: HeldLock = taken.lock;
-  const others = (await holders(leaseDir)).filter((h) => h.file !== lock.path && (kind === 'exclusive' || h.kind === 'exclusive'));
+  const others = (await holders(leaseDir)).filter(
+    (h) => h.file !== lock.path && (kind === 'exclusive' || h.kind === 'exclusive') && !(h.owner && tolerate(h.owner)),
+  );
   if (others.length > 0) {
     await lock.release();
     return { lease: null, gone: false, kind: others[0]!.kind, holder: others[0]!.owner };
@@ -102,8 +110,14 @@ export async function tryAcquireLease(leaseDir: string, kind: LeaseRecord['kind'
   return { lease: { kind, release: () => lock.release() } };
 }
 
-export async function acquireLease(leaseDir: string, session: string, kind: LeaseRecord['kind'], purpose: string): Promise<Lease> {
-  const r = await tryAcquireLease(leaseDir, kind, purpose);
+export async function acquireLease(
+  leaseDir: string,
+  session: string,
+  kind: LeaseRecord['kind'],
+  purpose: string,
+  tolerate?: (owner: LockOwner) => boolean,
+): Promise<Lease> {
+  const r = await tryAcquireLease(leaseDir, kind, purpose, tolerate);
   if (r.lease) return r.lease;
   if (r.gone)
     throw new PdbError('E_SESSION_NOT_FOUND', `session "${session}" is gone (discarded meanwhile)`, {

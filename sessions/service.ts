@@ -19,6 +19,7 @@ import type { VerifyResult } from './integrity.js';
 import { Journal } from './journal.js';
 import { backendContext, listSessions, readSession, sessionDir, sessionRoot, type SessionInfo, type SessionRecord } from './records.js';
 import type { OpenSession, RunOptions } from './session-ops.js';
+import type { PsResult } from './runtime/control.js';
 
 export { SESSION_NAME_PATTERN, assertEnvName, assertSessionName } from './records.js';
 export type { DamagedSession, SessionInfo, SessionRecord, SessionState } from './records.js';
@@ -31,7 +32,14 @@ export type { ApplyResult } from './apply.js';
 export type { ExportGitResult } from './export-git.js';
 export type { Finding, FindingKind } from './doctor.js';
 export type { GcResult } from './gc.js';
+export type { PsEntry, PsResult } from './runtime/control.js';
 export type { ObjectProblem, VerifyResult } from './integrity.js';
+
+/** A listed session's runtime: its port block and private temp dir (null: none allocated yet). */
+export interface SessionPorts {
+  ports: number[] | null;
+  tmpDir: string | null;
+}
 
 /** The session lifecycle over one store: create, run, checkpoint, diff, publish, discard, doctor, gc. */
 export class SessionService {
@@ -87,9 +95,16 @@ export class SessionService {
   }
 
   /** Every session, damaged ones included (state "damaged", with why). */
-  async list(cwd = process.cwd()): Promise<SessionInfo[]> {
+  async list(cwd = process.cwd()): Promise<Array<SessionInfo & SessionPorts>> {
     const creating = (await this.journal.list()).filter((i) => i.live && i.op === 'create' && i.session).map((i) => i.session!);
-    return listSessions(this.store, cwd, new Set(creating));
+    const sessions = await listSessions(this.store, cwd, new Set(creating));
+    const { readRuntime } = await import('./runtime/runtime.js');
+    return Promise.all(
+      sessions.map(async (s) => {
+        const rt = await readRuntime(this.store, s.name);
+        return { ...s, ports: rt?.ports ?? null, tmpDir: rt?.tmpDir ?? null };
+      }),
+    );
   }
 
   async create(name: string, options: CreateOptions = {}): Promise<CreateResult> {
@@ -165,6 +180,18 @@ export class SessionService {
   /** Remove only the session's directory, never following a symlink out; discarded: false when already gone. */
   async discard(name: string, options: { force?: boolean } = {}): Promise<{ session: string; discarded: boolean }> {
     return (await import('./discard.js')).discardSession(this, name, options);
+  }
+
+  // ---- runtime
+
+  /** The live processes the session's runs started: pid, command, age, listening ports. */
+  async ps(name: string): Promise<PsResult> {
+    return (await import('./runtime/control.js')).psSession(this.store, name);
+  }
+
+  /** TERM everything the session's runs started, then KILL after `graceMs` (default 5000). */
+  async stop(name: string, options: { graceMs?: number } = {}): Promise<{ session: string; stopped: number[] }> {
+    return (await import('./runtime/control.js')).stopSession(this.store, name, options.graceMs);
   }
 
   // ---- environments

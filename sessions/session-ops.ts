@@ -8,6 +8,8 @@ import { PdbError, osErrorCode } from '../model/errors.js';
 import { scanTree } from '../model/scan.js';
 import type { Entry, Snapshot } from '../model/snapshot.js';
 import { acquireLease } from './lease.js';
+import { forgetEnded, sessionCgroup, stopTracked, trackProcess, trackedProcesses } from './runtime/processes.js';
+import { ensureRuntime, runtimeEnv } from './runtime/runtime.js';
 import { backendContext, readSession, sessionDir, sessionRoot, type SessionRecord, type StoreContext } from './records.js';
 
 export interface OpenSession {
@@ -51,6 +53,8 @@ export interface RunOptions {
   stdio?: 'inherit' | 'pipe';
   env?: Record<string, string>;
   purpose?: string;
+  /** How long a run ended by a signal waits after TERM before it KILLs what it started (default 5000 ms). */
+  graceMs?: number;
 }
 
 /**
@@ -65,20 +69,53 @@ export async function runInSession(
   options: RunOptions = {},
 ): Promise<{ exitCode: number; stdout?: string; stderr?: string }> {
   const s = await resumeSession(ctx, name);
+  const rt = await ensureRuntime(ctx.store, name); // a session made before runtimes existed gets one now
   const lease = await acquireLease(join(s.dir, 'lease'), name, 'writer', options.purpose ?? `run ${command}`);
   try {
     const { execa } = await import('execa'); // loaded only where a process starts (list, path... never need it)
+    const stdio = options.stdio ?? 'inherit';
+    // A detached child leads its own process group; an interactive shell must stay in the terminal's.
+    const interactive = stdio === 'inherit' && process.stdin.isTTY === true;
+    // Handlers first: a signal that comes before the child is recorded is acted on once it is.
+    let tracked: { file: string } | null = null;
+    let pending: NodeJS.Signals | null = null;
+    // A run ended by a signal stops everything it started (TERM, KILL after the grace), not only its child.
+    let stopping: Promise<unknown> | null = null;
+    const onSignal = (sig: NodeJS.Signals) => {
+      // On a terminal, Ctrl-C already reached the child's group (the foreground one): an interactive
+      // shell ignores it and must survive; a command that ends on it ends the run.
+      if (interactive && sig === 'SIGINT') return;
+      if (!tracked) pending ??= sig;
+      else
+        stopping ??= trackedProcesses(ctx.store, name).then((all) =>
+          stopTracked(
+            all.filter((t) => t.file === tracked!.file),
+            { graceMs: options.graceMs },
+          ),
+        );
+    };
+    process.on('SIGINT', onSignal).on('SIGTERM', onSignal).on('SIGHUP', onSignal);
     const child = execa(command, args, {
       cwd: s.root,
-      stdio: options.stdio ?? 'inherit',
+      stdio,
       reject: false,
-      env: { ...options.env, PDB_ENV_SESSION: name },
+      env: { ...options.env, ...runtimeEnv(ctx.store, name, rt) },
       windowsHide: true,
+      detached: !interactive,
     });
-    const forward = (sig: NodeJS.Signals) => child.kill(sig);
-    process.on('SIGINT', forward).on('SIGTERM', forward).on('SIGHUP', forward);
+    if (child.pid !== undefined) {
+      const cgroup = sessionCgroup(ctx.store, name);
+      tracked = await trackProcess(ctx.store, name, child.pid, [command, ...args], { group: !interactive, cgroup });
+      if (pending) onSignal(pending);
+    }
     const result = await child;
-    process.off('SIGINT', forward).off('SIGTERM', forward).off('SIGHUP', forward);
+    if (stopping) await stopping;
+    process.off('SIGINT', onSignal).off('SIGTERM', onSignal).off('SIGHUP', onSignal);
+    // What it left running stays recorded (ps shows it, doctor names it a stray); an ended tree is forgotten.
+    if (tracked) {
+      const mine = tracked.file;
+      await forgetEnded((await trackedProcesses(ctx.store, name)).filter((t) => t.file === mine));
+    }
     if (result.failed && result.exitCode === undefined && !result.signal) throw startFailure(command, result.cause);
     const exitCode = result.exitCode ?? 128 + signalNumber(result.signal);
     return {

@@ -85,6 +85,7 @@ export const CAPABILITIES = [
   'chromium', // headless Chromium, for the report screenshot
   'git', // git, for git-worktree and provenance
   'time', // GNU time (/usr/bin/time), for child CPU and RSS
+  'pty', // util-linux script, to run pdb-env on a pseudo-terminal
   'no-clone-tmp', // a temporary directory on a filesystem without clones (to see a clone refused)
   'action-validator', // the workflow linter (a dev dependency)
   'bind-mount', // bind mounts (root), for the AgentFS stand-in's trial and sessions

@@ -103,8 +103,10 @@ const run: DefineCommand = (cmd, ctx) =>
     .addHelpText(
       'after',
       `
-Runs CMD with the session root as its working directory and PDB_ENV_SESSION=NAME,
-passing stdio and the exit code through. A checkpoint is refused while it runs.
+Runs CMD with the session root as its working directory, passing stdio and the
+exit code through. It sets PDB_ENV_SESSION=NAME, PDB_ENV_ROOT, PORT (the first of
+the session's ports), PDB_ENV_PORT_BASE, PDB_ENV_PORTS and TMPDIR/TMP/TEMP (the
+session's private temp dir). A checkpoint is refused while it runs.
 A command that is not found exits 127, one that cannot be executed 126.
 
 Example:
@@ -195,7 +197,7 @@ function listText(sessions: SessionInfo[]): string {
 
 const checkpoint: DefineCommand = (cmd) =>
   cmd
-    .argument('<name>', 'the session')
+    .argument('[name]', 'the session (default: PDB_ENV_SESSION, inside a run or enter)')
     .option('--verify', 're-hash every file instead of trusting unchanged stat signatures')
     .addHelpText(
       'after',
@@ -209,11 +211,20 @@ stat signature (inode, size, mtime, ctime, mode) is the one recorded at create o
 the last checkpoint keeps its digest, unless it changed within 100 ms of that record
 (git's racy-clean rule). --verify reads and hashes every file.
 
+Inside the session's own run or enter, NAME defaults to PDB_ENV_SESSION, and the
+run that waits for this checkpoint does not block it; anything else of the session
+still running does (E_SESSION_BUSY names it).
+
 Example:
   pdb-env checkpoint agent-a --json`,
     )
-    .action(async (name, _o, command) => {
+    .action(async (given, _o, command) => {
       const o = command.optsWithGlobals();
+      const name: string | undefined = given ?? process.env.PDB_ENV_SESSION;
+      if (!name)
+        throw new PdbError('E_USAGE', 'checkpoint needs a session name', {
+          hint: 'pdb-env checkpoint NAME (inside pdb-env run or enter, the session is taken from PDB_ENV_SESSION).',
+        });
       const progress = createProgressReporter({ json: o.json === true });
       const r = await (
         await openService(o.store)
@@ -290,12 +301,14 @@ const envs: DefineCommand = (cmd) =>
 const discard: DefineCommand = (cmd) =>
   cmd
     .argument('<name>', 'the session')
-    .option('--force', 'skip the lease check')
+    .option('--force', 'stop what still runs in it first, and skip the lease check')
     .addHelpText(
       'after',
       `
 Removes only NAME's directory inside the store, never following a symlink out of
-it. Exits 0 when the session is already gone.
+it, with its private temp dir and its ports. A session in which processes still
+run is refused (E_SESSION_BUSY, naming them) unless --force, which stops them first.
+Exits 0 when the session is already gone.
 
 Example:
   pdb-env discard agent-a`,

@@ -4,6 +4,7 @@ import { agent, PROTOCOL_VERSION, RequestError } from '@agentclientprotocol/sdk'
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createRootClient, resolveInsideRoot } from '../../agents/acp-client.js';
+import { parsePolicy, type WorkspacePolicy } from '../../model/workspace-policy.js';
 import { isPdbError } from '../../model/errors.js';
 import { tempDir, writeTree } from '../helpers.js';
 
@@ -50,8 +51,9 @@ test('paths inside the root resolve; ".." , absolute paths and symlinks out are 
 // An in-process agent that asks the client for things, connected straight to the client app.
 async function withAgent<T>(
   op: (client: import('@agentclientprotocol/sdk').AgentContext, sessionId: string) => Promise<T>,
+  policies?: WorkspacePolicy[],
 ): Promise<{ value: T; stats: ReturnType<typeof createRootClient>['stats'] }> {
-  const rc = createRootClient(root);
+  const rc = createRootClient(root, { policies });
   let out: { value: T } | null = null;
   const a = agent({ name: 'test-agent' })
     .onRequest('initialize', () => ({ protocolVersion: PROTOCOL_VERSION, agentCapabilities: {}, authMethods: [] }))
@@ -129,6 +131,32 @@ test('terminals run in the root (or a directory inside it); a cwd outside is ref
   assert.is(value.subOut.trim(), 'deep.txt');
   assert.ok(value.outside);
   assert.match(value.outside!.message, /E_PATH_OUTSIDE_ROOT/);
+});
+
+test('the workspace policy: denied reads, writes and terminal cwds get an ACP error, and nothing is written', async () => {
+  writeFileSync(join(root, '.env'), 'SECRET=1\n');
+  mkdirSync(join(root, 'node_modules', 'x'), { recursive: true });
+  const { value } = await withAgent(async (c, sessionId) => ({
+    env: await errorOf(c.request('fs/read_text_file', { sessionId, path: join(root, '.env') })),
+    nm: await errorOf(c.request('fs/write_text_file', { sessionId, path: join(root, 'node_modules', 'x', 'index.js'), content: 'x' })),
+    dist: await errorOf(c.request('fs/write_text_file', { sessionId, path: 'dist/out.js', content: 'x' })),
+    nmRead: await errorOf(c.request('fs/read_text_file', { sessionId, path: join(root, 'in.txt') })),
+    cwd: await errorOf(c.createTerminal({ sessionId, command: 'pwd', cwd: join(root, '.hidden-dir') })),
+  }));
+  for (const k of ['env', 'nm', 'dist', 'cwd'] as const) {
+    assert.ok(value[k], `${k} must be refused`);
+    assert.match(value[k]!.message, /E_POLICY_DENIED/, k);
+  }
+  assert.match(value.env!.message, /default:credential \.env/);
+  assert.match(value.nm!.message, /default:never-writable node_modules/);
+  assert.is(value.nmRead, null);
+  assert.not.ok(existsSync(join(root, 'node_modules', 'x', 'index.js')));
+  assert.not.ok(existsSync(join(root, 'dist')));
+  const opened = await withAgent(
+    async (c, sessionId) => (await c.request('fs/read_text_file', { sessionId, path: '.env' })).content,
+    [parsePolicy({ allowSensitive: ['.env'] }, 'pdb-env.json')],
+  );
+  assert.is(opened.value, 'SECRET=1\n', 'a policy that allows it');
 });
 
 test.run();

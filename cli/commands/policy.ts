@@ -1,0 +1,39 @@
+// check-path: what the workspace policy of a session says about one path, and which rule decided.
+import { emit } from '../output.js';
+import type { CliContext, DefineCommand } from '../program.js';
+import { openService } from './sessions.js';
+
+const checkPath: DefineCommand = (cmd, ctx: CliContext) =>
+  cmd
+    .argument('<name>', 'the session')
+    .argument('<path>', 'a path relative to the session root (or absolute, inside it)')
+    .option('--write', 'ask about writing (default: reading)')
+    .option('--policy <file>', 'narrow the policy with this one (schemas/workspace-policy.schema.json)')
+    .addHelpText(
+      'after',
+      `
+Prints whether an agent's file or terminal request may read (or, with --write,
+write) PATH in NAME, and the rule that decided, like git check-ignore -v:
+SOURCE:KIND PATTERN. The policy is the "policy" of pdb-env.json in the session
+root (else the default), narrowed by --policy FILE. Exits 1 when denied.
+Defence in depth for cooperative agents, not a sandbox.
+
+Example:
+  pdb-env check-path agent-a src/a.ts --write
+  pdb-env check-path agent-a .env --json`,
+    )
+    .action(async (name, path, _o, command) => {
+      const o = command.optsWithGlobals();
+      const svc = await openService(o.store);
+      const [{ loadPolicies, decide }, root] = await Promise.all([import('../../sessions/runtime/policy.js'), svc.path(name)]);
+      const access = o.write === true ? 'write' : 'read';
+      const d = decide(await loadPolicies(root, o.policy), root, path, access);
+      emit(
+        o.json === true,
+        { session: name, path, access, ...d },
+        () => `${d.allowed ? 'allowed' : 'denied '} ${access.padEnd(5)} ${d.rule}\t${path}`,
+      );
+      ctx.exitCode = d.allowed ? 0 : 1;
+    });
+
+export const commands: Record<string, DefineCommand> = { 'check-path': checkPath };

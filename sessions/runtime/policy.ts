@@ -1,0 +1,56 @@
+// The workspace policy of a session: the "policy" of pdb-env.json in its root (else the default),
+// narrowed by a --policy FILE when one is given. Both are checked against the schema.
+import { readFile } from 'node:fs/promises';
+import { isAbsolute, join, relative, sep } from 'node:path';
+import { PdbError, osErrorCode, toPdbError } from '../../model/errors.js';
+import { SOURCE_CONFIG } from '../../model/scan.js';
+import {
+  checkPath,
+  defaultPolicy,
+  parsePolicy,
+  type Access,
+  type PathDecision,
+  type WorkspacePolicy,
+} from '../../model/workspace-policy.js';
+
+async function readJson(file: string, what: string): Promise<unknown | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if (osErrorCode(err) === 'ENOENT') return undefined;
+    throw toPdbError(err, 'E_IO', { action: `reading ${what}`, path: file });
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new PdbError('E_POLICY_INVALID', `${what} is not valid JSON: ${(err as Error).message}`, { path: file, cause: err });
+  }
+}
+
+/** The policies that apply in `root`: its pdb-env.json's (or the default), then `policyFile`'s (composition narrows). */
+export async function loadPolicies(root: string, policyFile?: string): Promise<WorkspacePolicy[]> {
+  const config = (await readJson(join(root, SOURCE_CONFIG), SOURCE_CONFIG)) as { policy?: unknown } | undefined;
+  const out = [config?.policy === undefined ? defaultPolicy() : parsePolicy(config.policy, SOURCE_CONFIG)];
+  if (policyFile !== undefined) {
+    const doc = await readJson(policyFile, policyFile);
+    if (doc === undefined) throw new PdbError('E_USAGE', `--policy ${policyFile}: no such file`);
+    out.push(parsePolicy(doc, policyFile));
+  }
+  return out;
+}
+
+/** A request path (relative to the root, or absolute) as a workspace path; null when it is outside the root. */
+export function rootRelative(root: string, path: string): string | null {
+  if (!isAbsolute(path) || path.startsWith('/workspace/') || path === '/workspace') return path;
+  const rel = relative(root, path);
+  if (rel === '') return '.';
+  return rel.startsWith(`..${sep}`) || rel === '..' || isAbsolute(rel) ? null : rel.split(sep).join('/');
+}
+
+/** What the policies say about `path` in `root`: outside the root is denied, like '..'. */
+export function decide(policies: readonly WorkspacePolicy[], root: string, path: string, access: Access): PathDecision {
+  const rel = rootRelative(root, path);
+  if (rel === null) return { allowed: false, rule: `${policies[0]?.source ?? 'default'}:outside-root ${path}` };
+  return checkPath(policies, rel, access);
+}

@@ -1,0 +1,99 @@
+// The runtime layer of a session: what a process started in it needs besides its files. Each
+// session owns a block of ports and a private temp dir outside its root, recorded in
+// `<store>/sessions/NAME/runtime.json` next to session.json. The block is taken under the store
+// lock, so no two sessions of a store ever hold the same port; it is released with the session
+// directory at discard (the file goes with it), as is the temp dir.
+import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PdbError, toPdbError } from '../../model/errors.js';
+import { writeFileAtomic, type ObjectStore } from '../../model/object-store.js';
+import { SESSION_NAME_PATTERN, sessionDir, sessionRoot } from '../records.js';
+import { withStoreLock } from '../store-lock.js';
+import { allocatePortBlock, portConfig, type PortProbe } from './ports.js';
+
+export interface SessionRuntime {
+  version: 1;
+  /** The session's ports, consecutive; the first is PORT. */
+  ports: number[];
+  /** The private temp dir (TMPDIR, TMP, TEMP), outside the root. */
+  tmpDir: string;
+}
+
+export function runtimeFile(store: ObjectStore, name: string): string {
+  return join(sessionDir(store, name), 'runtime.json');
+}
+
+export function sessionTmpDir(store: ObjectStore, name: string): string {
+  return join(sessionDir(store, name), 'tmp');
+}
+
+function isRuntime(doc: unknown): doc is SessionRuntime {
+  const r = doc as Partial<SessionRuntime> | null;
+  return (
+    !!r &&
+    r.version === 1 &&
+    Array.isArray(r.ports) &&
+    r.ports.length > 0 &&
+    r.ports.every((p) => Number.isInteger(p) && p > 0 && p < 65536) &&
+    typeof r.tmpDir === 'string'
+  );
+}
+
+/** The session's runtime record, or null when it has none yet (a session made before ports existed) or it is unreadable. */
+export async function readRuntime(store: ObjectStore, name: string): Promise<SessionRuntime | null> {
+  try {
+    const doc: unknown = JSON.parse(await readFile(runtimeFile(store, name), 'utf8'));
+    return isRuntime(doc) ? doc : null;
+  } catch {
+    return null; // missing or half-written: ensureRuntime makes it again under the store lock
+  }
+}
+
+/** Every port a session of this store holds. */
+async function portsInUse(store: ObjectStore, except: string): Promise<Set<number>> {
+  const taken = new Set<number>();
+  for (const name of await readdir(store.paths.sessions).catch(() => [] as string[])) {
+    if (name === except || !SESSION_NAME_PATTERN.test(name)) continue;
+    for (const p of (await readRuntime(store, name))?.ports ?? []) taken.add(p);
+  }
+  return taken;
+}
+
+/**
+ * The session's runtime, made on first need: a port block allocated under the store lock and the
+ * private temp dir. Idempotent; a session that already has one keeps its ports.
+ */
+export async function ensureRuntime(store: ObjectStore, name: string, probe?: PortProbe): Promise<SessionRuntime> {
+  const have = await readRuntime(store, name);
+  const tmpDir = sessionTmpDir(store, name);
+  if (have) {
+    await mkdir(tmpDir, { recursive: true, mode: 0o700 }); // tmp cleaners may remove an empty one
+    return have;
+  }
+  return withStoreLock(store, `ports for ${name}`, async () => {
+    const again = await readRuntime(store, name);
+    if (again) return again;
+    const ports = await allocatePortBlock(await portsInUse(store, name), store.paths.root, portConfig(), probe);
+    await mkdir(tmpDir, { recursive: true, mode: 0o700 }).catch((err: unknown) => {
+      throw toPdbError(err, 'E_IO', { action: `making the temp dir of session ${name}`, path: tmpDir });
+    });
+    const rt: SessionRuntime = { version: 1, ports, tmpDir };
+    await writeFileAtomic(store.paths, runtimeFile(store, name), `${JSON.stringify(rt, null, 2)}\n`);
+    return rt;
+  });
+}
+
+/** The variables `run` and `enter` give a session's processes. */
+export function runtimeEnv(store: ObjectStore, name: string, rt: SessionRuntime): Record<string, string> {
+  if (rt.ports.length === 0) throw new PdbError('E_INTERNAL', `session ${name} has no ports`);
+  return {
+    PDB_ENV_SESSION: name,
+    PDB_ENV_ROOT: sessionRoot(store, name),
+    PORT: String(rt.ports[0]),
+    PDB_ENV_PORT_BASE: String(rt.ports[0]),
+    PDB_ENV_PORTS: rt.ports.join(','),
+    TMPDIR: rt.tmpDir,
+    TMP: rt.tmpDir,
+    TEMP: rt.tmpDir,
+  };
+}

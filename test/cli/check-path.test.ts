@@ -1,0 +1,57 @@
+// check-path through the CLI: src/a.ts writable with a rule; node_modules/x/index.js not writable;
+// .env not readable; ../outside.txt never allowed (nor an absolute path outside the root); the
+// pdb-env.json policy of the session applies and --policy narrows it; a bad policy is E_POLICY_INVALID.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { cli, cliJson, tempDir, writeTree } from '../helpers.js';
+
+const t = tempDir();
+test.after(() => t.cleanup());
+const src = join(t.dir, 'src');
+writeTree(src, { src: { 'a.ts': 'export {};\n' }, '.github': { 'ci.yml': 'on: push\n' } });
+const env = { PDB_ENV_STORE: join(t.dir, 'store') };
+cliJson(['create', 's', '--from', src], { env });
+const root = cli(['path', 's'], { env }).stdout.trim();
+
+const check = (...args: string[]) => cli(['check-path', 's', ...args, '--json'], { env });
+
+test('the Done-when paths', () => {
+  const ok = check('src/a.ts', '--write');
+  assert.is(ok.code, 0, ok.stderr);
+  assert.equal(JSON.parse(ok.stdout), { session: 's', path: 'src/a.ts', access: 'write', allowed: true, rule: 'default:write /' });
+  const nm = check('node_modules/x/index.js', '--write');
+  assert.is(nm.code, 1);
+  assert.equal(JSON.parse(nm.stdout).rule, 'default:never-writable node_modules');
+  const env1 = check('.env');
+  assert.is(env1.code, 1);
+  assert.equal(JSON.parse(env1.stdout), { session: 's', path: '.env', access: 'read', allowed: false, rule: 'default:credential .env' });
+  for (const p of ['../outside.txt', join(t.dir, 'outside.txt'), `${root}/../outside.txt`])
+    for (const w of [[], ['--write']]) {
+      const r = check(p, ...w);
+      assert.is(r.code, 1, p);
+      assert.is(JSON.parse(r.stdout).allowed, false, p);
+    }
+  assert.is(check(join(root, 'src/a.ts'), '--write').code, 0, 'an absolute path inside the root');
+  const text = cli(['check-path', 's', 'node_modules/x/index.js', '--write'], { env });
+  assert.is(text.stdout.trim(), 'denied  write default:never-writable node_modules\tnode_modules/x/index.js');
+});
+
+test("the session's pdb-env.json policy applies; --policy narrows it; a bad one is E_POLICY_INVALID", () => {
+  assert.is(check('.github/ci.yml').code, 1);
+  writeFileSync(join(root, 'pdb-env.json'), JSON.stringify({ policy: { allowHidden: ['.github'] } }));
+  const hidden = check('.github/ci.yml');
+  assert.is(hidden.code, 0, hidden.stdout);
+  assert.is(JSON.parse(hidden.stdout).rule, 'pdb-env.json:read /');
+  const narrow = join(t.dir, 'narrow.json');
+  writeFileSync(narrow, JSON.stringify({ write: ['docs'] }));
+  assert.is(check('src/a.ts', '--write', '--policy', narrow).code, 1, 'narrowed');
+  assert.match(JSON.parse(check('src/a.ts', '--write', '--policy', narrow).stdout).rule, /narrow\.json:no-write-scope/);
+  writeFileSync(narrow, JSON.stringify({ writable: ['/'] }));
+  const bad = check('src/a.ts', '--policy', narrow);
+  assert.is(bad.code, 1);
+  assert.match(bad.stdout, /E_POLICY_INVALID/);
+});
+
+test.run();
