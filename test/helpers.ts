@@ -97,6 +97,7 @@ export const CAPABILITIES = [
   'bind-mount', // bind mounts (root), for the AgentFS stand-in's trial and sessions
   'agentfs', // a pinned AgentFS binary that passes its probe (never installed by CI: none is pinned)
   'procfs', // Linux /proc (a resettable VmHWM, for the harness's own peak RSS per phase)
+  'cgroup2', // a cgroup v2 hierarchy (mounted in a private mount namespace as root), for per-session cgroup tracking
 ] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 
