@@ -21,7 +21,7 @@ import { sharedFsPool } from '../model/fs-pool.js';
 import { materializeTree } from '../model/materialize.js';
 import { tempName, writeFileAtomic } from '../model/object-store.js';
 import type { Snapshot } from '../model/snapshot.js';
-import { createTreeIndex, racyWindowMs, serializeTreeIndex, signatureTimes, trustableSigs } from '../model/tree-index.js';
+import { materializedTreeIndex, racyWindowMs, serializeTreeIndex, signatureTimes } from '../model/tree-index.js';
 import { execTool, removeTreeForce } from './fs-util.js';
 import type { BackendContext, BackendHooks } from './types.js';
 
@@ -133,23 +133,11 @@ async function writeBaseIndex(
   // Nothing writes into a base after its build, and no session exists before this point: waiting
   // out the racy window once makes every signature trustable (a base is built once, used often).
   const times = [...sigs.values()].map(signatureTimes);
-  const newest = Math.max(0, ...times.map(([m, c]) => Math.max(m, c)));
+  // A loop, not Math.max(...spread): a spread of a few hundred thousand arguments overflows the stack.
+  const newest = times.reduce((n, [m, c]) => Math.max(n, m, c), 0);
   const wait = newest + racyWindowMs(times.map(([m]) => m)) + 1 - Date.now();
   if (wait > 0) await sleep(wait);
-  const recordedAtMs = Date.now();
-  const index = createTreeIndex(
-    {
-      snapshot: digest,
-      changeset: null,
-      base: snapshot.base,
-      excludes: snapshot.excludes,
-      recordedAtMs,
-      generation: ctx.store.generation(),
-      source: null,
-    },
-    snapshot.entries,
-    trustableSigs(sigs, recordedAtMs),
-  );
+  const index = materializedTreeIndex(snapshot, digest, ctx.store.generation(), sigs);
   await writeFileAtomic(ctx.store.paths, file, serializeTreeIndex(index), 0o644, { sync: false });
   return relative(ctx.store.paths.root, file);
 }

@@ -2,4 +2,13 @@
 // The pdb-env executable; the command line itself is main() in main.ts, which importing runs nothing.
 import { main } from './main.js';
 
+// A reader that went away (`pdb-env list | head -1`) is not an error of the command: the work is
+// done before its result is printed, so the rest of the output is dropped and the status stays the
+// command's own. Any other write error still surfaces.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+  });
+}
+
 process.exitCode = await main(process.argv.slice(2));

@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import type { Digest } from './canonical-json.js';
 import { osErrorCode } from './errors.js';
-import type { Entry } from './snapshot.js';
+import type { Entry, Snapshot } from './snapshot.js';
 
 export const TREE_INDEX_VERSION = 1 as const;
 
@@ -282,4 +282,22 @@ export function trustableSigs(sigs: ReadonlyMap<string, string>, recordedAtMs: n
     if (isTrustable(m, c, recordedAtMs, window)) out.set(path, sig);
   }
   return out;
+}
+
+/**
+ * The tree index of a tree just materialized from `snapshot` (a base, or a new session's root):
+ * nothing but the writer has touched it, so its signatures hold from `recordedAtMs` on.
+ */
+export function materializedTreeIndex(
+  snapshot: Pick<Snapshot, 'base' | 'excludes' | 'entries'>,
+  digest: Digest,
+  generation: string,
+  sigs: ReadonlyMap<string, string>,
+  recordedAtMs = Date.now(),
+): TreeIndex {
+  return createTreeIndex(
+    { snapshot: digest, changeset: null, base: snapshot.base, excludes: snapshot.excludes, recordedAtMs, generation, source: null },
+    snapshot.entries,
+    trustableSigs(sigs, recordedAtMs),
+  );
 }

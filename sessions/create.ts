@@ -13,7 +13,7 @@ import { writeFileAtomic, type ObjectStore } from '../model/object-store.js';
 import type { ProgressFn } from '../model/progress.js';
 import { removeTree } from '../model/remove-tree.js';
 import type { Snapshot } from '../model/snapshot.js';
-import { createTreeIndex, serializeTreeIndex, trustableSigs } from '../model/tree-index.js';
+import { materializedTreeIndex, serializeTreeIndex } from '../model/tree-index.js';
 import { envHead, initEnv } from './environments.js';
 import { assertSourceUnchanged, importSource, type ImportResult } from './import.js';
 import type { Intent } from './journal.js';
@@ -221,21 +221,7 @@ async function materialize(ctx: StoreContext, req: Request, rec: SessionRecord, 
 /** The session's own tree index, from the signatures the backend recorded as it wrote each file. */
 async function writeCreateIndex(ctx: StoreContext, rec: SessionRecord, chosen: Chosen, sigs: ReadonlyMap<string, string>) {
   // Nothing but this create has written into the root yet: the signatures hold from now on.
-  const recordedAtMs = Date.now();
-  const snapshot = chosen.snapshot();
-  const index = createTreeIndex(
-    {
-      snapshot: rec.base,
-      changeset: null,
-      base: snapshot.base,
-      excludes: snapshot.excludes,
-      recordedAtMs,
-      generation: ctx.store.generation(),
-      source: null,
-    },
-    snapshot.entries,
-    trustableSigs(sigs, recordedAtMs),
-  );
+  const index = materializedTreeIndex(chosen.snapshot(), rec.base, ctx.store.generation(), sigs);
   await writeFileAtomic(ctx.store.paths, sessionIndexFile(ctx.store, rec.name), serializeTreeIndex(index), 0o644, { sync: false });
 }
 

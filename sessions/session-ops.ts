@@ -8,7 +8,7 @@ import { PdbError, osErrorCode } from '../model/errors.js';
 import { scanTree } from '../model/scan.js';
 import type { Entry, Snapshot } from '../model/snapshot.js';
 import { acquireLease } from './lease.js';
-import { forgetEnded, sessionCgroup, stopTracked, trackProcess, trackedProcesses } from './runtime/processes.js';
+import { forgetEnded, sessionCgroup, spawnInCgroup, stopTracked, trackProcess, trackedProcesses } from './runtime/processes.js';
 import { ensureRuntime, runtimeEnv } from './runtime/runtime.js';
 import { backendContext, readSession, sessionDir, sessionRoot, type SessionRecord, type StoreContext } from './records.js';
 
@@ -95,16 +95,18 @@ export async function runInSession(
         );
     };
     process.on('SIGINT', onSignal).on('SIGTERM', onSignal).on('SIGHUP', onSignal);
-    const child = execa(command, args, {
-      cwd: s.root,
-      stdio,
-      reject: false,
-      env: { ...options.env, ...runtimeEnv(ctx.store, name, rt) },
-      windowsHide: true,
-      detached: !interactive,
-    });
+    const cgroup = sessionCgroup(ctx.store, name);
+    const child = spawnInCgroup(cgroup, () =>
+      execa(command, args, {
+        cwd: s.root,
+        stdio,
+        reject: false,
+        env: { ...options.env, ...runtimeEnv(ctx.store, name, rt) },
+        windowsHide: true,
+        detached: !interactive,
+      }),
+    );
     if (child.pid !== undefined) {
-      const cgroup = sessionCgroup(ctx.store, name);
       tracked = await trackProcess(ctx.store, name, child.pid, [command, ...args], { group: !interactive, cgroup });
       if (pending) onSignal(pending);
     }

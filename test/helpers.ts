@@ -5,17 +5,23 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, chmodSync }
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { removeOwner, writeOwner } from './stale-temp.js';
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = join(REPO_ROOT, 'dist', 'cli', 'bin.js');
 
 export function tempDir(prefix = 'pdb-test-'): { dir: string; cleanup(): void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
+  // If this process is killed before cleanup, the runner's next start releases what it left (stale-temp.ts).
+  writeOwner(dir);
   return {
     dir,
     cleanup() {
       if (process.env.PDB_KEEP_TMP === '1') console.log(`kept ${dir}`);
-      else rmSync(dir, { recursive: true, force: true });
+      else {
+        rmSync(dir, { recursive: true, force: true });
+        removeOwner(dir);
+      }
     },
   };
 }
@@ -91,6 +97,7 @@ export const CAPABILITIES = [
   'bind-mount', // bind mounts (root), for the AgentFS stand-in's trial and sessions
   'agentfs', // a pinned AgentFS binary that passes its probe (never installed by CI: none is pinned)
   'procfs', // Linux /proc (a resettable VmHWM, for the harness's own peak RSS per phase)
+  'cgroup2', // a cgroup v2 hierarchy (mounted in a private mount namespace as root), for per-session cgroup tracking
 ] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 

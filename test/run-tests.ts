@@ -16,6 +16,7 @@ import { join, relative } from 'node:path';
 import { packageFile, packageRoot } from '../model/paths.js';
 import { formatDuration, isMainModule } from '../scripts/lib.js';
 import { CAPABILITIES, REQUIRED_LINE, requiredCapabilities, SKIP_LINE } from './helpers.js';
+import { sweepStaleTempDirs } from './stale-temp.js';
 
 export interface FileCounts {
   passed: number;
@@ -94,6 +95,13 @@ async function main(filter: string[]): Promise<number> {
     console.error(`PDB_ENV_REQUIRE names unknown capabilities: ${unknown.join(', ')} (known: ${CAPABILITIES.join(', ')})`);
     return 2;
   }
+  // What an earlier, killed test run left mounted or attached (never a live run's dirs).
+  const swept = sweepStaleTempDirs();
+  if (swept.dirs.length || swept.kept.length)
+    console.log(
+      `released ${swept.dirs.length} temp dirs of killed test runs (${swept.unmounted.length} mounts, ${swept.detached.length} loop devices)` +
+        (swept.kept.length ? `; could not release: ${swept.kept.join(', ')}` : ''),
+    );
   const totals = { passed: 0, failed: 0, skipped: 0 };
   const skipped: string[] = [];
   const failedFiles: string[] = [];

@@ -45,12 +45,34 @@ export function processRecordDir(store: ObjectStore): string {
   return join(store.paths.root, 'runtime', 'processes');
 }
 
-const CGROUP_ROOT = '/sys/fs/cgroup';
+/**
+ * Where this host's cgroup v2 hierarchy is mounted, from mountinfo: /sys/fs/cgroup on a unified
+ * host, /sys/fs/cgroup/unified on a hybrid one, else the first cgroup2 mount; null when there is
+ * none (cgroup v1 only, or no /proc).
+ */
+export function cgroup2Mount(mountinfo?: string): string | null {
+  let text = mountinfo;
+  if (text === undefined) {
+    try {
+      text = readFileSync('/proc/self/mountinfo', 'utf8');
+    } catch {
+      return null; // no procfs: no cgroups either
+    }
+  }
+  const points: string[] = [];
+  for (const line of text.split('\n')) {
+    const [before, after] = line.split(' - ');
+    if (after?.split(' ')[0] !== 'cgroup2') continue;
+    const point = before!.split(' ')[4];
+    if (point) points.push(point.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))));
+  }
+  return points.find((p) => p === '/sys/fs/cgroup') ?? points.find((p) => p === '/sys/fs/cgroup/unified') ?? points[0] ?? null;
+}
 
 /** Can runs here be put in a cgroup v2 leaf (root, a unified hierarchy with a writable pdb-env dir)? */
-export function sessionCgroupAvailable(cgroupRoot = CGROUP_ROOT): boolean {
+export function sessionCgroupAvailable(cgroupRoot: string | null = cgroup2Mount()): cgroupRoot is string {
   if (typeof process.getuid !== 'function' || process.getuid() !== 0) return false;
-  if (!existsSync(join(cgroupRoot, 'cgroup.controllers'))) return false;
+  if (cgroupRoot === null || !existsSync(join(cgroupRoot, 'cgroup.controllers'))) return false;
   try {
     mkdirSync(join(cgroupRoot, 'pdb-env'), { recursive: true });
     return true;
@@ -60,7 +82,7 @@ export function sessionCgroupAvailable(cgroupRoot = CGROUP_ROOT): boolean {
 }
 
 /** The cgroup leaf of a session: present (made) only as root on a writable cgroup v2 hierarchy; null otherwise. */
-export function sessionCgroup(store: ObjectStore, session: string, cgroupRoot = CGROUP_ROOT): string | null {
+export function sessionCgroup(store: ObjectStore, session: string, cgroupRoot: string | null = cgroup2Mount()): string | null {
   if (!sessionCgroupAvailable(cgroupRoot)) return null; // not root, cgroup v1 or none, or read-only
   const key = createHash('sha256').update(store.paths.root).digest('hex').slice(0, 12);
   const leaf = join(cgroupRoot, 'pdb-env', `${key}-${session}`);
@@ -69,6 +91,32 @@ export function sessionCgroup(store: ObjectStore, session: string, cgroupRoot = 
     return existsSync(join(leaf, 'cgroup.procs')) ? leaf : null;
   } catch {
     return null; // read-only or delegated elsewhere: process groups do
+  }
+}
+
+/**
+ * Start a process inside a session's cgroup leaf with no window in which its first forks stay
+ * outside: this process joins the leaf, `spawn` forks (the child is born there), and this process
+ * moves back to the cgroup it came from. Without a leaf, or when joining fails, `spawn` just runs
+ * (trackProcess then moves the child in after the fact).
+ */
+export function spawnInCgroup<T>(leaf: string | null, spawn: () => T): T {
+  if (!leaf) return spawn();
+  let home: string | null = null;
+  try {
+    const rel = /^0::(.*)$/m.exec(readFileSync('/proc/self/cgroup', 'utf8'))?.[1];
+    if (rel !== undefined) {
+      home = join(leaf, '..', '..', rel);
+      writeFileSync(join(leaf, 'cgroup.procs'), String(process.pid));
+    }
+  } catch {
+    home = null; // not movable (delegation, a read-only hierarchy): the child is moved after its start
+  }
+  try {
+    return spawn();
+  } finally {
+    // Back out before anything else runs here, so the runner is never one of the session's processes.
+    if (home) writeFileSync(join(home, 'cgroup.procs'), String(process.pid));
   }
 }
 
@@ -83,8 +131,8 @@ export async function trackProcess(
   let cgroup = options.cgroup ?? null;
   if (cgroup) {
     try {
-      // There is a moment between its start and this write in which a fork would stay outside;
-      // its process group still catches that one.
+      // Already there when it was started by spawnInCgroup; otherwise a fork between its start
+      // and this write would stay outside, which its process group still catches.
       writeFileSync(join(cgroup, 'cgroup.procs'), String(pid));
     } catch {
       cgroup = null;

@@ -135,6 +135,16 @@ test('list and --help load no harness, workload, report, agent or ACP SDK module
   assert.ok(bench.includes('harness/bench.js'), bench.join(', '));
 });
 
+test("a reader that goes away (| head) ends the output quietly: no stack, the command's own status", () => {
+  // The shell closes the pipe before pdb-env writes: `pdb-env backends --json | true`.
+  const r = spawnSync('bash', ['-c', `set -o pipefail; "${process.execPath}" "${CLI}" backends --json | true; echo "status $?"`], {
+    env: { ...process.env, PDB_ENV_STORE: store },
+    encoding: 'utf8',
+  });
+  assert.not.match(r.stderr, /EPIPE|Unhandled/, r.stderr);
+  assert.match(r.stdout, /^status 0\n$/);
+});
+
 test('importing cli/main.js runs nothing', () => {
   const main = pathToFileURL(join(REPO_ROOT, 'dist', 'cli', 'main.js')).href;
   const r = spawnSync(
