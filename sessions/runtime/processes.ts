@@ -71,6 +71,7 @@ export function cgroup2Mount(mountinfo?: string): string | null {
 
 /** Can runs here be put in a cgroup v2 leaf (root, a unified hierarchy with a writable pdb-env dir)? */
 export function sessionCgroupAvailable(cgroupRoot: string | null = cgroup2Mount()): cgroupRoot is string {
+  if (process.env.PDB_ENV_CGROUP === 'off') return false; // the user's choice: process groups only
   if (typeof process.getuid !== 'function' || process.getuid() !== 0) return false;
   if (cgroupRoot === null || !existsSync(join(cgroupRoot, 'cgroup.controllers'))) return false;
   try {

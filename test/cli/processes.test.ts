@@ -19,7 +19,8 @@ writeTree(src, {
   // A shell whose background child starts a grandchild; both write their pids, then everyone waits.
   'tree.sh': "sh -c 'sleep 300 & echo $! > grand.pid; wait' &\necho $! > child.pid\necho $$ > top.pid\nwait\n",
 });
-const env = { PDB_ENV_STORE: join(t.dir, 'store') };
+// Process groups here; the cgroup v2 path has its own test (test/sessions/runtime/cgroup-v2.test.ts).
+const env = { PDB_ENV_STORE: join(t.dir, 'store'), PDB_ENV_CGROUP: 'off' };
 
 /** Alive and not a zombie (a container's init may be slow to reap). */
 function alive(pid: number): boolean {
@@ -102,15 +103,22 @@ test('a SIGTERMed run stops its whole tree: the shell, its background child and 
   assert.equal(cliJson(['ps', 's'], { env }).processes, []);
 });
 
-test('on a terminal, a run stays in the foreground group and is tracked as its process tree', () => {
+test('on a terminal, a run stays in the foreground group and is tracked as its process tree (or its cgroup, where there is one)', () => {
   if (!hasCommand('script')) return skipTest('run on a terminal', 'pty', 'util-linux script is not installed');
   const inner = `"${process.execPath}" "${CLI}" run s -- sh -c 'sleep 2 & "${process.execPath}" "${CLI}" ps s --json; wait'`;
-  const r = spawnSync('script', ['-qec', inner, '/dev/null'], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
-  assert.is(r.status, 0, r.stderr);
-  const json = JSON.parse(r.stdout.slice(r.stdout.indexOf('{'), r.stdout.lastIndexOf('}') + 1).replace(/\r/g, ''));
-  const sleep2 = json.processes.find((p: { command: string }) => p.command === 'sleep 2');
-  assert.ok(sleep2, 'the background child is listed');
-  assert.is(sleep2.mode, 'process-tree');
+  for (const cgroup of ['off', 'auto']) {
+    const r = spawnSync('script', ['-qec', inner, '/dev/null'], {
+      env: { ...process.env, ...env, PDB_ENV_CGROUP: cgroup },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.is(r.status, 0, r.stderr);
+    const json = JSON.parse(r.stdout.slice(r.stdout.indexOf('{'), r.stdout.lastIndexOf('}') + 1).replace(/\r/g, ''));
+    const sleep2 = json.processes.find((p: { command: string }) => p.command === 'sleep 2');
+    assert.ok(sleep2, 'the background child is listed');
+    if (cgroup === 'off') assert.is(json.tracking, 'process-group');
+    assert.is(sleep2.mode, json.tracking === 'cgroup' ? 'cgroup' : 'process-tree');
+  }
 });
 
 test('what a finished run leaves behind is listed as left over; discard --force stops it and discards', async () => {
