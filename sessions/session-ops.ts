@@ -8,7 +8,7 @@ import { PdbError, osErrorCode } from '../model/errors.js';
 import { scanTree } from '../model/scan.js';
 import type { Entry, Snapshot } from '../model/snapshot.js';
 import { acquireLease } from './lease.js';
-import { forgetEnded, sessionCgroup, spawnInCgroup, stopTracked, trackProcess, trackedProcesses } from './runtime/processes.js';
+import { forgetEnded, removeEmptyLeaf, sessionCgroup, spawnInCgroup, stopTracked, trackProcess, trackedProcesses } from './runtime/processes.js';
 import { ensureRuntime, runtimeEnv } from './runtime/runtime.js';
 import { backendContext, readSession, sessionDir, sessionRoot, type SessionRecord, type StoreContext } from './records.js';
 
@@ -109,7 +109,7 @@ export async function runInSession(
     if (child.pid !== undefined) {
       tracked = await trackProcess(ctx.store, name, child.pid, [command, ...args], { group: !interactive, cgroup });
       if (pending) onSignal(pending);
-    }
+    } else if (cgroup) removeEmptyLeaf(cgroup); // the program never started: nothing will end in it
     const result = await child;
     if (stopping) await stopping;
     process.off('SIGINT', onSignal).off('SIGTERM', onSignal).off('SIGHUP', onSignal);

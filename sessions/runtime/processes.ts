@@ -246,13 +246,16 @@ export async function forgetEnded(list: readonly Tracked[]): Promise<void> {
   const procs = allProcs();
   for (const t of list.filter((x) => membersOf(x.record, procs).length === 0)) {
     await unlink(t.file).catch(() => {}); // already removed by a peer stop
-    if (t.record.cgroup) {
-      try {
-        rmdirSync(t.record.cgroup);
-      } catch {
-        // another run of the session still uses it, or it is gone
-      }
-    }
+    if (t.record.cgroup) removeEmptyLeaf(t.record.cgroup);
+  }
+}
+
+/** Remove a session's cgroup leaf once nothing is in it (a leaf with members, or already gone, stays as it is). */
+export function removeEmptyLeaf(leaf: string): void {
+  try {
+    rmdirSync(leaf);
+  } catch {
+    // another run of the session still uses it, or it is gone
   }
 }
 

@@ -62,7 +62,8 @@ async function inner(): Promise<void> {
     const escaped = await until('the escaped pid', () => pid('escaped.pid'));
     // The escaped process really left the run's process group.
     const pgid = (p: number) => Number(readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')[2]);
-    assert.notEqual(pgid(escaped), pgid(top!));
+    // setsid(2) runs just after the fork whose pid the shell wrote: wait for it.
+    await until('the escape from the process group', () => pgid(escaped) !== pgid(top!));
     const ps = JSON.parse(cli('ps', 's', '--json')) as { tracking: string; processes: Array<{ pid: number }> };
     assert.equal(ps.tracking, 'cgroup');
     const listed = new Set(ps.processes.map((p) => p.pid));
@@ -77,8 +78,16 @@ async function inner(): Promise<void> {
     cli('stop', 's');
     for (const p of [top!, child!, escaped]) await until(`${p} gone`, () => !alive(p), 5_000);
     await until('the leaf removed', () => !existsSync(leaf), 5_000);
+    // A program that never starts leaves no leaf behind.
+    assert.throws(() => cli('run', 's', '--', 'pdb-env-no-such-command'));
+    assert.ok(!existsSync(leaf), 'no leaf after a run that could not start');
     console.log(`cgroup v2: run tree of 3 (1 outside its process group) tracked in ${leaf}, stopped, leaf removed`);
   } finally {
+    try {
+      cli('stop', 's'); // after a failed assert, nothing of the run may outlive the test
+    } catch {
+      // the session was never made: nothing runs
+    }
     run?.kill('SIGKILL');
     try {
       rmdirSync(join(cgroup2Mount() ?? cg, 'pdb-env'));
