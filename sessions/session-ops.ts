@@ -8,7 +8,15 @@ import { PdbError, osErrorCode } from '../model/errors.js';
 import { scanTree } from '../model/scan.js';
 import type { Entry, Snapshot } from '../model/snapshot.js';
 import { acquireLease } from './lease.js';
-import { forgetEnded, removeEmptyLeaf, sessionCgroup, spawnInCgroup, stopTracked, trackProcess, trackedProcesses } from './runtime/processes.js';
+import {
+  forgetEnded,
+  removeEmptyLeaf,
+  sessionCgroup,
+  spawnInCgroup,
+  stopTracked,
+  trackProcess,
+  trackedProcesses,
+} from './runtime/processes.js';
 import { ensureRuntime, runtimeEnv } from './runtime/runtime.js';
 import { backendContext, readSession, sessionDir, sessionRoot, type SessionRecord, type StoreContext } from './records.js';
 
