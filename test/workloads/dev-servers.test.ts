@@ -41,6 +41,12 @@ const good: HmrObservation = {
 test('the HMR judgement: a leaked edit on either channel, or a missing own update, is a problem', () => {
   assert.equal(hmrFindings(good), []);
   assert.match(hmrFindings({ ...good, aAfterPeerEdit: [DEV_SERVER_EDITS.b.module] }).join(), /A's Vite reported B's edit/);
+  assert.match(hmrFindings({ ...good, aAfterPeerEdit: ['full-reload:src/lib/greeting.ts'] }).join(), /A's Vite reported B's edit/);
+  assert.equal(
+    hmrFindings({ ...good, aAfterPeerEdit: [DEV_SERVER_EDITS.a.module] }),
+    [],
+    "a late repeat of A's own update is not B's edit",
+  );
   assert.match(hmrFindings({ ...good, bAfterPeerEdit: ['built'] }).join(), /B's Next.js reported A's edit/);
   assert.match(hmrFindings({ ...good, aAfterOwnEdit: ['full-reload:src/lib/greeting.ts'] }).join(), /did not name/);
   assert.match(hmrFindings({ ...good, bPageServesOwnEdit: false }).join(), /never served B's edit/);
