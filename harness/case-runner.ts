@@ -301,6 +301,8 @@ function stepContext(run: CaseRun): StepContext {
         ...options,
         cwd: scratchDir,
       }),
+    pdbEnv: (args: string[], options: Omit<ProcessOptions, 'cwd'>) =>
+      proc.run(process.execPath, [env.cliPath, ...args, '--store', env.storeDir], { ...options, cwd: scratchDir }),
     metric: (name, value) => {
       run.metrics[name] = typeof value === 'string' ? scrubText(value) : value;
     },

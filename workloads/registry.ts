@@ -2,6 +2,7 @@
 // One line per workload module; the scheduler never changes when a workload is added.
 import { npmLane, pnpmLane } from './dev-lane.js';
 import { agentWorkload } from './agent.js';
+import { devServersWorkload } from './dev-servers.js';
 import { fileopsWorkload } from './fileops.js';
 import { repoWorkload } from './repo.js';
 import { twoAgentWorkload } from './two-agent.js';
@@ -14,6 +15,7 @@ export const WORKLOADS = {
   'npm-lane': npmLane,
   'pnpm-lane': pnpmLane,
   repo: repoWorkload,
+  'dev-servers': devServersWorkload,
 } as const satisfies Record<string, Workload>;
 
 export type WorkloadName = keyof typeof WORKLOADS;

@@ -60,6 +60,8 @@ export interface StepContext {
   proc: ProcessRunner;
   /** Run a command through `pdb-env run SESSION -- ...` (a separate process under the session's lease). */
   pdbEnvRun(session: SessionHandle, command: string, args: string[], options: Omit<ProcessOptions, 'cwd'>): Promise<ProcessResult>;
+  /** Run `pdb-env ARGS` on the case's store (e.g. `ps NAME --json`, `stop NAME`): the user's own commands, as pdbEnvRun is. */
+  pdbEnv(args: string[], options: Omit<ProcessOptions, 'cwd'>): Promise<ProcessResult>;
   /** Called to record a workload metric on the case (e.g. the pnpm import method). */
   metric(name: string, value: string | number | boolean): void;
   log(message: string): void;

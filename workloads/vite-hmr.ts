@@ -92,21 +92,21 @@ function encodeClientFrame(opcode: number, payload: Buffer): Buffer {
   return Buffer.concat([head, mask, Buffer.from(payload.map((x, i) => x ^ mask[i % 4]!))]);
 }
 
-/** Open `ws://127.0.0.1:port/` with the given subprotocol (Vite: `vite-hmr`). */
-export function connectHmr(port: number, subprotocol: string, timeoutMs: number): Promise<HmrSocket> {
+/** Open `ws://127.0.0.1:port/PATH` with the given subprotocol (Vite: `vite-hmr` at `/`; Next.js: none, at `/_next/hmr`). */
+export function connectHmr(port: number, subprotocol: string | null, timeoutMs: number, path = '/'): Promise<HmrSocket> {
   return new Promise((resolve, reject) => {
     const key = randomBytes(16).toString('base64');
     const req = request({
       host: '127.0.0.1',
       port,
-      path: '/',
+      path,
       timeout: timeoutMs,
       headers: {
         Connection: 'Upgrade',
         Upgrade: 'websocket',
         'Sec-WebSocket-Key': key,
         'Sec-WebSocket-Version': '13',
-        'Sec-WebSocket-Protocol': subprotocol,
+        ...(subprotocol === null ? {} : { 'Sec-WebSocket-Protocol': subprotocol }),
       },
     });
     req.on('timeout', () => req.destroy(new PdbError('E_TIMEOUT', `the HMR WebSocket did not open within ${timeoutMs} ms`)));

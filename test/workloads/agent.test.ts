@@ -61,6 +61,7 @@ async function runCase(params: Record<string, unknown>, backend = 'full-copy', o
     proc,
     pdbEnvRun: (s, command, args, options) =>
       proc.run(process.execPath, [CLI, 'run', s.name, '--store', storeDir, '--', command, ...args], { ...options, cwd: scratch }),
+    pdbEnv: (args, options) => proc.run(process.execPath, [CLI, ...args, '--store', storeDir], { ...options, cwd: scratch }),
     metric: (k, v) => {
       metrics[k] = v;
     },

@@ -29,6 +29,7 @@ export function stepContext(
         ...options,
         cwd: scratch,
       }),
+    pdbEnv: (args, options) => proc.run(process.execPath, [CLI, ...args, '--store', svc.store.paths.root], { ...options, cwd: scratch }),
     metric() {},
     log() {},
     baseEntries,

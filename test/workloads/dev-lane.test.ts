@@ -95,6 +95,7 @@ async function runLaneCase(kind: LaneKind): Promise<void> {
     params: lane.defaultParams,
     proc,
     pdbEnvRun: () => Promise.reject(new Error('not used by the lanes')),
+    pdbEnv: () => Promise.reject(new Error('not used by the lanes')),
     metric: (k, v) => (metrics[k] = v),
     log: () => undefined,
   };

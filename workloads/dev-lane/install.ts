@@ -65,7 +65,7 @@ export function isRegistryFailure(result: ProcessResult): boolean {
  * harness classes the case as environment: nothing is blamed on the filesystem); any other
  * failure is the step's.
  */
-function requireInstalled(result: ProcessResult, ctx: StepContext, what: string, timeoutMs: number): void {
+export function requireInstalled(result: ProcessResult, ctx: StepContext, what: string, timeoutMs: number): void {
   if (result.exitCode !== 0 && !result.timedOut && isRegistryFailure(result)) {
     throw new PdbError('E_REGISTRY_UNREACHABLE', `${what} could not reach the package registry: ${outputTail(result, ctx, 2)}`, {
       hint: 'The lanes install from the npm registry; run them where it is reachable.',
@@ -74,11 +74,12 @@ function requireInstalled(result: ProcessResult, ctx: StepContext, what: string,
   requireSuccess(result, ctx, what, timeoutMs);
 }
 
-function npmCi(ctx: StepContext, timeoutMs: number): Promise<ProcessResult> {
+/** `npm ci` in `cwd` (the session root by default) with the run's shared npm cache. */
+export function npmCi(ctx: StepContext, timeoutMs: number, cwd = ctx.session.root): Promise<ProcessResult> {
   return ctx.proc.run(
     'npm',
     ['ci', '--cache', join(ctx.sharedDir, 'npm-cache'), '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=warn'],
-    { cwd: ctx.session.root, timeoutMs, env: { npm_config_update_notifier: 'false' } },
+    { cwd, timeoutMs, env: { npm_config_update_notifier: 'false' } },
   );
 }
 
