@@ -195,7 +195,10 @@ async function down(json: boolean): Promise<void> {
 
 if (isMainModule(import.meta.url)) {
   const usage = 'usage: node dist/scripts/host-setup.js up|down [--json] [--size-mib N]';
-  const { values, positionals } = scriptArgs(usage, { json: { type: 'boolean' }, 'size-mib': { type: 'string', default: '2048' } });
+  // 8 GiB: a block of the full plan holds the case session, a sibling of the same backend and the
+  // full-copy oracle's result of a 20,000-file, 256 MiB fixture; 2 GiB ran out on btrfs. The
+  // images are sparse: the size costs disk only as it is used.
+  const { values, positionals } = scriptArgs(usage, { json: { type: 'boolean' }, 'size-mib': { type: 'string', default: '8192' } });
   const [cmd, ...extra] = positionals;
   try {
     if (extra.length > 0) throw new Error(`unexpected arguments: ${extra.join(' ')}`);
