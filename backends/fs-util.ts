@@ -21,9 +21,10 @@ export interface MountEntry {
   source: string;
 }
 
-function mountTable(): MountEntry[] {
+/** The mount table (this process's /proc/self/mountinfo, or the text given). */
+export function mountTable(mountinfo = readFileSync('/proc/self/mountinfo', 'utf8')): MountEntry[] {
   const out: MountEntry[] = [];
-  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
+  for (const line of mountinfo.split('\n')) {
     const fields = line.split(' ');
     if (fields.length < 10) continue;
     const sep = fields.indexOf('-');

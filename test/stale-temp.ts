@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { mountTable } from '../backends/fs-util.js';
 import { isProcessAlive, processStartTime } from '../model/process-identity.js';
 
 const OWNER_SUFFIX = '.pdb-test-owner';
@@ -33,19 +34,13 @@ export function staleTempDirs(root = tmpdir()): string[] {
 
 /** Mount points at or under `dir`, deepest first (from /proc/self/mountinfo, octal escapes decoded). */
 export function mountsUnder(dir: string): string[] {
-  let info: string;
+  let points: string[];
   try {
-    info = readFileSync('/proc/self/mountinfo', 'utf8');
+    points = mountTable().map((m) => m.mountPoint);
   } catch {
     return []; // no procfs (macOS): nothing a test here could have mounted
   }
-  const points = info
-    .split('\n')
-    .map((line) => line.split(' ')[4])
-    .filter((p): p is string => !!p)
-    .map((p) => p.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))))
-    .filter((p) => p === dir || p.startsWith(`${dir}/`));
-  return [...new Set(points)].sort((a, b) => b.length - a.length);
+  return [...new Set(points.filter((p) => p === dir || p.startsWith(`${dir}/`)))].sort((a, b) => b.length - a.length);
 }
 
 /** Loop devices whose backing file lies under `dir`. */

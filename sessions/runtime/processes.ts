@@ -11,6 +11,7 @@ import { mkdir, readdir, readFile, unlink } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { mountTable } from '../../backends/fs-util.js';
 import { writeFileAtomic, type ObjectStore } from '../../model/object-store.js';
 import { isProcessAlive, processStartTime } from '../../model/process-identity.js';
 import { allProcs, type ProcInfo } from './proc.js';
@@ -51,20 +52,13 @@ export function processRecordDir(store: ObjectStore): string {
  * none (cgroup v1 only, or no /proc).
  */
 export function cgroup2Mount(mountinfo?: string): string | null {
-  let text = mountinfo;
-  if (text === undefined) {
-    try {
-      text = readFileSync('/proc/self/mountinfo', 'utf8');
-    } catch {
-      return null; // no procfs: no cgroups either
-    }
-  }
-  const points: string[] = [];
-  for (const line of text.split('\n')) {
-    const [before, after] = line.split(' - ');
-    if (after?.split(' ')[0] !== 'cgroup2') continue;
-    const point = before!.split(' ')[4];
-    if (point) points.push(point.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))));
+  let points: string[];
+  try {
+    points = mountTable(mountinfo)
+      .filter((m) => m.fsType === 'cgroup2')
+      .map((m) => m.mountPoint);
+  } catch {
+    return null; // no procfs: no cgroups either
   }
   return points.find((p) => p === '/sys/fs/cgroup') ?? points.find((p) => p === '/sys/fs/cgroup/unified') ?? points[0] ?? null;
 }
