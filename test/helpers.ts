@@ -1,7 +1,7 @@
 // Shared test helpers: real temporary trees (one per test, removed after unless PDB_KEEP_TMP=1),
 // a CLI runner against the built binary, and the one way a test says what did not run.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -130,4 +130,22 @@ export function skipTest(name: string, capability: Capability, reason: string): 
 /** One part of a test that otherwise runs is left out (counted as skipped, named; a failure when required). */
 export function skipPart(name: string, capability: Capability, reason: string): void {
   skip('part', name, capability, reason);
+}
+
+/** Alive and not a zombie (a container's init may be slow to reap). */
+export function processAlive(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]![0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** Poll `fn` every 50 ms until it returns something truthy; an Error naming `what` after `ms`. */
+export async function until<T>(what: string, fn: () => T | null | undefined | false, ms = 15_000): Promise<T> {
+  for (const deadline = Date.now() + ms; ; await new Promise((r) => setTimeout(r, 50))) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+  }
 }

@@ -5,10 +5,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { CLI, cli, cliJson, hasCommand, skipTest, tempDir, writeTree } from '../helpers.js';
+import { CLI, cli, cliJson, hasCommand, processAlive, skipTest, tempDir, until, writeTree } from '../helpers.js';
 import { spawnSync } from 'node:child_process';
 
 const t = tempDir();
@@ -22,31 +21,12 @@ writeTree(src, {
 // Process groups here; the cgroup v2 path has its own test (test/sessions/runtime/cgroup-v2.test.ts).
 const env = { PDB_ENV_STORE: join(t.dir, 'store'), PDB_ENV_CGROUP: 'off' };
 
-/** Alive and not a zombie (a container's init may be slow to reap). */
-function alive(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]![0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
 function startRun(name: string, ...command: string[]): ChildProcess {
   return spawn(process.execPath, [CLI, 'run', name, '--', ...command], { env: { ...process.env, ...env }, stdio: 'ignore' });
 }
 
 const exited = (c: ChildProcess) =>
   new Promise<number | null>((r) => (c.exitCode !== null || c.signalCode !== null ? r(c.exitCode) : c.once('exit', (code) => r(code))));
-
-async function until<T>(what: string, fn: () => T | null | undefined | false, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 function pidIn(root: string, file: string): number | null {
   try {
@@ -84,7 +64,7 @@ test('ps lists the server with its port; discard of the busy session is refused 
     const stopped = cliJson(['stop', 's', '--grace', '2000'], { env });
     assert.ok(stopped.stopped.includes(server.pid));
     assert.is(await exited(run), 143, 'the run ended with its command (128 + TERM)');
-    assert.not.ok(alive(server.pid));
+    assert.not.ok(processAlive(server.pid));
     assert.equal(cliJson(['ps', 's'], { env }).processes, []);
   } finally {
     run.kill('SIGKILL');
@@ -95,11 +75,11 @@ test('a SIGTERMed run stops its whole tree: the shell, its background child and 
   const run = startRun('s', 'sh', 'tree.sh');
   const pids = await until('three pids', () => {
     const all = ['top.pid', 'child.pid', 'grand.pid'].map((f) => pidIn(root, f));
-    return all.every((p) => p !== null && alive(p)) ? (all as number[]) : null;
+    return all.every((p) => p !== null && processAlive(p)) ? (all as number[]) : null;
   });
   run.kill('SIGTERM');
   await exited(run);
-  for (const pid of pids) assert.not.ok(alive(pid), `pid ${pid} survived`);
+  for (const pid of pids) assert.not.ok(processAlive(pid), `pid ${pid} survived`);
   assert.equal(cliJson(['ps', 's'], { env }).processes, []);
 });
 
@@ -125,7 +105,7 @@ test('what a finished run leaves behind is listed as left over; discard --force 
   const r = cli(['run', 's', '--', 'sh', '-c', 'sleep 300 > /dev/null 2>&1 & echo $!'], { env });
   assert.is(r.code, 0, r.stderr);
   const pid = Number(r.stdout.trim());
-  assert.ok(alive(pid));
+  assert.ok(processAlive(pid));
   const ps = cliJson(['ps', 's'], { env });
   assert.equal(
     ps.processes.map((p: { pid: number; runActive: boolean }) => [p.pid, p.runActive]),
@@ -139,7 +119,7 @@ test('what a finished run leaves behind is listed as left over; discard --force 
   assert.is(cli(['discard', 's'], { env }).code, 1, 'busy');
   const gone = cliJson(['discard', 's', '--force'], { env });
   assert.is(gone.discarded, true);
-  assert.not.ok(alive(pid), 'stopped before the discard');
+  assert.not.ok(processAlive(pid), 'stopped before the discard');
   assert.not.ok(existsSync(root));
 });
 
@@ -153,7 +133,7 @@ test('doctor names live processes of a session that is gone; stop ends them and 
   assert.ok(f, 'a stray is reported');
   assert.match(f.detail, new RegExp(`session g is gone.*${pid}`));
   assert.equal(cliJson(['stop', 'g', '--grace', '1000'], { env }).stopped, [pid]);
-  assert.not.ok(alive(pid));
+  assert.not.ok(processAlive(pid));
   assert.not.ok(cliJson(['doctor'], { env }).findings.some((x: { kind: string }) => x.kind === 'stray-process'));
 });
 

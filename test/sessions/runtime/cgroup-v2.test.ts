@@ -8,31 +8,14 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { strict as assert } from 'node:assert';
 import { test } from 'uvu';
 import * as uvuAssert from 'uvu/assert';
 import { cgroup2Mount } from '../../../sessions/runtime/processes.js';
-import { CLI, hasCommand, isRoot, skipTest, writeTree } from '../../helpers.js';
+import { CLI, hasCommand, isRoot, processAlive, skipTest, until, writeTree } from '../../helpers.js';
 
 const INNER = 'PDB_ENV_TEST_CGROUP_NS';
-
-function alive(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]![0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-async function until<T>(what: string, fn: () => T | null | undefined | false, ms = 15_000): Promise<T> {
-  for (const deadline = Date.now() + ms; ; await sleep(50)) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-  }
-}
 
 /** The scenario, inside the private namespace (plain asserts; the outer test reads the exit status). */
 async function inner(): Promise<void> {
@@ -76,7 +59,7 @@ async function inner(): Promise<void> {
     assert.notEqual(cgroupOf(process.pid), rel, 'the test itself is not in the leaf');
     const leaf = join(found!, rel);
     cli('stop', 's');
-    for (const p of [top!, child!, escaped]) await until(`${p} gone`, () => !alive(p), 5_000);
+    for (const p of [top!, child!, escaped]) await until(`${p} gone`, () => !processAlive(p), 5_000);
     await until('the leaf removed', () => !existsSync(leaf), 5_000);
     // A program that never starts leaves no leaf behind.
     assert.throws(() => cli('run', 's', '--', 'pdb-env-no-such-command'));
