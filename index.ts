@@ -31,7 +31,7 @@ export type { Digest } from './model/canonical-json.js';
 
 // The evidence harness: plans in, receipts out.
 export { runBench, type BenchOptions, type BenchResult } from './harness/bench.js';
-export { checkPlan, loadPlan, planDigest, type Plan, type PlanWorkload } from './harness/plan.js';
+export { checkPlan, loadPlan, planDigest, type Plan, type PlanWorkload } from './harness/plan/plan.js';
 export type {
   AnyReceipt,
   CaseOutcome,
@@ -43,7 +43,7 @@ export type {
   Receipt,
   ReceiptSummary,
   ReceiptV1,
-} from './harness/receipt-types.js';
+} from './harness/receipt/receipt-types.js';
 
 // Schema validation (receipts, plans, policies, Snapshots, Changesets).
 export {
@@ -59,8 +59,8 @@ export {
 // Reports: pure functions from receipts (and a policy) to numbers, a verdict and documents.
 export { analyzeReceipts, type AnalyzeOptions } from './reports/analyze.js';
 export type { ReportData } from './reports/report-data.js';
-export { evaluateGate, type Finding as GateFinding, type GateResult, type Policy, type Verdict } from './reports/gate.js';
-export { validatePolicy } from './reports/policy.js';
+export { evaluateGate, type Finding as GateFinding, type GateResult, type Policy, type Verdict } from './reports/gate/gate.js';
+export { validatePolicy } from './reports/gate/policy.js';
 export { renderHtml, renderJson, renderMarkdown, type RenderedMarkdown, type ReportJson } from './reports/render.js';
 
 // Errors: one class, stable codes.

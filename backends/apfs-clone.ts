@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { copyFile, mkdir, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { tempPath } from '../model/temp-name.js';
-import { materializeTreeBase } from './base-tree.js';
-import { cloneError, cloneTree } from './clone-tree.js';
-import { FS_MAGIC, fsTypeOf, removeTreeForce } from './fs-util.js';
+import { tempPath } from '../model/os/temp-name.js';
+import { materializeTreeBase } from './shared/base-tree.js';
+import { cloneError, cloneTree } from './shared/clone-tree.js';
+import { FS_MAGIC, fsTypeOf, removeTreeForce } from './shared/fs-util.js';
 import type { Backend, ProbeResult } from './types.js';
 
 const PROBE_BYTES = 8 * 1024 * 1024;

@@ -1,12 +1,12 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Digest } from '../model/canonical-json.js';
-import { tempPath } from '../model/temp-name.js';
+import { tempPath } from '../model/os/temp-name.js';
 import { PdbError, isPdbError } from '../model/errors.js';
-import { materializeTree } from '../model/materialize.js';
+import { materializeTree } from '../model/store/materialize.js';
 import type { Snapshot } from '../model/snapshot.js';
-import { deleteSubvolume, isSubvolume, markedBase, materializeBaseOnce, runTool, type BaseMarker } from './base-tree.js';
-import { FS_MAGIC, fsTypeName, fsTypeOf, removeTreeForce } from './fs-util.js';
+import { deleteSubvolume, isSubvolume, markedBase, materializeBaseOnce, runTool, type BaseMarker } from './shared/base-tree.js';
+import { FS_MAGIC, fsTypeName, fsTypeOf, removeTreeForce } from './shared/fs-util.js';
 import type { Backend, BackendContext, BackendHooks, CreatedSession, ProbeResult } from './types.js';
 
 async function materializeSubvolumeBase(

@@ -1,4 +1,4 @@
-import { materializeTree } from '../model/materialize.js';
+import { materializeTree } from '../model/store/materialize.js';
 import type { Backend } from './types.js';
 
 /**

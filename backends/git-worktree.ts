@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { PdbError, isPdbError } from '../model/errors.js';
-import { runTool } from './base-tree.js';
+import { runTool } from './shared/base-tree.js';
 import type { Backend, BackendContext, BackendState, ProbeResult } from './types.js';
 
 async function gitHead(sourceDir: string): Promise<string> {

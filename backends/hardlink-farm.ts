@@ -1,6 +1,6 @@
 import { linkSync, mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { materializeTreeBase } from './base-tree.js';
+import { materializeTreeBase } from './shared/base-tree.js';
 import type { Backend } from './types.js';
 
 /**

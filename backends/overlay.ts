@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { tempPath } from '../model/temp-name.js';
+import { tempPath } from '../model/os/temp-name.js';
 import { PdbError, isPdbError } from '../model/errors.js';
-import { markedBase, materializeTreeBase, runTool, type BaseMarker } from './base-tree.js';
-import { fsTypeName, fsTypeOf, mountedFsType, removeTreeForce } from './fs-util.js';
+import { markedBase, materializeTreeBase, runTool, type BaseMarker } from './shared/base-tree.js';
+import { fsTypeName, fsTypeOf, mountedFsType, removeTreeForce } from './shared/fs-util.js';
 import type { Backend, BackendContext, BackendState, CreatedSession, ProbeResult } from './types.js';
 
 /**

@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { tempPath } from '../model/temp-name.js';
+import { tempPath } from '../model/os/temp-name.js';
 import { PdbError } from '../model/errors.js';
-import { materializeTreeBase } from './base-tree.js';
-import { cloneError, cloneTree, observeShared } from './clone-tree.js';
-import { fsTypeName, fsTypeOf, removeTreeForce } from './fs-util.js';
+import { materializeTreeBase } from './shared/base-tree.js';
+import { cloneError, cloneTree, observeShared } from './shared/clone-tree.js';
+import { fsTypeName, fsTypeOf, removeTreeForce } from './shared/fs-util.js';
 import type { Backend, ProbeResult } from './types.js';
 
 /**

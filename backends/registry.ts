@@ -5,7 +5,7 @@ import { btrfsSnapshotBackend } from './btrfs-snapshot.js';
 import { overlayBackend } from './overlay.js';
 import { apfsCloneBackend } from './apfs-clone.js';
 import { gitWorktreeBackend } from './git-worktree.js';
-import { agentfsBackend } from './agentfs.js';
+import { agentfsBackend } from './agentfs/agentfs.js';
 import { hardlinkFarmBackend } from './hardlink-farm.js';
 import {
   BACKEND_NAMES,

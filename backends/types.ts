@@ -2,7 +2,7 @@
 // another backend; the registry in ./registry.ts is the one place that knows them all.
 import type { Digest } from '../model/canonical-json.js';
 import type { PdbErrorCode } from '../model/errors.js';
-import type { ObjectStore } from '../model/object-store.js';
+import type { ObjectStore } from '../model/store/object-store.js';
 import type { ProgressFn } from '../model/progress.js';
 import type { Snapshot } from '../model/snapshot.js';
 

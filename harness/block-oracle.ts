@@ -5,11 +5,11 @@
 // environment stopped, or one without a result, is not evaluated either.
 import type { Entry } from '../model/snapshot.js';
 import type { Workload } from '../workloads/types.js';
-import { notEvaluated, projectedDigest, treeCheck, type BaseInfo } from './case-checks.js';
-import { classifyCase } from './case-outcome.js';
-import type { CaseResult } from './case-runner.js';
-import { ORACLE_BACKEND } from './plan.js';
-import type { CheckRecord } from './receipt-types.js';
+import { notEvaluated, projectedDigest, treeCheck, type BaseInfo } from './case/checks.js';
+import { classifyCase } from './case/outcome.js';
+import type { CaseResult } from './case/runner.js';
+import { ORACLE_BACKEND } from './plan/plan.js';
+import type { CheckRecord } from './receipt/receipt-types.js';
 
 /**
  * The oracle check of one case against the block's full-copy case (null: there was none in the block).

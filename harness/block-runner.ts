@@ -9,12 +9,12 @@ import { toPdbError } from '../model/errors.js';
 import type { SessionService } from '../sessions/service.js';
 import { BenchInterrupted, interrupted, throwIfInterrupted, type BenchRun, type PreparedWorkload } from './bench-run.js';
 import { applyBlockOracle } from './block-oracle.js';
-import type { SiblingInfo } from './case-checks.js';
-import { runCase, type CaseEnv, type CaseResult } from './case-runner.js';
-import { scrubText } from './path-free.js';
-import type { CaseRecord } from './receipt-types.js';
-import type { ScheduledBlock, ScheduledCase } from './scheduler.js';
-import { internTree } from './tree-compare.js';
+import type { SiblingInfo } from './case/checks.js';
+import { runCase, type CaseEnv, type CaseResult } from './case/runner.js';
+import { scrubText } from './receipt/path-free.js';
+import type { CaseRecord } from './receipt/receipt-types.js';
+import type { ScheduledBlock, ScheduledCase } from './plan/scheduler.js';
+import { internTree } from './case/tree-compare.js';
 
 // A sibling in the compiled tree (dist/harness -> dist/cli), not a file the package ships as data.
 const CLI_PATH = fileURLToPath(new URL('../cli/bin.js', import.meta.url));

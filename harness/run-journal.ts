@@ -7,9 +7,9 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renam
 import { dirname, join } from 'node:path';
 import type { Digest } from '../model/canonical-json.js';
 import { PdbError } from '../model/errors.js';
-import type { Plan } from './plan.js';
-import type { CheckoutState } from './provenance.js';
-import type { CaseRecord } from './receipt-types.js';
+import type { Plan } from './plan/plan.js';
+import type { CheckoutState } from './receipt/provenance.js';
+import type { CaseRecord } from './receipt/receipt-types.js';
 
 export const RUNS_DIR = '.pdb-runs';
 

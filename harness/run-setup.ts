@@ -7,12 +7,12 @@ import { canonicalBytes } from '../model/canonical-json.js';
 import type { SessionService } from '../sessions/service.js';
 import type { Fixture } from '../workloads/types.js';
 import { throwIfInterrupted, type BenchRun, type PreparedWorkload } from './bench-run.js';
-import type { BaseInfo } from './case-checks.js';
-import { scrubText } from './path-free.js';
-import { workloadParams } from './plan.js';
-import { resolvePlanVars } from './plan-vars.js';
-import { projectResult } from './projection.js';
-import type { BackendAvailability, FixtureRecord } from './receipt-types.js';
+import type { BaseInfo } from './case/checks.js';
+import { scrubText } from './receipt/path-free.js';
+import { workloadParams } from './plan/plan.js';
+import { resolvePlanVars } from './plan/plan-vars.js';
+import { projectResult } from './case/projection.js';
+import type { BackendAvailability, FixtureRecord } from './receipt/receipt-types.js';
 
 /** A fixture's version: declared by the workload, else the part of its name after "@" (up to "-" or "+"). */
 export function fixtureVersion(fixture: Fixture): string {

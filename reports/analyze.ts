@@ -2,7 +2,7 @@
 // receipts and options give the same document byte for byte (resampling is seeded per comparison).
 // Testbeds, fixtures, phase cells, comparisons and answers each have their own module; this one
 // walks the grid: testbed x backend x workload x fixture, so no number pools two fixtures.
-import type { AnyReceipt } from '../harness/receipt-types.js';
+import type { AnyReceipt } from '../harness/receipt/receipt-types.js';
 import { answerFor } from './answers.js';
 import { compare, rateRows, seedFor, tooFewBlocks } from './comparisons.js';
 import { cellDiagnostics, phaseCell, plannedSlots, type CellKey, type Slots } from './phase-cells.js';

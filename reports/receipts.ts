@@ -15,7 +15,7 @@ import type {
   Provenance,
   Receipt,
   ReceiptV1,
-} from '../harness/receipt-types.js';
+} from '../harness/receipt/receipt-types.js';
 
 /** A fixture's identity in a report: cases of one key are one fixture, never pooled with another. */
 export interface ReportFixture {

@@ -1,8 +1,8 @@
 // Renderers: the neutral document as Markdown (charts inline or as sibling .svg files), as one
 // self-contained HTML page (inline CSS and SVG, no script, no network), and the numbers as JSON.
 import type { ReportData } from './report-data.js';
-import { buildDocument, type Block, type ReportInput } from './document.js';
-import type { GateResult } from './gate.js';
+import { buildDocument, type Block, type ReportInput } from './document/document.js';
+import type { GateResult } from './gate/gate.js';
 import { escapeXml } from './svg.js';
 
 export interface RenderedMarkdown {

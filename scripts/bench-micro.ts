@@ -6,11 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Bench } from 'tinybench';
 import { canonicalJson } from '../model/canonical-json.js';
-import { FsPool } from '../model/fs-pool.js';
-import { runFsTask } from '../model/fs-worker.js';
-import { materializeTree } from '../model/materialize.js';
-import { ObjectStore } from '../model/object-store.js';
-import { scanTree, walkTree } from '../model/scan.js';
+import { FsPool } from '../model/scan/fs-pool.js';
+import { runFsTask } from '../model/scan/fs-worker.js';
+import { materializeTree } from '../model/store/materialize.js';
+import { ObjectStore } from '../model/store/object-store.js';
+import { scanTree, walkTree } from '../model/scan/scan.js';
 import { createSnapshot, sortEntries } from '../model/snapshot.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'pdb-micro-'));

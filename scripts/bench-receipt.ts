@@ -4,10 +4,10 @@
 // from a benchmark can cite a committed file. Default place: receipts/local/ (ignored by git).
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { hostFingerprint } from '../harness/host.js';
-import { findPathIssues } from '../harness/path-free.js';
-import { provenanceOf, readCheckoutState, type CheckoutState } from '../harness/provenance.js';
-import type { HostFingerprint, Provenance } from '../harness/receipt-types.js';
+import { hostFingerprint } from '../harness/receipt/host.js';
+import { findPathIssues } from '../harness/receipt/path-free.js';
+import { provenanceOf, readCheckoutState, type CheckoutState } from '../harness/receipt/provenance.js';
+import type { HostFingerprint, Provenance } from '../harness/receipt/receipt-types.js';
 import { newRunId } from '../harness/run-journal.js';
 import { formatIssues, validateAgainst } from '../harness/schemas.js';
 import { PdbError } from '../model/errors.js';

@@ -2,16 +2,16 @@
 // every entry is walked and every file lstat'ed, so adds, deletes and retypes are always found.
 // What is spared is reading bytes: a file whose stat signature is the one the session's tree index
 // recorded (at create, from the base, or at the last checkpoint) keeps its digest, under git's
-// racy-clean rule (model/tree-index.ts); `verify` re-hashes every file. The changes against the
+// racy-clean rule (model/scan/tree-index.ts); `verify` re-hashes every file. The changes against the
 // base are composed from the index's own Changeset and what changed since, so the base's manifest
 // is not read either.
 import { join } from 'node:path';
 import type { Digest } from '../model/canonical-json.js';
 import { crashPoint } from '../model/crash-point.js';
 import { PdbError, isPdbError } from '../model/errors.js';
-import { writeFileAtomic } from '../model/object-store.js';
+import { writeFileAtomic } from '../model/store/object-store.js';
 import type { ProgressFn } from '../model/progress.js';
-import { scanTree, trustableSignatures, type ScanResult } from '../model/scan.js';
+import { scanTree, trustableSignatures, type ScanResult } from '../model/scan/scan.js';
 import {
   SNAPSHOT_VERSION,
   changeOf,
@@ -23,9 +23,9 @@ import {
   type Entry,
   type Snapshot,
 } from '../model/snapshot.js';
-import { createTreeIndex, readTreeIndex, serializeTreeIndex, type TreeIndex } from '../model/tree-index.js';
-import { acquireLease } from './lease.js';
-import { withObjectWrites } from './object-lease.js';
+import { createTreeIndex, readTreeIndex, serializeTreeIndex, type TreeIndex } from '../model/scan/tree-index.js';
+import { acquireLease } from './locks/lease.js';
+import { withObjectWrites } from './locks/object-lease.js';
 import { appendCheckpointLog, readSession, sessionIndexFile, writeSession, type StoreContext } from './records.js';
 import { resumeSession, type OpenSession } from './session-ops.js';
 

@@ -9,15 +9,15 @@ import type { AnyBackendName, Backend, BackendContext, CreatedSession } from '..
 import { isDigest, type Digest } from '../model/canonical-json.js';
 import { crashPoint } from '../model/crash-point.js';
 import { PdbError, isPdbError, osErrorCode, toPdbError } from '../model/errors.js';
-import { writeFileAtomic, type ObjectStore } from '../model/object-store.js';
+import { writeFileAtomic, type ObjectStore } from '../model/store/object-store.js';
 import type { ProgressFn } from '../model/progress.js';
-import { removeTree } from '../model/remove-tree.js';
+import { removeTree } from '../model/os/remove-tree.js';
 import type { Snapshot } from '../model/snapshot.js';
-import { materializedTreeIndex, serializeTreeIndex } from '../model/tree-index.js';
+import { materializedTreeIndex, serializeTreeIndex } from '../model/scan/tree-index.js';
 import { envHead, initEnv } from './environments.js';
 import { assertSourceUnchanged, importSource, type ImportResult } from './import.js';
 import type { Intent } from './journal.js';
-import { withObjectWrites } from './object-lease.js';
+import { withObjectWrites } from './locks/object-lease.js';
 import { forgetProbe, probeOnce } from './probe-cache.js';
 import {
   assertSessionName,
@@ -30,8 +30,8 @@ import {
   readSession,
 } from './records.js';
 import { ensureRuntime } from './runtime/runtime.js';
-import { withStoreLock } from './store-lock.js';
-import { readSourceGit, withBase } from './source-git.js';
+import { withStoreLock } from './locks/store-lock.js';
+import { readSourceGit, withBase } from './way-back/source-git.js';
 
 export interface CreateOptions {
   from?: string;

@@ -4,7 +4,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDigest, type Digest } from '../model/canonical-json.js';
 import { PdbError } from '../model/errors.js';
-import type { ObjectStore } from '../model/object-store.js';
+import type { ObjectStore } from '../model/store/object-store.js';
 
 export const MIN_DIGEST_PREFIX = 7;
 

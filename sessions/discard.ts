@@ -10,10 +10,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { getBackend } from '../backends/registry.js';
 import { crashPoint } from '../model/crash-point.js';
 import { PdbError, osErrorCode, toPdbError } from '../model/errors.js';
-import { tempName } from '../model/object-store.js';
-import { isProcessAlive } from '../model/process-identity.js';
-import { removeTree } from '../model/remove-tree.js';
-import { tryAcquireLease, type Lease } from './lease.js';
+import { tempName } from '../model/store/object-store.js';
+import { isProcessAlive } from '../model/os/proc.js';
+import { removeTree } from '../model/os/remove-tree.js';
+import { tryAcquireLease, type Lease } from './locks/lease.js';
 import { backendContext, readSession, sessionDir, writeSession, type SessionRecord, type StoreContext } from './records.js';
 
 /** How long a discard waits for a live peer that is discarding the same session (a large tree takes a while). */

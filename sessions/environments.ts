@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { isDigest, type Digest } from '../model/canonical-json.js';
 import { crashPoint } from '../model/crash-point.js';
 import { PdbError, osErrorCode, toPdbError } from '../model/errors.js';
-import { writeFileAtomic, type ObjectStore } from '../model/object-store.js';
+import { writeFileAtomic, type ObjectStore } from '../model/store/object-store.js';
 import { resolveDigestArg } from './digests.js';
-import { SHORT_LOCK_WAIT_MS, tryLock } from './lock.js';
+import { SHORT_LOCK_WAIT_MS, tryLock } from './locks/lock.js';
 import { assertEnvName, readCheckpointLog, readSession, type StoreContext } from './records.js';
 
 export function envFile(store: ObjectStore, env: string): string {
@@ -110,7 +110,7 @@ async function withEnvLock<T>(store: ObjectStore, env: string, fn: () => Promise
  * Expected-head compare-and-set: advance `env` from `expect` to the session's last checkpoint,
  * which must have been built on `expect` (E_STALE_BASE otherwise: publishing it would drop what
  * came between). With `rebase`, a checkpoint built on an older head is first merged onto `expect`
- * (sessions/publish-rebase.ts) and recorded as a new checkpoint of the session.
+ * (sessions/way-back/publish-rebase.ts) and recorded as a new checkpoint of the session.
  */
 export async function publish(
   ctx: StoreContext,
@@ -124,7 +124,7 @@ export async function publish(
   if (!rec.lastCheckpoint)
     throw new PdbError('E_USAGE', `session "${name}" has no checkpoint to publish`, { hint: `Run pdb-env checkpoint ${name} first.` });
   const cp = rec.lastCheckpoint.snapshot;
-  const { checkpointBase, rebaseCheckpoint } = await import('./publish-rebase.js');
+  const { checkpointBase, rebaseCheckpoint } = await import('./way-back/publish-rebase.js');
   const base = checkpointBase(ctx, cp) ?? rec.base;
   const command = (h: Digest, rebase: boolean) => `pdb-env publish ${name} --env ${env} --expect ${h}${rebase ? ' --rebase' : ''}`;
   // Built on `h`: `h` is the checkpoint's base, or an earlier checkpoint of this session on the same

@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { realpathOr, sourceKey } from '../model/paths.js';
-import { readSourceGit } from './source-git.js';
+import { readSourceGit } from './way-back/source-git.js';
 import { defaultStoreFor } from './store-location.js';
 
 /** The source root that `cwd` belongs to (see above); `storeDir` is a store named by --store or PDB_ENV_STORE. */

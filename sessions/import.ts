@@ -1,12 +1,12 @@
 // Import: scan a source directory into the store, and the race check a prepare makes after it
-// materialized the session. The source's tree index (model/tree-index.ts) makes an unchanged
+// materialized the session. The source's tree index (model/scan/tree-index.ts) makes an unchanged
 // source cost a stat walk: files whose signature is the recorded one are not read, and when
 // nothing differs the recorded Snapshot digest is the answer (nothing serialized or hashed again).
 import { lstat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Digest } from '../model/canonical-json.js';
 import { PdbError } from '../model/errors.js';
-import { writeFileAtomic, type ObjectStore } from '../model/object-store.js';
+import { writeFileAtomic, type ObjectStore } from '../model/store/object-store.js';
 import { sourceKey } from '../model/paths.js';
 import type { ProgressFn } from '../model/progress.js';
 import {
@@ -18,9 +18,9 @@ import {
   walkTree,
   type ScanResult,
   type Walk,
-} from '../model/scan.js';
+} from '../model/scan/scan.js';
 import { SNAPSHOT_VERSION, type Change, type Entry, type Snapshot } from '../model/snapshot.js';
-import { createTreeIndex, isTrustable, racyWindowMs, readTreeIndex, serializeTreeIndex } from '../model/tree-index.js';
+import { createTreeIndex, isTrustable, racyWindowMs, readTreeIndex, serializeTreeIndex } from '../model/scan/tree-index.js';
 
 export interface ImportResult {
   digest: Digest;

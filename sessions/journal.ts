@@ -8,8 +8,8 @@ import { constants as fsConstants } from 'node:fs';
 import { lstat, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { osErrorCode, toPdbError } from '../model/errors.js';
-import { writeFileAtomic, type StorePaths } from '../model/object-store.js';
-import { isProcessAlive, processStartTime } from '../model/process-identity.js';
+import { writeFileAtomic, type StorePaths } from '../model/store/object-store.js';
+import { isProcessAlive, processStartTime } from '../model/os/proc.js';
 import { SESSION_NAME_PATTERN } from './records.js';
 
 export const INTENT_OPS = ['create', 'checkpoint', 'discard', 'publish', 'apply'] as const;

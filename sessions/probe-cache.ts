@@ -9,7 +9,7 @@ import { release, uptime } from 'node:os';
 import { join } from 'node:path';
 import { probeBackend, type BackendReport } from '../backends/registry.js';
 import type { Backend, BackendContext } from '../backends/types.js';
-import { writeFileAtomic, type ObjectStore } from '../model/object-store.js';
+import { writeFileAtomic, type ObjectStore } from '../model/store/object-store.js';
 
 /** Backends whose probe depends only on the host and the store's filesystem (not on the source directory). */
 const CACHEABLE = new Set(['reflink', 'btrfs-snapshot', 'overlay', 'apfs-clone']);

@@ -7,10 +7,10 @@ import { join, relative, sep } from 'node:path';
 import type { AnyBackendName, BackendContext, BackendState } from '../backends/types.js';
 import { isDigest, type Digest } from '../model/canonical-json.js';
 import { PdbError, osErrorCode, toPdbError } from '../model/errors.js';
-import { writeFileAtomic, type ObjectStore } from '../model/object-store.js';
+import { writeFileAtomic, type ObjectStore } from '../model/store/object-store.js';
 import { realpathOr } from '../model/paths.js';
 import type { Journal } from './journal.js';
-import type { SourceGit } from './source-git.js';
+import type { SourceGit } from './way-back/source-git.js';
 
 export const SESSION_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 

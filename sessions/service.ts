@@ -5,17 +5,17 @@
 import type { BackendReport } from '../backends/registry.js';
 import type { BackendContext } from '../backends/types.js';
 import type { Digest } from '../model/canonical-json.js';
-import { ObjectStore } from '../model/object-store.js';
+import { ObjectStore } from '../model/store/object-store.js';
 import type { Change, Entry, Snapshot } from '../model/snapshot.js';
 import type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
-import type { ExportPatchResult, PatchFormat } from './patch.js';
-import type { ApplyResult } from './apply.js';
-import type { ExportGitResult } from './export-git.js';
+import type { ExportPatchResult, PatchFormat } from './way-back/patch.js';
+import type { ApplyResult } from './way-back/apply.js';
+import type { ExportGitResult } from './way-back/export-git.js';
 import type { CreateOptions, CreateResult } from './create.js';
-import type { Finding } from './doctor.js';
-import type { GcResult } from './gc.js';
+import type { Finding } from './health/doctor.js';
+import type { GcResult } from './health/gc.js';
 import type { ImportOptions, ImportResult } from './import.js';
-import type { VerifyResult } from './integrity.js';
+import type { VerifyResult } from './health/integrity.js';
 import { Journal } from './journal.js';
 import { backendContext, listSessions, readSession, sessionDir, sessionRoot, type SessionInfo, type SessionRecord } from './records.js';
 import type { OpenSession, RunOptions } from './session-ops.js';
@@ -27,13 +27,13 @@ export type { ImportOptions, ImportResult } from './import.js';
 export type { CreateOptions, CreateResult } from './create.js';
 export type { OpenSession, RunOptions } from './session-ops.js';
 export type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
-export type { ExportPatchResult, PatchFormat } from './patch.js';
-export type { ApplyResult } from './apply.js';
-export type { ExportGitResult } from './export-git.js';
-export type { Finding, FindingKind } from './doctor.js';
-export type { GcResult } from './gc.js';
+export type { ExportPatchResult, PatchFormat } from './way-back/patch.js';
+export type { ApplyResult } from './way-back/apply.js';
+export type { ExportGitResult } from './way-back/export-git.js';
+export type { Finding, FindingKind } from './health/doctor.js';
+export type { GcResult } from './health/gc.js';
 export type { PsEntry, PsResult } from './runtime/control.js';
-export type { ObjectProblem, VerifyResult } from './integrity.js';
+export type { ObjectProblem, VerifyResult } from './health/integrity.js';
 
 /** A listed session's runtime: its port block and private temp dir (null: none allocated yet). */
 export interface SessionPorts {
@@ -75,7 +75,7 @@ export class SessionService {
 
   /** Scan a source directory into the store (installing its bytes) and record its Snapshot. */
   async importSource(sourceDir: string, options: ImportOptions = {}): Promise<ImportResult> {
-    const [{ withObjectWrites }, { importSource }] = await Promise.all([import('./object-lease.js'), import('./import.js')]);
+    const [{ withObjectWrites }, { importSource }] = await Promise.all([import('./locks/object-lease.js'), import('./import.js')]);
     return withObjectWrites(this.store, 'import', () => importSource(this.store, sourceDir, options));
   }
 
@@ -150,7 +150,7 @@ export class SessionService {
     const [{ diffSession }, { resumeSession }, { makePatch }] = await Promise.all([
       import('./checkpoint.js'),
       import('./session-ops.js'),
-      import('./patch.js'),
+      import('./way-back/patch.js'),
     ]);
     const d = await diffSession(this, name, options);
     const { root } = await resumeSession(this, name);
@@ -159,17 +159,17 @@ export class SessionService {
 
   /** The last checkpoint's changes as a git binary patch in `file` (written atomically). */
   async exportPatch(name: string, file: string): Promise<ExportPatchResult> {
-    return (await import('./patch.js')).exportPatch(this, name, file);
+    return (await import('./way-back/patch.js')).exportPatch(this, name, file);
   }
 
   /** The last checkpoint as a commit on a branch of the source repository (plumbing only; the user's tree, index and HEAD untouched). */
   async exportGit(name: string, options: { branch?: string; message?: string } = {}): Promise<ExportGitResult> {
-    return (await import('./export-git.js')).exportGit(this, name, options);
+    return (await import('./way-back/export-git.js')).exportGit(this, name, options);
   }
 
   /** Write the last checkpoint's changes into `to` (default: the source), compare-and-set per path; staged and journaled. */
   async apply(name: string, options: { to?: string } = {}): Promise<ApplyResult> {
-    return (await import('./apply.js')).applySession(this, name, options);
+    return (await import('./way-back/apply.js')).applySession(this, name, options);
   }
 
   /** Entries of the session root right now (hash only). Used by oracle checks. */
@@ -218,7 +218,7 @@ export class SessionService {
 
   /** What a crash, a reboot or damage left behind, each with its fix. Lists; changes nothing. */
   async doctor(): Promise<Finding[]> {
-    return (await import('./doctor.js')).doctor(this);
+    return (await import('./health/doctor.js')).doctor(this);
   }
 
   /**
@@ -226,24 +226,24 @@ export class SessionService {
    * materialized bases no root reaches. With dryRun, only report (with the bytes it would free).
    */
   async gc(options: { dryRun?: boolean } = {}): Promise<GcResult> {
-    return (await import('./gc.js')).gc(this, options);
+    return (await import('./health/gc.js')).gc(this, options);
   }
 
   /** Keep `digest` (and all it reaches) through every gc until unpinned. */
   async pin(digest: string): Promise<{ digest: Digest; pinned: true }> {
-    return (await import('./pins.js')).pin(this.store, digest);
+    return (await import('./health/pins.js')).pin(this.store, digest);
   }
 
   async unpin(digest: string): Promise<{ digest: Digest; wasPinned: boolean }> {
-    return (await import('./pins.js')).unpin(this.store, digest);
+    return (await import('./health/pins.js')).unpin(this.store, digest);
   }
 
   async pins(): Promise<Digest[]> {
-    return (await import('./pins.js')).listPins(this.store);
+    return (await import('./health/pins.js')).listPins(this.store);
   }
 
   /** Re-hash every object (corrupt ones go to the quarantine) and list what reachable documents miss. */
   async verify(): Promise<VerifyResult> {
-    return (await import('./integrity.js')).verifyStore(this);
+    return (await import('./health/integrity.js')).verifyStore(this);
   }
 }

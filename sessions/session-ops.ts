@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { getBackend } from '../backends/registry.js';
 import type { Backend, BackendContext } from '../backends/types.js';
 import { PdbError, osErrorCode } from '../model/errors.js';
-import { scanTree } from '../model/scan.js';
+import { scanTree } from '../model/scan/scan.js';
 import type { Entry, Snapshot } from '../model/snapshot.js';
-import { acquireLease } from './lease.js';
+import { acquireLease } from './locks/lease.js';
 import {
   forgetEnded,
   removeEmptyLeaf,

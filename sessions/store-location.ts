@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { STORE_MARKER } from '../model/object-store.js';
+import { STORE_MARKER } from '../model/store/object-store.js';
 import { realpathOr, sourceKey } from '../model/paths.js';
 import { findProjectRoot } from './find-project.js';
 

@@ -6,7 +6,7 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { REPO_ROOT } from './helpers.js';
+import { REPO_ROOT } from './helpers/index.js';
 
 /** What each top-level folder may import (besides itself). Workloads never reach into the store or scheduler. */
 const ALLOWED: Record<string, readonly string[]> = {
@@ -16,7 +16,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   agents: ['model'],
   workloads: ['model', 'agents'],
   harness: ['model', 'backends', 'sessions', 'agents', 'workloads'],
-  reports: ['model', 'harness/receipt-types', 'harness/schemas'],
+  reports: ['model', 'harness/receipt/receipt-types', 'harness/schemas'],
   cli: ['model', 'backends', 'sessions', 'agents', 'workloads', 'harness', 'reports', 'index'],
   scripts: ['model', 'backends', 'sessions', 'agents', 'workloads', 'harness', 'reports', 'cli', 'index'],
   // The public entry, index.ts at the root: everything below the edges, never cli or scripts.
@@ -36,7 +36,7 @@ function sourceFiles(dir: string): string[] {
 
 const IMPORT = /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
 
-/** The module path of `spec` relative to the repository root, without extension ('harness/receipt-types'). */
+/** The module path of `spec` relative to the repository root, without extension ('harness/receipt/receipt-types'). */
 function target(file: string, spec: string): string | null {
   if (!spec.startsWith('.')) return null;
   const abs = resolve(dirname(file), spec);
@@ -77,7 +77,7 @@ test('every import points down the layers', () => {
 test('the checker sees an upward import', () => {
   assert.not.ok(allowed('model', 'sessions/service'));
   assert.not.ok(allowed('reports', 'harness/bench'));
-  assert.ok(allowed('reports', 'harness/receipt-types'));
+  assert.ok(allowed('reports', 'harness/receipt/receipt-types'));
   assert.not.ok(allowed('index', 'cli/main'));
   assert.not.ok(allowed('workloads', 'sessions/service'));
   const text = "import type { X } from '../sessions/service.js';\nconst y = await import('../harness/bench.js');";

@@ -2,7 +2,7 @@
 import { spawnSync } from 'node:child_process';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { REPO_ROOT } from './helpers.js';
+import { REPO_ROOT } from './helpers/index.js';
 
 test('every source, schema and plan is formatted (npm run format fixes it)', () => {
   const r = spawnSync('npm', ['run', '--silent', 'format:check'], { cwd: REPO_ROOT, encoding: 'utf8' });

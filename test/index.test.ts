@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as api from '../index.js';
-import { REPO_ROOT } from './helpers.js';
+import { REPO_ROOT } from './helpers/index.js';
 
 test('pdb-env resolves to dist/index.js through "exports", with the public names', async () => {
   const pkg = (await import('pdb-env')) as typeof api;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { REPO_ROOT } from './helpers.js';
+import { REPO_ROOT } from './helpers/index.js';
 import { countFile } from './run-tests.js';
 
 const summary = (total: number, passed: number, skipped = 0) =>

@@ -2,7 +2,7 @@
 // Runs every compiled test file (dist/test/**/*.test.js) in its own process, sequentially, and ends
 // with "N passed, N failed, N skipped". Counting does not trust what the reporter prints about
 // skips: uvu counts a test that returned early as passed, so the runner reads the structured
-// "SKIP test|part [capability] name: reason" lines (test/helpers.ts) wherever they appear, takes
+// "SKIP test|part [capability] name: reason" lines (test/helpers/index.ts) wherever they appear, takes
 // skipped tests off the passed count, adds skipped parts, and names every one of them. Failures are
 // uvu's total minus its passed count, so test.only and test.skip (which uvu reports as skipped
 // without running) never make a count negative.
@@ -15,8 +15,8 @@ import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { packageFile, packageRoot } from '../model/paths.js';
 import { formatDuration, isMainModule } from '../scripts/lib.js';
-import { CAPABILITIES, REQUIRED_LINE, requiredCapabilities, SKIP_LINE } from './helpers.js';
-import { sweepStaleTempDirs } from './stale-temp.js';
+import { CAPABILITIES, REQUIRED_LINE, requiredCapabilities, SKIP_LINE } from './helpers/index.js';
+import { sweepStaleTempDirs } from './helpers/stale-temp.js';
 
 export interface FileCounts {
   passed: number;

@@ -1,11 +1,11 @@
 // The typed registry of workloads: plans, the harness and reports take workload names from here.
 // One line per workload module; the scheduler never changes when a workload is added.
-import { npmLane, pnpmLane } from './dev-lane.js';
-import { agentWorkload } from './agent.js';
-import { devServersWorkload } from './dev-servers.js';
-import { fileopsWorkload } from './fileops.js';
-import { repoWorkload } from './repo.js';
-import { twoAgentWorkload } from './two-agent.js';
+import { npmLane, pnpmLane } from './dev-lane/dev-lane.js';
+import { agentWorkload } from './agent/agent.js';
+import { devServersWorkload } from './dev-servers/dev-servers.js';
+import { fileopsWorkload } from './fileops/fileops.js';
+import { repoWorkload } from './repo/repo.js';
+import { twoAgentWorkload } from './two-agent/two-agent.js';
 import type { Workload } from './types.js';
 
 export const WORKLOADS = {

@@ -1,4 +1,4 @@
-import { ObjectStore, REPAIR_HINT } from '../../model/object-store.js';
+import { ObjectStore, REPAIR_HINT } from '../../model/store/object-store.js';
 import { formatBytes } from '../../model/progress.js';
 import { SessionService, type Finding, type VerifyResult } from '../../sessions/service.js';
 import { resolveStoreDir } from '../../sessions/store-location.js';

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { PdbError } from '../../model/errors.js';
-import { findPathIssues } from '../../harness/path-free.js';
+import { findPathIssues } from '../../harness/receipt/path-free.js';
 import { SCHEMA_NAMES, detectSchema, hasSchema, validateAgainst, type SchemaName } from '../../harness/schemas.js';
-import { planIssues, type Plan } from '../../harness/plan.js';
-import { planVarNames } from '../../harness/plan-vars.js';
+import { planIssues, type Plan } from '../../harness/plan/plan.js';
+import { planVarNames } from '../../harness/plan/plan-vars.js';
 import { WORKLOADS } from '../../workloads/registry.js';
 import type { Workload } from '../../workloads/types.js';
 import { emit } from '../output.js';

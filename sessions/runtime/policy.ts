@@ -3,7 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import { PdbError, osErrorCode, toPdbError } from '../../model/errors.js';
-import { SOURCE_CONFIG } from '../../model/scan.js';
+import { SOURCE_CONFIG } from '../../model/scan/scan.js';
 import {
   checkPath,
   defaultPolicy,

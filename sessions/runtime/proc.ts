@@ -9,7 +9,7 @@ export interface ProcInfo {
   pid: number;
   ppid: number;
   pgid: number;
-  /** Start time in clock ticks since boot (field 22 of stat), as model/process-identity records it. */
+  /** Start time in clock ticks since boot (field 22 of stat), as model/os/proc records it. */
   start: string;
   /** The command line, arguments joined by spaces (the bracketed name for a kernel thread or zombie). */
   command: string;

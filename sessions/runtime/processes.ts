@@ -11,9 +11,9 @@ import { mkdir, readdir, readFile, unlink } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { mountTable } from '../../backends/fs-util.js';
-import { writeFileAtomic, type ObjectStore } from '../../model/object-store.js';
-import { isProcessAlive, processStartTime } from '../../model/process-identity.js';
+import { mountTable } from '../../backends/shared/fs-util.js';
+import { writeFileAtomic, type ObjectStore } from '../../model/store/object-store.js';
+import { isProcessAlive, processStartTime } from '../../model/os/proc.js';
 import { allProcs, type ProcInfo } from './proc.js';
 
 export type TrackMode = 'cgroup' | 'process-group' | 'process-tree';

@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { createRootClient, resolveInsideRoot } from '../../agents/acp-client.js';
 import { parsePolicy, type WorkspacePolicy } from '../../model/workspace-policy.js';
 import { isPdbError } from '../../model/errors.js';
-import { tempDir, writeTree } from '../helpers.js';
+import { tempDir, writeTree } from '../helpers/index.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());

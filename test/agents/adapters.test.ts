@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { acpLaunch, classifyAgentFailure, commandLaunch, detectAgent, parseVersion } from '../../agents/adapters.js';
 import { contractPrompt } from '../../agents/contract.js';
-import { REPO_ROOT, tempDir } from '../helpers.js';
+import { REPO_ROOT, tempDir } from '../helpers/index.js';
 
 // Tiny fake agents (TEST FIXTURES, not agents): they print what the real tools printed on a
 // machine without credentials or network, and exit the way those did.

@@ -16,7 +16,7 @@ import {
 } from '../../agents/contract.js';
 import type { Entry } from '../../model/snapshot.js';
 import { SessionService } from '../../sessions/service.js';
-import { cli, tempDir } from '../helpers.js';
+import { cli, tempDir } from '../helpers/index.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());

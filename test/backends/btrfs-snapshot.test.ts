@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { btrfsSnapshotBackend } from '../../backends/btrfs-snapshot.js';
-import { FS_MAGIC } from '../../backends/fs-util.js';
-import { ObjectStore } from '../../model/object-store.js';
-import { scanTree } from '../../model/scan.js';
+import { FS_MAGIC } from '../../backends/shared/fs-util.js';
+import { ObjectStore } from '../../model/store/object-store.js';
+import { scanTree } from '../../model/scan/scan.js';
 import { createSnapshot } from '../../model/snapshot.js';
-import { hasCommand, isRoot, skipTest, tempDir, writeTree } from '../helpers.js';
-import { loadHostSetup, withLoopFs } from './cow-harness.js';
+import { hasCommand, isRoot, skipTest, tempDir, writeTree } from '../helpers/index.js';
+import { loadHostSetup, withLoopFs } from '../helpers/cow-harness.js';
 
 const t = tempDir('pdb-btrfs-');
 test.after(() => t.cleanup());

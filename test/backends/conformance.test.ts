@@ -12,7 +12,7 @@ import { getBackend } from '../../backends/registry.js';
 import type { Digest } from '../../model/canonical-json.js';
 import { diffEntries } from '../../model/snapshot.js';
 import { SessionService } from '../../sessions/service.js';
-import { hasCommand, isRoot, skipPart, skipTest, tempDir } from '../helpers.js';
+import { hasCommand, isRoot, skipPart, skipTest, tempDir } from '../helpers/index.js';
 import {
   gitCommitAll,
   loadHostSetup,
@@ -22,9 +22,9 @@ import {
   writeMatrixFixture,
   type CaseOutcome,
   type LoopFsType,
-} from './cow-harness.js';
+} from '../helpers/cow-harness.js';
 
-const applyScript = fileURLToPath(new URL('./apply-matrix.js', import.meta.url));
+const applyScript = fileURLToPath(new URL('../helpers/apply-matrix.js', import.meta.url));
 const t = tempDir('pdb-conf-');
 test.after(() => t.cleanup());
 

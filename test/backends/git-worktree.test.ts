@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { gitWorktreeBackend } from '../../backends/git-worktree.js';
-import { ObjectStore } from '../../model/object-store.js';
-import { hasCommand, skipTest, tempDir, writeTree } from '../helpers.js';
+import { ObjectStore } from '../../model/store/object-store.js';
+import { hasCommand, skipTest, tempDir, writeTree } from '../helpers/index.js';
 
 const t = tempDir('pdb-gitwt-');
 test.after(() => t.cleanup());

@@ -5,8 +5,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { isRoot, skipTest, tempDir } from '../helpers.js';
-import { loadHostSetup } from './cow-harness.js';
+import { isRoot, skipTest, tempDir } from '../helpers/index.js';
+import { loadHostSetup } from '../helpers/cow-harness.js';
 
 const t = tempDir('pdb-host-');
 test.after(() => t.cleanup());

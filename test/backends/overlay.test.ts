@@ -5,10 +5,10 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { verifiedMark, type BaseMarker } from '../../backends/base-tree.js';
+import { verifiedMark, type BaseMarker } from '../../backends/shared/base-tree.js';
 import type { Digest } from '../../model/canonical-json.js';
 import { SessionService } from '../../sessions/service.js';
-import { isRoot, skipTest, tempDir, writeTree } from '../helpers.js';
+import { isRoot, skipTest, tempDir, writeTree } from '../helpers/index.js';
 
 const t = tempDir();
 const made: Array<{ svc: SessionService; name: string }> = [];

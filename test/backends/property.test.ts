@@ -24,8 +24,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { diffEntries } from '../../model/snapshot.js';
 import { SessionService } from '../../sessions/service.js';
-import { hasCommand, isRoot, skipPart, tempDir } from '../helpers.js';
-import { gitCommitAll, loadHostSetup, pattern, withLoopFs } from './cow-harness.js';
+import { hasCommand, isRoot, skipPart, tempDir } from '../helpers/index.js';
+import { gitCommitAll, loadHostSetup, pattern, withLoopFs } from '../helpers/cow-harness.js';
 
 const RUNS = Number(process.env.PDB_PROPERTY_RUNS ?? 20);
 const SEED = process.env.PDB_PROPERTY_SEED ? Number(process.env.PDB_PROPERTY_SEED) : undefined;

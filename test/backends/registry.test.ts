@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { BACKEND_NAMES } from '../../backends/types.js';
-import { cli, cliJson, tempDir, writeTree } from '../helpers.js';
+import { cli, cliJson, tempDir, writeTree } from '../helpers/index.js';
 
 const t = tempDir('pdb-reg-');
 test.after(() => t.cleanup());

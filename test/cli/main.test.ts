@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { once } from 'node:events';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { CLI, cli, cliJson, tempDir, writeTree } from '../helpers.js';
+import { CLI, cli, cliJson, tempDir, writeTree } from '../helpers/index.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());

@@ -7,7 +7,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { CLI, cli, cliJson, hasCommand, processAlive, skipTest, tempDir, until, writeTree } from '../helpers.js';
+import { CLI, cli, cliJson, hasCommand, processAlive, skipTest, tempDir, until, writeTree } from '../helpers/index.js';
 import { spawnSync } from 'node:child_process';
 
 const t = tempDir();

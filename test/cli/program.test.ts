@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { CLI, REPO_ROOT, cli, cliJson, tempDir, writeTree } from '../helpers.js';
+import { CLI, REPO_ROOT, cli, cliJson, tempDir, writeTree } from '../helpers/index.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());

@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createProgressReporter, progressLine } from '../../cli/progress.js';
 import { formatBytes, type ProgressEvent } from '../../model/progress.js';
-import { cli, tempDir, writeTree } from '../helpers.js';
+import { cli, tempDir, writeTree } from '../helpers/index.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());

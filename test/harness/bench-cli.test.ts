@@ -5,8 +5,8 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { Receipt } from '../../harness/receipt-types.js';
-import { CLI, cli, tempDir } from '../helpers.js';
+import type { Receipt } from '../../harness/receipt/receipt-types.js';
+import { CLI, cli, tempDir } from '../helpers/index.js';
 
 const PLAN = {
   kind: 'pdb-env-plan',

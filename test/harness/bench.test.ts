@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { BenchInterrupted, runBench } from '../../harness/bench.js';
-import type { Plan } from '../../harness/plan.js';
+import type { Plan } from '../../harness/plan/plan.js';
 import { PdbError } from '../../model/errors.js';
-import { tempDir } from '../helpers.js';
-import { abortable, base, counter, isAlive, workloads } from './bench-workloads.js';
+import { tempDir } from '../helpers/index.js';
+import { abortable, base, counter, isAlive, workloads } from '../helpers/bench-workloads.js';
 
 test('a case killed by its timeout is recorded, not lost, and its processes are gone', async () => {
   const t = tempDir();

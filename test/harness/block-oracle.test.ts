@@ -7,11 +7,11 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runBench } from '../../harness/bench.js';
-import type { CaseRecord, Receipt } from '../../harness/receipt-types.js';
-import { buildSchedule } from '../../harness/scheduler.js';
+import type { CaseRecord, Receipt } from '../../harness/receipt/receipt-types.js';
+import { buildSchedule } from '../../harness/plan/scheduler.js';
 import { validateAgainst } from '../../harness/schemas.js';
-import { tempDir } from '../helpers.js';
-import { base, failing, workloads } from './bench-workloads.js';
+import { tempDir } from '../helpers/index.js';
+import { base, failing, workloads } from '../helpers/bench-workloads.js';
 
 const check = (c: CaseRecord, name: string) => c.checks.find((k) => k.name === name);
 

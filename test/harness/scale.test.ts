@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runBench } from '../../harness/bench.js';
-import { isRoot, skipPart, tempDir } from '../helpers.js';
-import { repoPlan } from '../workloads/repo-fixture.js';
+import { isRoot, skipPart, tempDir } from '../helpers/index.js';
+import { repoPlan } from '../helpers/repo-fixture.js';
 
 const DIRS = 2_500;
 const FILES_PER_DIR = 19; // + the directory itself: 20 entries each, 50,000 in all

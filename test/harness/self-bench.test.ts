@@ -8,8 +8,8 @@ import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync } from 'node:
 import { dirname, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { Receipt } from '../../harness/receipt-types.js';
-import { REPO_ROOT, cli, hasCommand, isRoot, skipPart, skipTest, tempDir } from '../helpers.js';
+import type { Receipt } from '../../harness/receipt/receipt-types.js';
+import { REPO_ROOT, cli, hasCommand, isRoot, skipPart, skipTest, tempDir } from '../helpers/index.js';
 
 /** The checkout as a user has it, without what is ignored (node_modules, dist, local receipts). */
 function copyCheckout(dest: string): void {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { CRASH_POINTS, crashPoint } from '../../model/crash-point.js';
-import { REPO_ROOT } from '../helpers.js';
+import { REPO_ROOT } from '../helpers/index.js';
 
 const module = join(REPO_ROOT, 'dist', 'model', 'crash-point.js');
 const child = (env: Record<string, string>) =>

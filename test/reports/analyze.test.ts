@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { analyzeReceipts } from '../../reports/analyze.js';
 import { TOTAL_PHASE } from '../../reports/report-data.js';
-import { syntheticReceipt } from './synthetic.js';
+import { syntheticReceipt } from '../helpers/synthetic-receipts.js';
 
 const hostA = () =>
   syntheticReceipt({

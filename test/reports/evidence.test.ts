@@ -4,10 +4,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { analyzeReceipts } from '../../reports/analyze.js';
-import { evaluateGate, type Policy } from '../../reports/gate.js';
-import { validatePolicy } from '../../reports/policy.js';
+import { evaluateGate, type Policy } from '../../reports/gate/gate.js';
+import { validatePolicy } from '../../reports/gate/policy.js';
 import { renderMarkdown } from '../../reports/render.js';
-import { legacyReceipt, syntheticReceipt, type SyntheticOptions } from './synthetic.js';
+import { legacyReceipt, syntheticReceipt, type SyntheticOptions } from '../helpers/synthetic-receipts.js';
 
 function policy(over: Partial<Policy> = {}): Policy {
   return validatePolicy({

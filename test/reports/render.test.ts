@@ -4,16 +4,16 @@ import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { findPathIssues, pathFreeViolation } from '../../harness/path-free.js';
-import type { Receipt } from '../../harness/receipt-types.js';
+import { findPathIssues, pathFreeViolation } from '../../harness/receipt/path-free.js';
+import type { Receipt } from '../../harness/receipt/receipt-types.js';
 import { analyzeReceipts } from '../../reports/analyze.js';
-import { buildDocument } from '../../reports/document.js';
-import { evaluateGate } from '../../reports/gate.js';
-import { validatePolicy } from '../../reports/policy.js';
+import { buildDocument } from '../../reports/document/document.js';
+import { evaluateGate } from '../../reports/gate/gate.js';
+import { validatePolicy } from '../../reports/gate/policy.js';
 import { renderHtml, renderJson, renderMarkdown } from '../../reports/render.js';
 import { distributionChart, ratioChart } from '../../reports/svg.js';
-import { syntheticReceipt } from './synthetic.js';
-import { hasCommand, REPO_ROOT, skipTest, tempDir } from '../helpers.js';
+import { syntheticReceipt } from '../helpers/synthetic-receipts.js';
+import { hasCommand, REPO_ROOT, skipTest, tempDir } from '../helpers/index.js';
 
 const fixtures = ['synthetic-host-a.json', 'synthetic-host-b.json'].map(
   (f) => JSON.parse(readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'receipts', f), 'utf8')) as Receipt,

@@ -2,7 +2,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFi
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { cli, cliJson, REPO_ROOT, tempDir } from '../helpers.js';
+import { cli, cliJson, REPO_ROOT, tempDir } from '../helpers/index.js';
 
 const FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'receipts');
 const POLICY = join(REPO_ROOT, 'policies', 'reflink-linux.json');

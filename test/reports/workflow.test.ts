@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse } from 'yaml';
-import { cli, REPO_ROOT, skipTest } from '../helpers.js';
+import { cli, REPO_ROOT, skipTest } from '../helpers/index.js';
 
 const WORKFLOW = join(REPO_ROOT, '.github', 'workflows', 'evidence.yml');
 

@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { validateAgainst } from '../../harness/schemas.js';
 import { benchRow, startBenchReceipt, writeBenchReceipt } from '../../scripts/bench-receipt.js';
-import { cli, tempDir } from '../helpers.js';
+import { cli, tempDir } from '../helpers/index.js';
 
 test('a row keeps every sample, its median and the median of per-round ratios', () => {
   const r = benchRow('pdb-env create', '', [100, 80, 120], { cp: [200, 100, 100] });

@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createTreeIndex, parseTreeIndex, RACY_WINDOW_MS, serializeTreeIndex, statSignature } from '../../model/tree-index.js';
+import { createTreeIndex, parseTreeIndex, RACY_WINDOW_MS, serializeTreeIndex, statSignature } from '../../model/scan/tree-index.js';
 import { sessionIndexFile } from '../../sessions/records.js';
 import { SessionService } from '../../sessions/service.js';
-import { tempDir, writeTree } from '../helpers.js';
+import { tempDir, writeTree } from '../helpers/index.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());

@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { isPdbError } from '../../model/errors.js';
-import { GARBAGE_GRACE_MS, SHORT_LOCK_WAIT_MS } from '../../sessions/lock.js';
+import { GARBAGE_GRACE_MS, SHORT_LOCK_WAIT_MS } from '../../sessions/locks/lock.js';
 import { SessionService } from '../../sessions/service.js';
-import { tempDir, writeTree } from '../helpers.js';
-import { crash, killHolders, startHolder } from './lock-helpers.js';
+import { tempDir, writeTree } from '../helpers/index.js';
+import { crash, killHolders, startHolder } from '../helpers/lock-helpers.js';
 
 const t = tempDir();
 test.after(() => {

@@ -8,8 +8,8 @@ import { isPdbError } from '../../model/errors.js';
 import { realpathOr } from '../../model/paths.js';
 import { findProjectRoot } from '../../sessions/find-project.js';
 import { SessionService } from '../../sessions/service.js';
-import { cli, cliJson, tempDir } from '../helpers.js';
-import { makeRepo } from './way-back-fixture.js';
+import { cli, cliJson, tempDir } from '../helpers/index.js';
+import { makeRepo } from '../helpers/way-back-fixture.js';
 
 const t = tempDir('pdb-find-');
 test.after(() => t.cleanup());
@@ -76,7 +76,7 @@ test('create --fork OTHER: from its last checkpoint, with its source; E_USAGE be
   writeFileSync(join(f.root, 'more.txt'), 'from f\n');
   await svc.checkpoint('f');
   const g = await svc.exportGit('f');
-  const { gitRun } = await import('./way-back-fixture.js');
+  const { gitRun } = await import('../helpers/way-back-fixture.js');
   assert.equal(
     gitRun(src, ['diff', '--name-only', `${g.parent}`, g.commit])
       .trim()

@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { RACY_WINDOW_MS } from '../../model/tree-index.js';
+import { RACY_WINDOW_MS } from '../../model/scan/tree-index.js';
 import { SessionService } from '../../sessions/service.js';
-import { tempDir, writeTree } from '../helpers.js';
+import { tempDir, writeTree } from '../helpers/index.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());

@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { isPdbError } from '../../model/errors.js';
-import { storePaths } from '../../model/object-store.js';
+import { storePaths } from '../../model/store/object-store.js';
 import { Journal, parseIntent } from '../../sessions/journal.js';
-import { tempDir } from '../helpers.js';
+import { tempDir } from '../helpers/index.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());

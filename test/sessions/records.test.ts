@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { isPdbError } from '../../model/errors.js';
 import { SessionService } from '../../sessions/service.js';
-import { tempDir, writeTree } from '../helpers.js';
+import { tempDir, writeTree } from '../helpers/index.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());

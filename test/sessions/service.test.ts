@@ -17,10 +17,10 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { isPdbError } from '../../model/errors.js';
-import { scanTree } from '../../model/scan.js';
+import { scanTree } from '../../model/scan/scan.js';
 import { createSnapshot, snapshotDigest, type Changeset } from '../../model/snapshot.js';
 import { SessionService } from '../../sessions/service.js';
-import { tempDir, writeTree } from '../helpers.js';
+import { tempDir, writeTree } from '../helpers/index.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());

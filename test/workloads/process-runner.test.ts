@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createProcessRunner } from '../../workloads/process-runner.js';
-import { skipTest, tempDir } from '../helpers.js';
+import { skipTest, tempDir } from '../helpers/index.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());

@@ -3,7 +3,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { PdbError } from '../../model/errors.js';
-import { lastSemanticDiag, startTsserver } from '../tsserver-client.js';
+import { lastSemanticDiag, startTsserver } from '../tools/tsserver-client.js';
 import type { ProcessResult, Step } from '../types.js';
 import { LANE_EDITS } from './edits.js';
 import { deadlineIn, requireSuccess, toolPath } from './tools.js';

@@ -4,7 +4,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PdbError } from '../../model/errors.js';
 import type { ProcessResult, Step } from '../types.js';
-import { connectHmr, freePort, httpGet, type HmrSocket } from '../vite-hmr.js';
+import { connectHmr, freePort, httpGet, type HmrSocket } from '../tools/vite-hmr.js';
 import { LANE_EDITS } from './edits.js';
 import { deadlineIn, requireSuccess, toolPath } from './tools.js';
 

@@ -4,7 +4,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PdbError } from '../../model/errors.js';
 import type { ProcessResult, Step, StepContext } from '../types.js';
-import { waitForEvents, type WatchEvent } from '../watch-events.js';
+import { waitForEvents, type WatchEvent } from '../tools/watch-events.js';
 import { LANE_EDITS } from './edits.js';
 import { deadlineIn, toolPath } from './tools.js';
 

@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PdbError } from '../../model/errors.js';
-import { connectHmr, httpGet, type HmrSocket } from '../vite-hmr.js';
+import { connectHmr, httpGet, type HmrSocket } from '../tools/vite-hmr.js';
 import { DEV_SERVER_EDITS, editedBytes } from './edits.js';
 import { serverPort, type DevServer } from './servers.js';
 

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { PdbError } from '../../model/errors.js';
 import { scrubText } from '../../model/scrub.js';
 import type { ProcessResult, SessionHandle, StepContext } from '../types.js';
-import { httpGet } from '../vite-hmr.js';
+import { httpGet } from '../tools/vite-hmr.js';
 import { toolPath } from '../dev-lane/tools.js';
 import { SESSION_MARKER } from './edits.js';
 

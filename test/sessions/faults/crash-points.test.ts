@@ -9,10 +9,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { CRASH_POINTS } from '../../../model/crash-point.js';
 import { SessionService } from '../../../sessions/service.js';
-import { loadHostSetup, withLoopFs, type LoopFsType } from '../../backends/cow-harness.js';
-import { hasCommand, isRoot, skipPart, tempDir } from '../../helpers.js';
-import { closeLane, crashScenario, gcDuringCreates, openLane } from './crash-scenarios.js';
-import { writeSource } from './fault-helpers.js';
+import { loadHostSetup, withLoopFs, type LoopFsType } from '../../helpers/cow-harness.js';
+import { hasCommand, isRoot, skipPart, tempDir } from '../../helpers/index.js';
+import { closeLane, crashScenario, gcDuringCreates, openLane } from '../../helpers/crash-scenarios.js';
+import { writeSource } from '../../helpers/fault-helpers.js';
 
 const t = tempDir('pdb-crash-');
 test.after(() => t.cleanup());

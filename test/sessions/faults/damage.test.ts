@@ -6,10 +6,10 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, 
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { GARBAGE_GRACE_MS } from '../../../sessions/lock.js';
-import { processStartTime } from '../../../model/process-identity.js';
-import { tempDir } from '../../helpers.js';
-import { assertTyped, fileDigest, flipByte, json, objectFile, pdb, writeSource } from './fault-helpers.js';
+import { GARBAGE_GRACE_MS } from '../../../sessions/locks/lock.js';
+import { processStartTime } from '../../../model/os/proc.js';
+import { tempDir } from '../../helpers/index.js';
+import { assertTyped, fileDigest, flipByte, json, objectFile, pdb, writeSource } from '../../helpers/fault-helpers.js';
 
 const t = tempDir('pdb-damage-');
 test.after(() => t.cleanup());

@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import type { Digest } from '../../../model/canonical-json.js';
 import { isPdbError } from '../../../model/errors.js';
 import { SessionService } from '../../../sessions/service.js';
-import { tempDir, writeTree } from '../../helpers.js';
+import { tempDir, writeTree } from '../../helpers/index.js';
 
 const t = tempDir('pdb-model-');
 test.after(() => t.cleanup());

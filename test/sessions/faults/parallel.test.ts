@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SessionService } from '../../../sessions/service.js';
-import { tempDir, writeTree } from '../../helpers.js';
-import { json, pdb, pdbAsync, writeSource, type Run } from './fault-helpers.js';
+import { tempDir, writeTree } from '../../helpers/index.js';
+import { json, pdb, pdbAsync, writeSource, type Run } from '../../helpers/fault-helpers.js';
 
 const t = tempDir('pdb-parallel-');
 test.after(() => t.cleanup());

@@ -13,7 +13,7 @@ import { strict as assert } from 'node:assert';
 import { test } from 'uvu';
 import * as uvuAssert from 'uvu/assert';
 import { cgroup2Mount } from '../../../sessions/runtime/processes.js';
-import { CLI, hasCommand, isRoot, processAlive, skipTest, until, writeTree } from '../../helpers.js';
+import { CLI, hasCommand, isRoot, processAlive, skipTest, until, writeTree } from '../../helpers/index.js';
 
 const INNER = 'PDB_ENV_TEST_CGROUP_NS';
 

@@ -4,9 +4,9 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ObjectStore } from '../../../model/object-store.js';
+import { ObjectStore } from '../../../model/store/object-store.js';
 import { ensureRuntime, readRuntime, runtimeEnv } from '../../../sessions/runtime/runtime.js';
-import { tempDir } from '../../helpers.js';
+import { tempDir } from '../../helpers/index.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());

@@ -4,11 +4,11 @@
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readSourceConfig, scanTree } from '../../../model/scan.js';
+import { readSourceConfig, scanTree } from '../../../model/scan/scan.js';
 import { createSnapshot, snapshotDigest, type Entry } from '../../../model/snapshot.js';
 import { composeLaneFixture, prepareLaneFixture, readLaneFixtureFile, type LaneKind } from '../../../workloads/dev-lane/fixture.js';
 import { createProcessRunner } from '../../../workloads/process-runner.js';
-import { tempDir } from '../../helpers.js';
+import { tempDir } from '../../helpers/index.js';
 
 /** Computed from workloads/fixtures/npm-app and pnpm-app before they were split into shared + overlay. */
 const PINNED: Record<LaneKind, { name: string; base: string; entries: number; overlay: string[] }> = {

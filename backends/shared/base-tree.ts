@@ -1,0 +1,257 @@
+// Shared by the backends that start from a materialized base directory in the store:
+// `<store>/bases/<digest-hex>/<family>/`, made once, atomically (built under a temp name in the
+// store, then renamed into place), and never written again.
+//
+// A base is verified when it is built: it is filled by materializeTree, which hashes every byte it
+// copies against the Snapshot. Once in place it gets a tree index (`<store>/bases/.index/<hex>.<family>`:
+// each file's signature, so a session's first checkpoint re-hashes only what the session changed) and
+// then, last and atomically, its marker (`<store>/bases/.verified/<hex>.<family>`: the file and
+// byte counts, the excludes, where the index is). Sessions cloned or snapshotted from a marked base
+// need no second hash: a clone shares the base's verified extents, and the base is never written
+// again (btrfs bases are read-only subvolumes). A create with a marked base reads only the marker,
+// never the manifest. A base without a marker (made by an older pdb-env, or a crash before the
+// marker) is hashed once against the Snapshot before its first use and marked then.
+import { existsSync, readFileSync } from 'node:fs';
+import { lstat, mkdir, rename } from 'node:fs/promises';
+import { dirname, join, relative } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Digest } from '../../model/canonical-json.js';
+import { PdbError, osErrorCode, toPdbError } from '../../model/errors.js';
+import { sharedFsPool } from '../../model/scan/fs-pool.js';
+import { materializeTree } from '../../model/store/materialize.js';
+import { tempName, writeFileAtomic } from '../../model/store/object-store.js';
+import type { Snapshot } from '../../model/snapshot.js';
+import { materializedTreeIndex, racyWindowMs, serializeTreeIndex, signatureTimes } from '../../model/scan/tree-index.js';
+import { execTool, removeTreeForce } from './fs-util.js';
+import type { BackendContext, BackendHooks } from '../types.js';
+
+/** Base families: backends of one family share one materialized base. */
+export type BaseFamily = 'tree' | 'btrfs-subvolume' | 'hardlink-farm';
+
+export function baseDir(ctx: BackendContext, digest: Digest, family: BaseFamily): string {
+  return join(ctx.store.paths.bases, digest.slice('sha256:'.length), family);
+}
+
+/** The tree index of a base (kept outside `bases/<hex>/`, which holds only the family trees). */
+export function baseIndexFile(ctx: BackendContext, digest: Digest, family: BaseFamily): string {
+  return join(ctx.store.paths.bases, '.index', `${digest.slice('sha256:'.length)}.${family}`);
+}
+
+export function verifiedMark(ctx: BackendContext, digest: Digest, family: BaseFamily): string {
+  return join(ctx.store.paths.bases, '.verified', `${digest.slice('sha256:'.length)}.${family}`);
+}
+
+/** What the marker of a verified base holds: enough to make a session without reading the manifest. */
+export interface BaseMarker {
+  version: 1;
+  digest: Digest;
+  family: BaseFamily;
+  files: number;
+  bytes: number;
+  entries: number;
+  excludes: string[];
+  /** The base's tree index, relative to the store root; null when it has none. */
+  index: string | null;
+  builtAt: string;
+}
+
+/** The marker of a verified base; 'legacy' for the empty mark older versions wrote; null when there is none. */
+export function readBaseMarker(ctx: BackendContext, digest: Digest, family: BaseFamily): BaseMarker | 'legacy' | null {
+  let text: string;
+  try {
+    text = readFileSync(verifiedMark(ctx, digest, family), 'utf8');
+  } catch (err) {
+    if (osErrorCode(err) === 'ENOENT') return null;
+    throw toPdbError(err, 'E_IO', { action: 'reading a base marker', path: verifiedMark(ctx, digest, family) });
+  }
+  try {
+    const m = JSON.parse(text) as BaseMarker;
+    if (m?.version === 1 && m.digest === digest && m.family === family && Number.isInteger(m.files)) return m;
+  } catch {
+    // an empty or older mark: the base was verified, but the marker says nothing more
+  }
+  return 'legacy';
+}
+
+/** A verified base in place with a full marker, or null: what a create may use without reading the manifest. */
+export function markedBase(ctx: BackendContext, digest: Digest, family: BaseFamily): { dir: string; marker: BaseMarker } | null {
+  const marker = readBaseMarker(ctx, digest, family);
+  if (!marker || marker === 'legacy') return null;
+  const dir = baseDir(ctx, digest, family);
+  return existsSync(dir) ? { dir, marker } : null;
+}
+
+async function writeMarker(ctx: BackendContext, snapshot: Snapshot, digest: Digest, family: BaseFamily, index: string | null) {
+  const files = snapshot.entries.filter((e) => e.kind === 'file');
+  const marker: BaseMarker = {
+    version: 1,
+    digest,
+    family,
+    files: files.length,
+    bytes: files.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0),
+    entries: snapshot.entries.length,
+    excludes: snapshot.excludes,
+    index,
+    builtAt: new Date().toISOString(),
+  };
+  const mark = verifiedMark(ctx, digest, family);
+  try {
+    await mkdir(dirname(mark), { recursive: true });
+  } catch (err) {
+    throw toPdbError(err, 'E_IO', { action: 'marking a verified base', path: mark });
+  }
+  await writeFileAtomic(ctx.store.paths, mark, `${JSON.stringify(marker)}\n`);
+  return marker;
+}
+
+/** Hash an unmarked base's files against the Snapshot once; E_OBJECT_CORRUPT naming the first file that differs. */
+async function verifyBase(ctx: BackendContext, dir: string, snapshot: Snapshot, digest: Digest, family: BaseFamily): Promise<void> {
+  const files = snapshot.entries.filter((e) => e.kind === 'file');
+  const got = await sharedFsPool().map(
+    files.map((f) => join(dir, f.path)),
+    (paths) => ({ op: 'hash', paths }),
+  );
+  const bad = files.find((f, i) => `sha256:${got[i]!.digest}` !== f.digest);
+  if (bad)
+    throw new PdbError('E_OBJECT_CORRUPT', `the materialized ${family} base of ${digest} holds wrong bytes in ${bad.path}`, {
+      path: bad.path,
+      hint: `Discard the sessions made from it, remove ${dir}, and create again (or use --backend full-copy).`,
+    });
+  await writeMarker(ctx, snapshot, digest, family, null);
+}
+
+/** The base's tree index from the signatures its build recorded; its path relative to the store. */
+async function writeBaseIndex(
+  ctx: BackendContext,
+  snapshot: Snapshot,
+  digest: Digest,
+  family: BaseFamily,
+  sigs: ReadonlyMap<string, string>,
+) {
+  const file = baseIndexFile(ctx, digest, family);
+  await mkdir(dirname(file), { recursive: true });
+  // Nothing writes into a base after its build, and no session exists before this point: waiting
+  // out the racy window once makes every signature trustable (a base is built once, used often).
+  const times = [...sigs.values()].map(signatureTimes);
+  // A loop, not Math.max(...spread): a spread of a few hundred thousand arguments overflows the stack.
+  const newest = times.reduce((n, [m, c]) => Math.max(n, m, c), 0);
+  const wait = newest + racyWindowMs(times.map(([m]) => m)) + 1 - Date.now();
+  if (wait > 0) await sleep(wait);
+  const index = materializedTreeIndex(snapshot, digest, ctx.store.generation(), sigs);
+  await writeFileAtomic(ctx.store.paths, file, serializeTreeIndex(index), 0o644, { sync: false });
+  return relative(ctx.store.paths.root, file);
+}
+
+/**
+ * Make the base once. `build(tmp)` fills a fresh temp path on the store's filesystem and returns
+ * the signatures of the files it wrote; it is then renamed into place, indexed and marked. A
+ * concurrent creator that wins the rename is fine: its base is identical. `discard(tmp)` removes a
+ * losing or failed temp build (a subvolume needs more than rm). `snapshot` is what an unmarked base
+ * found in place is checked against.
+ */
+export async function materializeBaseOnce(
+  ctx: BackendContext,
+  snapshot: Snapshot,
+  digest: Digest,
+  family: BaseFamily,
+  build: (tmp: string) => Promise<ReadonlyMap<string, string> | null>,
+  discard: (tmp: string) => Promise<void>,
+  afterRename?: (dir: string) => Promise<void>,
+): Promise<string> {
+  const dir = baseDir(ctx, digest, family);
+  if (existsSync(dir)) {
+    const marker = readBaseMarker(ctx, digest, family);
+    if (marker === null) await verifyBase(ctx, dir, snapshot, digest, family);
+    else if (marker === 'legacy') await writeMarker(ctx, snapshot, digest, family, null);
+    return dir;
+  }
+  const tmp = tempName(ctx.store.paths, `base-${family}`);
+  let sigs: ReadonlyMap<string, string> | null;
+  try {
+    await mkdir(dirname(dir), { recursive: true });
+    sigs = await build(tmp);
+    try {
+      await rename(tmp, dir);
+    } catch (err) {
+      const code = osErrorCode(err);
+      if ((code === 'ENOTEMPTY' || code === 'EEXIST') && existsSync(dir)) {
+        await discard(tmp);
+        return materializeBaseOnce(ctx, snapshot, digest, family, build, discard, afterRename);
+      }
+      throw err;
+    }
+  } catch (err) {
+    await discard(tmp).catch(() => {}); // rollback: the build's own temp tree; the error below is what matters
+    throw toPdbError(err, 'E_IO', { action: `materializing the ${family} base` });
+  }
+  await afterRename?.(dir);
+  await writeMarker(ctx, snapshot, digest, family, sigs ? await writeBaseIndex(ctx, snapshot, digest, family, sigs) : null);
+  return dir;
+}
+
+/** A plain directory base filled with explicit byte copies from the object store. */
+export async function materializeTreeBase(
+  ctx: BackendContext,
+  snapshot: Snapshot,
+  digest: Digest,
+  family: BaseFamily = 'tree',
+  hooks: BackendHooks = {},
+): Promise<string> {
+  return materializeBaseOnce(
+    ctx,
+    snapshot,
+    digest,
+    family,
+    async (tmp) => (await materializeTree(ctx.store, snapshot, tmp, undefined, hooks.onProgress)).sigs,
+    removeTreeForce,
+  );
+}
+
+/** The root directory of a btrfs subvolume always has inode number 256. */
+const SUBVOLUME_ROOT_INO = 256;
+
+export async function isSubvolume(path: string): Promise<boolean> {
+  const st = await lstat(path).catch(() => null);
+  return st !== null && st.isDirectory() && st.ino === SUBVOLUME_ROOT_INO;
+}
+
+/** Remove a btrfs subvolume (a read-only one too) or, when `path` is a plain tree, the tree. */
+export async function deleteSubvolume(path: string): Promise<void> {
+  if (await isSubvolume(path)) {
+    await runTool('btrfs', ['subvolume', 'delete', path], 'E_IO', 'deleting a btrfs subvolume');
+  }
+  await removeTreeForce(path);
+}
+
+/** Run a tool; a missing binary is E_TOOL_MISSING, a failure the given code with its stderr. */
+export async function runTool(
+  cmd: string,
+  args: string[],
+  failCode: 'E_MOUNT_FAILED' | 'E_IO' | 'E_NOT_GIT_REPO' | 'E_NOT_BTRFS' | 'E_TOOL_MISSING',
+  what: string,
+  options: { cwd?: string } = {},
+): Promise<string> {
+  const r = await execTool(cmd, args, { cwd: options.cwd });
+  if (r.error || r.exitCode !== 0) {
+    if (r.error?.code === 'ENOENT') {
+      throw new PdbError('E_TOOL_MISSING', `${cmd} is not installed, so ${what} cannot run`, {
+        hint: `Install it (for example apt-get install ${TOOL_PACKAGES[cmd] ?? cmd}).`,
+      });
+    }
+    const stderr = String(r.stderr ?? '')
+      .trim()
+      .split('\n')
+      .slice(-3)
+      .join(' ');
+    throw new PdbError(
+      failCode,
+      `${what} failed: ${cmd} ${r.error ? `could not start (${r.error.code})` : `exited ${r.exitCode ?? r.signal}`}: ${stderr}`,
+      {
+        cause: r.error ?? undefined,
+      },
+    );
+  }
+  return String(r.stdout ?? '');
+}
+
+const TOOL_PACKAGES: Record<string, string> = { btrfs: 'btrfs-progs', filefrag: 'e2fsprogs', mount: 'mount', umount: 'mount', git: 'git' };

@@ -1,0 +1,251 @@
+// The checks every case must pass: its result equals the block's full-copy case (the oracle, compared
+// at the block's end: block-oracle.ts), and the workload's precomputed expectation where it has one
+// (`expected`, applied to the full-copy case too, so the oracle itself is checked); the workload's own
+// checks; the base and the block's sibling session of the same backend unchanged; cleanup complete.
+// A check that cannot be judged is recorded as not evaluated, with the reason, never as passed.
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Digest } from '../../model/canonical-json.js';
+import { scanTree, walkTree } from '../../model/scan/scan.js';
+import { createSnapshot, snapshotDigest, totalMismatches, type Entry, type MismatchCounts } from '../../model/snapshot.js';
+import type { SessionService } from '../../sessions/service.js';
+import type { StepContext, Workload } from '../../workloads/types.js';
+import { scrubText } from '../receipt/path-free.js';
+import { projectResult } from './projection.js';
+import type { CheckRecord, CheckReference, FailureRecord, ProjectionRecord } from '../receipt/receipt-types.js';
+import { compareTrees, internTree } from './tree-compare.js';
+
+/** How many differing paths a check lists. */
+export const MAX_CHECK_PATHS = 10;
+
+/** The base every case of a workload starts from: the run's one import of its fixture. */
+export interface BaseInfo {
+  digest: Digest;
+  entries: Entry[];
+  excludes: string[];
+}
+
+/** What the checks read: the store, and each base location's state after the previous case. */
+export interface CheckEnv {
+  svc: SessionService;
+  storeDir: string;
+  /** State of each base location after the previous case (source and materialized bases), by base digest and directory. */
+  baseState?: Map<string, Entry[]>;
+}
+
+/** The block's sibling session of the case's backend: made at the block's start, scanned then, checked after each case. */
+export type SiblingInfo = { name: string; backend: string; entries: Entry[] } | { backend: string; failure: FailureRecord };
+
+/** A check without a tree comparison. */
+export function plainCheck(name: string, passed: boolean, detail: string | null): CheckRecord {
+  return { name, passed, evaluated: true, mismatches: null, counts: null, paths: [], reference: null, detail };
+}
+
+/** A check that could not be judged: not passed, and not a failure either. */
+export function notEvaluated(name: string, detail: string, reference: CheckReference | null = null): CheckRecord {
+  return { name, passed: false, evaluated: false, mismatches: null, counts: null, paths: [], reference, detail: scrubText(detail) };
+}
+
+/** Compare two trees entry by entry: how many entries differ, by kind, and the first few relative paths. */
+export function treeCheck(
+  name: string,
+  expected: Entry[],
+  actual: Entry[],
+  what: string,
+  reference: CheckReference | null = null,
+): CheckRecord {
+  const d = compareTrees(expected, actual, MAX_CHECK_PATHS);
+  const n = d.mismatches;
+  return {
+    name,
+    passed: n === 0,
+    evaluated: true,
+    mismatches: n,
+    counts: n === 0 ? null : d.counts,
+    paths: d.paths.map((p) => scrubText(p)),
+    reference,
+    detail: n === 0 ? null : `${what} differs in ${n} entries`,
+  };
+}
+
+/**
+ * The fresh session against its base, before any step: the same paths, each of the same kind, size,
+ * exec bit and symlink target (contents are compared by the oracle at the checkpoint; this walk
+ * hashes nothing). A backend that does not reproduce the tree (git-worktree drops untracked and
+ * ignored files) shows here, before its steps fail for want of the files it dropped.
+ */
+export async function createdTreeCheck(root: string, base: BaseInfo): Promise<CheckRecord> {
+  const { dirs, files, links } = await walkTree(root, { excludes: base.excludes });
+  const walked: Entry[] = dirs.map((path) => ({ path, kind: 'dir' as const }));
+  for (const f of files) walked.push({ path: f.path, kind: 'file', digest: 'sha256:', size: f.size, exec: f.exec });
+  for (const l of links) walked.push({ path: l.path, kind: 'symlink', target: l.target });
+  const d = compareTrees(base.entries, walked, MAX_CHECK_PATHS, { contents: false });
+  return {
+    name: 'created-tree',
+    passed: d.mismatches === 0,
+    evaluated: true,
+    mismatches: d.mismatches,
+    counts: d.mismatches === 0 ? null : d.counts,
+    paths: d.paths.map((p) => scrubText(p)),
+    reference: null,
+    detail: d.mismatches === 0 ? null : `the new session differs from its base in ${d.mismatches} entries before any step ran`,
+  };
+}
+
+/** The digest of a projected result, as recorded in `oracleSnapshot`. */
+export function projectedDigest(projected: Entry[], base: BaseInfo): Digest {
+  return snapshotDigest(createSnapshot(projected, base.excludes, base.digest));
+}
+
+async function materializedFamilies(basesDir: string): Promise<string[]> {
+  try {
+    return (await readdir(basesDir, { withFileTypes: true }))
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name)
+      .sort();
+  } catch {
+    return []; // no materialized base: full-copy copies straight from objects
+  }
+}
+
+/**
+ * Re-scan the source and every materialized base of this digest. The check asks whether *this case*
+ * changed them: each location is compared with its state after the previous case (or with the
+ * imported base when it is new), so a base corrupted earlier is not blamed on every later case.
+ */
+export async function baseUnchangedCheck(env: CheckEnv, sourceDir: string, base: BaseInfo): Promise<CheckRecord> {
+  const changed: string[] = [];
+  const bad: string[] = [];
+  const already: string[] = [];
+  let total = 0;
+  const counts: MismatchCounts = { content: 0, mode: 0, symlink: 0, missing: 0, extra: 0, kind: 0 };
+  const compare = async (label: string, dir: string) => {
+    const scan = await scanTree(dir, { excludes: base.excludes, excludeAbsolute: [env.storeDir] });
+    const key = `${base.digest} ${dir}`;
+    const before = env.baseState?.get(key) ?? base.entries;
+    const d = compareTrees(before, scan.entries, MAX_CHECK_PATHS);
+    if (d.mismatches) {
+      total += d.mismatches;
+      for (const k of Object.keys(counts) as (keyof MismatchCounts)[]) counts[k] += d.counts[k];
+      for (const p of d.paths) if (changed.length < MAX_CHECK_PATHS && !changed.includes(p)) changed.push(p);
+      bad.push(`${label} (${d.mismatches})`);
+    } else if (before !== base.entries && compareTrees(base.entries, scan.entries, 0).mismatches) {
+      already.push(label);
+    }
+    // An unchanged location keeps a reference to the base's entries, not a copy of its own.
+    env.baseState?.set(key, internTree(scan.entries, base.entries));
+  };
+  await compare('source', sourceDir);
+  const basesDir = join(env.svc.store.paths.bases, base.digest.slice('sha256:'.length));
+  const families = await materializedFamilies(basesDir);
+  for (const f of families) await compare(`materialized ${f} base`, join(basesDir, f));
+  const note = already.length ? `; already different from the import before this case: ${already.join(', ')}` : '';
+  return {
+    name: 'base-unchanged',
+    passed: total === 0,
+    evaluated: true,
+    mismatches: total,
+    counts: total === 0 ? null : counts,
+    paths: changed.map((p) => scrubText(p)),
+    reference: null,
+    detail:
+      total === 0
+        ? `source and ${families.length} materialized base(s) re-scanned${note}`
+        : `changed during this case: ${bad.join(', ')}${note}`,
+  };
+}
+
+/** The block's sibling of the same backend, compared with its own scan right after it was made. */
+export async function siblingCheck(env: CheckEnv, sibling: SiblingInfo | null): Promise<CheckRecord | null> {
+  if (!sibling) return null;
+  if ('failure' in sibling)
+    return plainCheck(
+      'sibling-unchanged',
+      false,
+      scrubText(`the block's ${sibling.backend} sibling could not be made: ${sibling.failure.code}`),
+    );
+  const now = await env.svc.scanEntries(sibling.name);
+  return treeCheck('sibling-unchanged', sibling.entries, now, `the block's ${sibling.backend} sibling session`);
+}
+
+export interface VerifyInput {
+  workload: Workload;
+  params: Record<string, unknown>;
+  sourceDir: string;
+  base: BaseInfo;
+  /** The projected precomputed expectation, or null when the workload has none. */
+  expected: Entry[] | null;
+  sibling: SiblingInfo | null;
+  /** Why the result is not judged (the environment stopped the case), or null when it is. */
+  notJudged: string | null;
+  /** The case's sessions (the one under test first, then its peers). */
+  sessions: string[];
+  /** The checkpoint of the session under test. */
+  resultSnapshot: Digest;
+  ctx(): StepContext;
+}
+
+/** Where verifyCase records, as it goes: what it found stays recorded when a later check throws. */
+export interface VerifySink {
+  checks: CheckRecord[];
+  /** What the projection dropped from the result; set once the result was read and projected. */
+  projection: ProjectionRecord | null;
+}
+
+/**
+ * Every check that reads the case's result: the expectation and the workload's own checks (not when
+ * the environment stopped the case: a tree an outage left half-made says nothing about the
+ * filesystem), then base unchanged and sibling unchanged, always.
+ */
+export async function verifyCase(env: CheckEnv, v: VerifyInput, into: VerifySink): Promise<void> {
+  const result = env.svc.readSnapshot(v.resultSnapshot).entries;
+  const projected = projectResult(v.workload, v.params, result);
+  into.projection = projected.record;
+  if (v.expected) {
+    into.checks.push(
+      v.notJudged === null
+        ? treeCheck('expected', v.expected, projected.entries, 'the result (vs the precomputed expectation)')
+        : notEvaluated('expected', v.notJudged),
+    );
+  }
+  if (v.workload.check && v.notJudged !== null) into.checks.push(notEvaluated('workload-checks', v.notJudged));
+  else if (v.workload.check) {
+    const results: Entry[][] = [result];
+    for (const n of v.sessions.slice(1)) results.push(await env.svc.scanEntries(n));
+    for (const c of await v.workload.check(v.ctx(), results)) {
+      const counts = c.mismatches && totalMismatches(c.mismatches) ? c.mismatches : null;
+      into.checks.push({
+        ...plainCheck(c.name, c.passed, c.detail ? scrubText(c.detail) : null),
+        mismatches: counts ? totalMismatches(counts) : null,
+        counts,
+      });
+    }
+  }
+  into.checks.push(await baseUnchangedCheck(env, v.sourceDir, v.base));
+  const sibling = await siblingCheck(env, v.sibling);
+  if (sibling) into.checks.push(sibling);
+}
+
+/** What discard left behind: session directories, mounts and processes of the case. */
+export interface Leftovers {
+  sessionDirs: number;
+  mounts: number;
+  processes: number;
+}
+
+export function cleanupCheck(left: Leftovers): CheckRecord {
+  const passed = left.sessionDirs === 0 && left.mounts === 0 && left.processes === 0;
+  return plainCheck(
+    'cleanup',
+    passed,
+    passed
+      ? null
+      : [
+          left.sessionDirs ? `${left.sessionDirs} session dir(s) left` : '',
+          left.mounts ? `${left.mounts} mount(s) left` : '',
+          left.processes ? `${left.processes} process(es) still running` : '',
+        ]
+          .filter(Boolean)
+          .join(', '),
+  );
+}

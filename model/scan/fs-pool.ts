@@ -1,0 +1,118 @@
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { PdbError, toPdbError } from '../errors.js';
+import { runFsTask, type FsTask, type FsTaskResult } from './fs-worker.js';
+
+type Pending = { resolve: (r: FsTaskResult) => void; reject: (e: unknown) => void };
+
+/**
+ * A small pool of worker threads for hashing and copying. Below `inlineBelow` items the work runs
+ * on the calling thread, because starting a worker (~30 ms) costs more than a few files.
+ */
+export class FsPool {
+  private workers: Worker[] = [];
+  private idle: Worker[] = [];
+  private queue: Array<{ id: number; task: FsTask }> = [];
+  private pending = new Map<number, Pending>();
+  private nextId = 1;
+  readonly size: number;
+  private readonly umask = process.umask();
+
+  constructor(size = Math.max(2, Math.min(4, availableParallelism()))) {
+    this.size = size;
+  }
+
+  private spawn(): void {
+    while (this.workers.length < this.size) {
+      const w = new Worker(new URL('./fs-worker.js', import.meta.url));
+      w.on('message', (msg: { id: number; result: FsTaskResult }) => {
+        const p = this.pending.get(msg.id);
+        this.pending.delete(msg.id);
+        this.release(w);
+        p?.resolve(msg.result);
+      });
+      w.on('error', (err) => {
+        for (const p of this.pending.values()) p.reject(err);
+        this.pending.clear();
+      });
+      w.unref();
+      this.workers.push(w);
+      this.idle.push(w);
+    }
+  }
+
+  private release(w: Worker): void {
+    const next = this.queue.shift();
+    if (next) w.postMessage({ ...next, umask: this.umask });
+    else {
+      this.idle.push(w);
+      if (this.pending.size === 0) for (const x of this.workers) x.unref();
+    }
+  }
+
+  private submit(task: FsTask): Promise<FsTaskResult> {
+    this.spawn();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      for (const x of this.workers) x.ref();
+      const w = this.idle.shift();
+      if (w) w.postMessage({ id, task, umask: this.umask });
+      else this.queue.push({ id, task });
+    });
+  }
+
+  /** Run a task over `items` split into batches; results come back in item order. */
+  async map<T>(
+    items: T[],
+    makeTask: (batch: T[]) => FsTask,
+    options: { inlineBelow?: number; batchSize?: number; onBatch?: (batch: T[]) => void } = {},
+  ) {
+    const inlineBelow = options.inlineBelow ?? 48;
+    const batches: T[][] = [];
+    const batchSize = options.batchSize ?? Math.max(8, Math.min(256, Math.ceil(items.length / (this.size * 8))));
+    for (let i = 0; i < items.length; i += batchSize) batches.push(items.slice(i, i + batchSize));
+    const done = (b: T[], r: FsTaskResult) => {
+      if (r.ok) options.onBatch?.(b);
+      return r;
+    };
+    const results =
+      items.length < inlineBelow
+        ? batches.map((b) => done(b, runFsTask(makeTask(b), this.umask)))
+        : await Promise.all(batches.map((b) => this.submit(makeTask(b)).then((r) => done(b, r))));
+    const out: Array<{ digest: string; size: number; installed?: boolean; sig?: string } | null> = [];
+    for (const r of results) {
+      if (!r.ok) throw taskError(r.error);
+      out.push(...r.results);
+    }
+    return out;
+  }
+
+  async close(): Promise<void> {
+    const ws = this.workers;
+    this.workers = [];
+    this.idle = [];
+    await Promise.all(ws.map((w) => w.terminate()));
+  }
+}
+
+/** The typed error of a failed task; E_OBJECT_CORRUPT and E_OBJECT_MISSING keep the worker's error (path, object) as cause. */
+function taskError(error: { message: string; code?: string; path?: string; object?: string }): PdbError {
+  const e = Object.assign(new Error(error.message), { code: error.code, path: error.path, object: error.object });
+  switch (error.code) {
+    case 'ECHANGED': // the worker read a file twice (hash, then install) and got different bytes
+      return new PdbError('E_SOURCE_CHANGED', `${error.message}; stop writers in the tree and try again`, { cause: e });
+    case 'ECORRUPT':
+      return new PdbError('E_OBJECT_CORRUPT', error.message, { cause: e });
+    case 'EOBJMISSING':
+      return new PdbError('E_OBJECT_MISSING', error.message, { cause: e });
+    default:
+      return toPdbError(e, 'E_IO', { path: error.path });
+  }
+}
+
+let shared: FsPool | undefined;
+export function sharedFsPool(): FsPool {
+  shared ??= new FsPool();
+  return shared;
+}

@@ -1,0 +1,99 @@
+import { mkdirSync, symlinkSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import type { Digest } from '../canonical-json.js';
+import { PdbError, isPdbError, toPdbError } from '../errors.js';
+import { sharedFsPool, type FsPool } from '../scan/fs-pool.js';
+import type { CopyItem } from '../scan/fs-worker.js';
+import { REPAIR_HINT, type ObjectStore } from './object-store.js';
+import { progressCounter, type ProgressFn } from '../progress.js';
+import type { Snapshot } from '../snapshot.js';
+
+/**
+ * Write a Snapshot's tree into an empty directory with explicit reads and writes of every byte
+ * (the full-copy oracle's way: no copy_file_range, no reflink). Entries are sorted by path, so a
+ * directory always comes before what it holds.
+ *
+ * Every byte is verified on the way out: a file whose object no longer hashes to its digest fails
+ * with E_OBJECT_CORRUPT naming the relative path (the object is moved to the quarantine, so the
+ * next import installs good bytes), an absent object with E_OBJECT_MISSING. The caller removes the
+ * half-written tree.
+ *
+ * Returns each file's stat signature as written (fstat after the copy), by relative path: the tree
+ * index of the new tree, so its first checkpoint need not read what was just written.
+ */
+export async function materializeTree(
+  store: ObjectStore,
+  snapshot: Snapshot,
+  destRoot: string,
+  pool: FsPool = sharedFsPool(),
+  onProgress?: ProgressFn,
+): Promise<{ files: number; bytes: number; sigs: Map<string, string> }> {
+  const copies: CopyItem[] = [];
+  const sizes = new Map<string, number>();
+  const paths = new Map<string, string>();
+  let bytes = 0;
+  try {
+    mkdirSync(destRoot, { recursive: true });
+    for (const e of snapshot.entries) {
+      const dst = join(destRoot, e.path);
+      switch (e.kind) {
+        case 'dir':
+          mkdirSync(dst, { recursive: true });
+          break;
+        case 'symlink':
+          symlinkSync(e.target, dst);
+          break;
+        case 'file':
+          copies.push([store.objectPath(e.digest), dst, e.exec ? 0o755 : 0o644, e.digest.slice('sha256:'.length)]);
+          sizes.set(dst, e.size);
+          paths.set(dst, e.path);
+          bytes += e.size;
+          break;
+        default: {
+          const never: never = e;
+          throw new Error(`unknown entry ${JSON.stringify(never)}`);
+        }
+      }
+    }
+  } catch (err) {
+    throw toPdbError(err, 'E_IO', { action: 'materializing the tree' });
+  }
+  // Big files first, so the last worker is not left alone with a 256 MiB file.
+  copies.sort((a, b) => sizes.get(b[1])! - sizes.get(a[1])!);
+  const count = progressCounter('copy', copies.length, bytes, onProgress);
+  let results;
+  try {
+    results = await pool.map(copies, (items) => ({ op: 'copy', items }), {
+      onBatch: (items) =>
+        count(
+          items.length,
+          items.reduce((n, c) => n + sizes.get(c[1])!, 0),
+        ),
+    });
+  } catch (err) {
+    throw objectFailure(store, destRoot, err);
+  }
+  const sigs = new Map<string, string>();
+  copies.forEach((c, i) => sigs.set(paths.get(c[1])!, results[i]!.sig!));
+  return { files: copies.length, bytes, sigs };
+}
+
+/** Name the relative path and the digest of a corrupt or missing object, and quarantine a corrupt one. */
+function objectFailure(store: ObjectStore, destRoot: string, err: unknown): unknown {
+  if (!isPdbError(err, 'E_OBJECT_CORRUPT') && !isPdbError(err, 'E_OBJECT_MISSING')) return err;
+  const cause = err.cause as { path?: string; object?: string } | undefined;
+  const rel = cause?.path ? relative(destRoot, cause.path) : '?';
+  const digest = (cause?.object ? `sha256:${cause.object.split('/').slice(-2).join('')}` : '?') as Digest;
+  if (err.code === 'E_OBJECT_MISSING')
+    return new PdbError('E_OBJECT_MISSING', `the object of ${rel} (${digest}) is missing from the store`, {
+      path: rel,
+      cause: err,
+      hint: REPAIR_HINT,
+    });
+  const aside = store.quarantineObject(digest);
+  return new PdbError(
+    'E_OBJECT_CORRUPT',
+    `the object of ${rel} (${digest}) is corrupt: ${err.message}; it was moved to the quarantine${aside ? '' : ' by another process'}`,
+    { path: rel, cause: err, hint: REPAIR_HINT },
+  );
+}

@@ -1,0 +1,282 @@
+import { createHash } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdir, open, readdir, rename, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { canonicalBytes, isDigest, sha256Digest, type Digest } from '../canonical-json.js';
+import { PdbError, osErrorCode, toPdbError } from '../errors.js';
+import { canonicalSnapshot, type Snapshot } from '../snapshot.js';
+import { tempPath } from '../os/temp-name.js';
+
+/** The directory layout of a store. Paths only; what lives where is documented in DESIGN section 4. */
+export interface StorePaths {
+  root: string;
+  objects: string;
+  bases: string;
+  environments: string;
+  sessions: string;
+  journal: string;
+  tmp: string;
+  sources: string;
+  /** Where damaged things are moved aside, never deleted: objects/, journal/, records/. */
+  quarantine: string;
+  /** Store-level locks (the store lock that gc holds while it decides). */
+  locks: string;
+}
+
+export function storePaths(root: string): StorePaths {
+  return {
+    root,
+    objects: join(root, 'objects', 'sha256'),
+    bases: join(root, 'bases'),
+    environments: join(root, 'environments'),
+    sessions: join(root, 'sessions'),
+    journal: join(root, 'journal'),
+    tmp: join(root, 'tmp'),
+    sources: join(root, 'sources'),
+    quarantine: join(root, 'quarantine'),
+    locks: join(root, 'locks'),
+  };
+}
+
+export const STORE_MARKER = 'store.json';
+
+/**
+ * The object generation: a token that changes whenever objects leave the store (gc sweeps them,
+ * verify or a failed copy quarantines them). A tree index written in the same generation may
+ * trust that its digests are in the store; in another, each is checked.
+ */
+export const GENERATION_FILE = 'generation';
+
+/** What to do about a corrupt or missing object (doctor and verify print it too). */
+export const REPAIR_HINT =
+  'pdb-env verify moves corrupt objects to the quarantine and lists what is missing; pdb-env create NAME --from DIR re-imports a source that still holds the bytes and installs them again.';
+
+/**
+ * Unique temp path inside the store's tmp dir (same filesystem, so rename is atomic), named
+ * `<kind>.<pid>.<start>.<random>` so recovery can tell whether its owner still runs.
+ */
+export function tempName(paths: StorePaths, kind = 'tmp'): string {
+  return tempPath(paths.tmp, kind);
+}
+
+/**
+ * Write a file atomically: temp file in the same store, fsync, rename over the target. Every
+ * failure is typed (E_NO_SPACE, E_READ_ONLY, E_PERMISSION...) and names the target; the temp
+ * file is removed. `sync: false` skips the fsync, for caches that are only ever read with a check
+ * (a tree index cut short by a crash is ignored).
+ */
+export async function writeFileAtomic(
+  paths: StorePaths,
+  target: string,
+  data: string | Buffer,
+  mode = 0o644,
+  options: { sync?: boolean } = {},
+): Promise<void> {
+  const tmp = tempName(paths, 'write');
+  try {
+    const fh = await open(tmp, 'wx', mode);
+    try {
+      await fh.writeFile(data);
+      if (options.sync !== false) await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, target);
+  } catch (err) {
+    await unlink(tmp).catch(() => {}); // rollback of our own temp file; the error below is what matters
+    throw toPdbError(err, 'E_IO', { action: 'writing', path: target });
+  }
+}
+
+/** Immutable, deduplicated content-addressed blobs under `<store>/objects/sha256/ab/cdef...`. */
+export class ObjectStore {
+  constructor(readonly paths: StorePaths) {}
+
+  static async init(root: string): Promise<ObjectStore> {
+    const paths = storePaths(root);
+    for (const dir of [paths.bases, paths.environments, paths.sessions, paths.journal, paths.tmp, paths.sources, paths.locks]) {
+      await mkdir(dir, { recursive: true });
+    }
+    if (!existsSync(join(paths.objects, 'ff'))) {
+      for (let i = 0; i < 256; i++) mkdirSync(join(paths.objects, i.toString(16).padStart(2, '0')), { recursive: true });
+    }
+    const marker = join(root, STORE_MARKER);
+    if (!existsSync(marker)) await writeFileAtomic(paths, marker, `${JSON.stringify({ kind: 'pdb-env-store', version: 1 })}\n`);
+    return new ObjectStore(paths);
+  }
+
+  /** Open an existing store; E_STORE_INVALID when `root` is not one. */
+  static open(root: string): ObjectStore {
+    if (!existsSync(join(root, STORE_MARKER))) {
+      throw new PdbError('E_STORE_INVALID', `${root} is not a pdb-env store (no ${STORE_MARKER})`, {
+        hint: 'Create a session first (pdb-env create NAME), or pass the right --store.',
+      });
+    }
+    return new ObjectStore(storePaths(root));
+  }
+
+  objectPath(digest: Digest): string {
+    if (!isDigest(digest)) throw new PdbError('E_BAD_PATH', `not a digest: ${String(digest)}`);
+    const hex = digest.slice(7);
+    return join(this.paths.objects, hex.slice(0, 2), hex.slice(2));
+  }
+
+  has(digest: Digest): boolean {
+    return existsSync(this.objectPath(digest));
+  }
+
+  /** The current object generation ('' for a store whose objects never left). */
+  generation(): string {
+    try {
+      return readFileSync(join(this.paths.root, GENERATION_FILE), 'utf8').trim();
+    } catch (err) {
+      if (osErrorCode(err) === 'ENOENT') return '';
+      throw toPdbError(err, 'E_IO', { action: 'reading the object generation' });
+    }
+  }
+
+  /** Objects are about to leave the store: every tree index written before stops vouching for them. */
+  bumpGeneration(): void {
+    const file = join(this.paths.root, GENERATION_FILE);
+    const tmp = tempName(this.paths, 'write');
+    try {
+      writeFileSync(tmp, `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}\n`, { flag: 'wx' });
+      renameSync(tmp, file);
+    } catch (err) {
+      throw toPdbError(err, 'E_IO', { action: 'changing the object generation', path: file });
+    }
+  }
+
+  /** Install a Snapshot document (its canonical bytes written directly, see canonicalSnapshot). */
+  async putSnapshot(snapshot: Snapshot): Promise<Digest> {
+    const { bytes, digest } = canonicalSnapshot(snapshot);
+    await this.install(digest, bytes, 'doc');
+    return digest;
+  }
+
+  async putBytes(bytes: Buffer): Promise<Digest> {
+    const digest = sha256Digest(bytes);
+    await this.install(digest, bytes, 'obj');
+    return digest;
+  }
+
+  /**
+   * Install `bytes` as object `digest` unless a good copy is there. An existing copy whose bytes
+   * differ is quarantined and replaced: this is how a re-import repairs a damaged document.
+   */
+  private async install(digest: Digest, bytes: Buffer, kind: string): Promise<void> {
+    const dst = this.objectPath(digest);
+    if (existsSync(dst)) {
+      if (readFileSync(dst).equals(bytes)) return;
+      this.quarantineObject(digest);
+    }
+    const tmp = tempName(this.paths, kind);
+    try {
+      await writeFile(tmp, bytes, { mode: 0o444, flag: 'wx' });
+      await rename(tmp, dst);
+    } catch (err) {
+      await unlink(tmp).catch(() => {}); // rollback of our own temp file
+      throw toPdbError(err, 'E_IO', { action: `installing object ${digest}`, path: dst });
+    }
+  }
+
+  /**
+   * Move a damaged object aside into `<store>/quarantine/objects/` (never deleted), so that it is
+   * missing: the next import of a source holding those bytes installs them again. Returns where it
+   * went, or null when it was already gone (another process moved it first).
+   */
+  quarantineObject(digest: Digest): string | null {
+    const dir = join(this.paths.quarantine, 'objects');
+    mkdirSync(dir, { recursive: true });
+    this.bumpGeneration();
+    const aside = join(dir, `${digest.slice(7)}.${new Date().toISOString().replace(/[:.]/g, '')}.${process.pid}`);
+    try {
+      renameSync(this.objectPath(digest), aside);
+      return aside;
+    } catch (err) {
+      if (osErrorCode(err) === 'ENOENT') return null;
+      throw toPdbError(err, 'E_IO', { action: `moving corrupt object ${digest} to the quarantine` });
+    }
+  }
+
+  /** Digests of the objects moved to the quarantine (each once, even when moved several times). */
+  async quarantinedObjects(): Promise<Digest[]> {
+    const names = await readdir(join(this.paths.quarantine, 'objects')).catch(() => [] as string[]);
+    return [...new Set(names.map((n) => `sha256:${n.split('.')[0]}` as Digest).filter((d) => isDigest(d)))].sort();
+  }
+
+  /** Read an object and verify its digest. */
+  getBytes(digest: Digest): Buffer {
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(this.objectPath(digest));
+    } catch (err) {
+      if (osErrorCode(err) === 'ENOENT')
+        throw new PdbError('E_OBJECT_MISSING', `object ${digest} is not in the store`, {
+          cause: err,
+          hint: REPAIR_HINT,
+        });
+      throw toPdbError(err, 'E_IO', { action: `reading object ${digest}` });
+    }
+    if (sha256Digest(bytes) !== digest) {
+      throw new PdbError('E_OBJECT_CORRUPT', `object ${digest} does not match its digest`, { hint: REPAIR_HINT });
+    }
+    return bytes;
+  }
+
+  async putDocument(doc: unknown): Promise<Digest> {
+    const { bytes, digest } = canonicalBytes(doc);
+    await this.install(digest, bytes, 'doc');
+    return digest;
+  }
+
+  /** A JSON document object; E_USAGE naming `what` when the object is not JSON (a file object's digest, say). */
+  getDocument<T>(digest: Digest, what = 'document'): T {
+    const bytes = this.getBytes(digest);
+    try {
+      return JSON.parse(bytes.toString('utf8')) as T;
+    } catch (err) {
+      throw new PdbError('E_USAGE', `${digest} is not a ${what}: the object holds ${bytes.length} bytes that are not JSON`, {
+        cause: err,
+        hint: 'Pass the digest of a Snapshot (pdb-env envs lists heads; checkpoint --json prints a result Snapshot).',
+      });
+    }
+  }
+
+  /**
+   * Re-hash every object; returns the digests whose bytes do not match their name. With
+   * `quarantine`, each corrupt object is also moved aside (see quarantineObject).
+   */
+  async verifyAll(
+    options: { quarantine?: boolean; onProgress?: (done: number) => void } = {},
+  ): Promise<{ checked: number; corrupt: Digest[] }> {
+    const corrupt: Digest[] = [];
+    let checked = 0;
+    for (const prefix of (await readdir(this.paths.objects)).sort()) {
+      const dir = join(this.paths.objects, prefix);
+      for (const rest of (await readdir(dir)).sort()) {
+        const expected = `sha256:${prefix}${rest}` as Digest;
+        if (!isDigest(expected)) continue; // not an object name: nothing to check it against
+        if ((await hashFile(join(dir, rest))) !== expected) {
+          corrupt.push(expected);
+          if (options.quarantine) this.quarantineObject(expected);
+        }
+        checked++;
+        if (options.onProgress && checked % 1000 === 0) options.onProgress(checked);
+      }
+    }
+    return { checked, corrupt };
+  }
+}
+
+async function hashFile(path: string): Promise<string> {
+  const h = createHash('sha256');
+  const fh = await open(path, 'r');
+  try {
+    for await (const chunk of fh.createReadStream()) h.update(chunk as Buffer);
+  } finally {
+    await fh.close().catch(() => {}); // the stream closes it; a second close may fail harmlessly
+  }
+  return `sha256:${h.digest('hex')}`;
+}

@@ -1,0 +1,131 @@
+// Policy -> verdict. A pure function of receipts and a policy: PROMOTE when every criterion is met,
+// REJECT when the evidence shows a defect (mismatch, regression, silent copy, untyped failure),
+// HOLD otherwise, naming every missing item. Every criterion is listed, met or not; the criteria
+// themselves are in gate-criteria.ts, in the order the findings are listed.
+import type { AnyReceipt } from '../../harness/receipt/receipt-types.js';
+import { analyzeReceipts } from '../analyze.js';
+import { cloneFindings, correctnessFindings, countedTestbeds, diversityFindings, fixtureFindings, type GateContext } from './criteria.js';
+import { blockFindings, speedupFindings } from './speed.js';
+import { readReceipt, type ReportReceipt } from '../receipts.js';
+import type { ReportData } from '../report-data.js';
+import { isSyntheticReceipt, labelTestbeds } from '../testbeds.js';
+
+export interface Policy {
+  $schema?: string;
+  kind: 'pdb-env-policy';
+  policyVersion: 2;
+  name: string;
+  description: string;
+  candidate: string;
+  baseline: string;
+  workloads: string[];
+  hosts: { os?: string[]; storeFs?: string[]; minHosts: number; minDistinctPlatforms: number };
+  minBlocksPerWorkloadAndHost: number;
+  minFixtures: number;
+  excludeSyntheticReceipts?: boolean;
+  alpha?: number;
+  correctness: { maxMismatches: number; maxMismatchUpper95: number; maxFailureUpper95: number };
+  clone: { requireObserved: boolean; requireTypedFailures: boolean; requireFallbackEvidence: boolean };
+  /** Which fixtures each speed rule judges (names, or prefixes ending in *): ratios for sizeable ones, an absolute slack for tiny ones. */
+  fixtures: { ratio: string[]; slack: string[] };
+  speedup: { phases: string[]; maxRatioUpper95: number; noSlowdownPhases: string[] };
+  /** Tiny fixtures: in each phase, the median paired difference may be at most maxSlowerMs above the baseline's. */
+  slack: { phases: string[]; maxSlowerMs: number };
+}
+
+export type Verdict = 'PROMOTE' | 'HOLD' | 'REJECT';
+export type FindingStatus = 'met' | 'hold' | 'reject';
+
+export interface Finding {
+  /** Which criterion: hosts, blocks, fixtures, mismatch, failure, clone-observed, typed-failure, fallback-evidence, speedup, slowdown, slack, evidence. */
+  criterion: string;
+  status: FindingStatus;
+  /** Testbed label when the finding is about one testbed. */
+  testbed: string | null;
+  message: string;
+}
+
+export interface GateResult {
+  policy: string;
+  candidate: string;
+  baseline: string;
+  verdict: Verdict;
+  /** Testbeds whose evidence counted (match the host filter and ran the candidate). */
+  countedTestbeds: string[];
+  /** Receipts left out of the decision, with the reason. */
+  ignoredReceipts: { runId: string; reason: string }[];
+  findings: Finding[];
+}
+
+/**
+ * Evaluate `policy` against receipts. The numbers come from the same analysis as the report
+ * (with the policy's baseline and alpha), over the receipts the policy admits.
+ */
+export function evaluateGate(
+  input: (AnyReceipt | ReportReceipt)[],
+  policy: Policy,
+  options: { seed?: number; analysis?: ReportData } = {},
+): GateResult {
+  const receipts = input.map(readReceipt);
+  const ignoredReceipts: GateResult['ignoredReceipts'] = [];
+  const admitted = receipts.filter((r) => {
+    if ((policy.excludeSyntheticReceipts ?? true) && isSyntheticReceipt(r)) {
+      ignoredReceipts.push({ runId: r.runId, reason: `synthetic plan "${r.planName}"` });
+      return false;
+    }
+    if (!r.gateEvidence.ok) {
+      ignoredReceipts.push({ runId: r.runId, reason: `not gate evidence: ${r.gateEvidence.reason}` });
+      return false;
+    }
+    return true;
+  });
+  const findings: Finding[] = [];
+  const g: GateContext = {
+    policy,
+    candidate: policy.candidate,
+    data: gateAnalysis(receipts, admitted, policy, options),
+    admitted,
+    add: (criterion, status, message, testbed = null) => void findings.push({ criterion, status, testbed, message }),
+  };
+  const counted = countedTestbeds(g);
+  diversityFindings(g, blockFindings(g, counted));
+  const countedIds = new Set(counted.map((t) => t.id));
+  fixtureFindings(g, countedIds);
+  correctnessFindings(g, counted);
+  cloneFindings(g, countedIds);
+  speedupFindings(g, counted);
+  return {
+    policy: policy.name,
+    candidate: policy.candidate,
+    baseline: policy.baseline,
+    verdict: verdictOf(findings),
+    countedTestbeds: counted.map((t) => t.id),
+    ignoredReceipts,
+    findings,
+  };
+}
+
+/** The report's analysis when it covers exactly the admitted receipts with the same settings; otherwise a fresh one. */
+function gateAnalysis(
+  receipts: ReportReceipt[],
+  admitted: ReportReceipt[],
+  policy: Policy,
+  options: { seed?: number; analysis?: ReportData },
+): ReportData {
+  const given = options.analysis;
+  const alpha = policy.alpha ?? 0.05;
+  const reusable =
+    given !== undefined &&
+    admitted.length === receipts.length &&
+    given.receipts.length === receipts.length &&
+    given.baseline === policy.baseline &&
+    given.alpha === alpha &&
+    (options.seed === undefined || given.seed === options.seed);
+  return reusable
+    ? given
+    : analyzeReceipts(admitted, { baseline: policy.baseline, alpha, seed: options.seed, labels: labelTestbeds(receipts) });
+}
+
+function verdictOf(findings: Finding[]): Verdict {
+  return findings.some((f) => f.status === 'reject') ? 'REJECT' : findings.some((f) => f.status === 'hold') ? 'HOLD' : 'PROMOTE';
+}

@@ -1,0 +1,127 @@
+import { randomBytes } from 'node:crypto';
+import { lstat, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PdbError } from '../../model/errors.js';
+import { breakStale, inspectLock, tryLock, type HeldLock, type LockOwner } from './lock.js';
+import { ensureRealDir } from './safe-fs.js';
+
+/**
+ * Cooperative leases on a session, on the store's lock primitive: `run` holds a shared writer
+ * lease (one lock file per writer), `checkpoint` and `discard` an exclusive one (`exclusive.json`).
+ * Both sides take their own lock first and then look for the other, so two racing acquirers
+ * cannot both succeed (at worst both fail fast with E_LEASE_BUSY). A busy session is rejected,
+ * never frozen. Locks of dead processes are broken when seen. A lease directory replaced by a
+ * symlink is never read through: it is removed as a link and made again.
+ */
+export interface LeaseRecord {
+  kind: 'writer' | 'exclusive';
+  pid: number;
+  pidStart: string | null;
+  purpose: string;
+  acquiredAt: string;
+}
+
+export interface Lease {
+  kind: LeaseRecord['kind'];
+  release(): Promise<void>;
+}
+
+const EXCLUSIVE = 'exclusive.json';
+
+/** The lease kind a lock file stands for, from its name (its content may be unreadable). */
+function kindOf(name: string): LeaseRecord['kind'] {
+  return name === EXCLUSIVE ? 'exclusive' : 'writer';
+}
+
+/** Is `dir` a real directory (not a symlink to one)? */
+async function isRealDir(dir: string): Promise<boolean> {
+  return (await lstat(dir).catch(() => null))?.isDirectory() ?? false;
+}
+
+/** Held leases in a session's lease dir (owner null: unreadable, maybe being written), breaking stale ones. */
+async function holders(leaseDir: string): Promise<Array<{ file: string; kind: LeaseRecord['kind']; owner: LockOwner | null }>> {
+  const out: Array<{ file: string; kind: LeaseRecord['kind']; owner: LockOwner | null }> = [];
+  if (!(await isRealDir(leaseDir))) return out; // never break "stale" locks through a link out of the store
+  for (const name of (await readdir(leaseDir).catch(() => [] as string[])).sort()) {
+    if (name.startsWith('.')) continue; // the lock primitive's temp, guard and set-aside files
+    const file = join(leaseDir, name);
+    const found = await inspectLock(file);
+    if (found.state === 'held') out.push({ file, kind: kindOf(name), owner: found.owner });
+    else if (found.state === 'stale') await breakStale(file, found.fingerprint);
+  }
+  return out;
+}
+
+/** Live lease records in a session's lease dir; the ones whose process is gone are removed. */
+export async function liveLeases(leaseDir: string): Promise<Array<LeaseRecord & { file: string }>> {
+  const out: Array<LeaseRecord & { file: string }> = [];
+  for (const h of await holders(leaseDir)) {
+    if (h.owner)
+      out.push({
+        kind: h.kind,
+        pid: h.owner.pid,
+        pidStart: h.owner.pidStart,
+        purpose: h.owner.purpose,
+        acquiredAt: h.owner.acquiredAt,
+        file: h.file,
+      });
+  }
+  return out;
+}
+
+function busy(session: string, kind: LeaseRecord['kind'], holder: LockOwner | null, wanted: string): PdbError {
+  const who = holder ? `process ${holder.pid} holds a ${kind} lease for ${holder.purpose}` : `another process is taking a ${kind} lease`;
+  return new PdbError('E_LEASE_BUSY', `session "${session}" is busy: ${who}; ${wanted} was refused`, {
+    hint: kind === 'writer' ? 'Wait for the running command to finish, then checkpoint.' : 'Wait for the checkpoint to finish.',
+  });
+}
+
+/** The answer of tryAcquireLease: the lease, the holder that refused it, or the session directory is gone. */
+export type LeaseAttempt =
+  { lease: Lease } | { lease: null; gone: false; kind: LeaseRecord['kind']; holder: LockOwner | null } | { lease: null; gone: true };
+
+/** Take a lease or learn who holds the session (or that its directory is gone), without throwing for either. */
+export async function tryAcquireLease(
+  leaseDir: string,
+  kind: LeaseRecord['kind'],
+  purpose: string,
+  /** Holders that do not block this lease (checkpoint from inside a run: the run's own writer lease). */
+  tolerate: (owner: LockOwner) => boolean = () => false,
+): Promise<LeaseAttempt> {
+  // Not mkdir -p: inside a session directory that a discard just moved away, that would make it again.
+  if (!(await ensureRealDir(leaseDir))) return { lease: null, gone: true };
+  const name = kind === 'exclusive' ? EXCLUSIVE : `writer-${process.pid}-${randomBytes(4).toString('hex')}.json`;
+  let taken;
+  try {
+    taken = await tryLock(join(leaseDir, name), { kind, purpose });
+  } catch (err) {
+    if (!(await isRealDir(leaseDir))) return { lease: null, gone: true };
+    throw err;
+  }
+  if (!taken.lock) return { lease: null, gone: false, kind, holder: taken.holder };
+  const lock: HeldLock = taken.lock;
+  const others = (await holders(leaseDir)).filter(
+    (h) => h.file !== lock.path && (kind === 'exclusive' || h.kind === 'exclusive') && !(h.owner && tolerate(h.owner)),
+  );
+  if (others.length > 0) {
+    await lock.release();
+    return { lease: null, gone: false, kind: others[0]!.kind, holder: others[0]!.owner };
+  }
+  return { lease: { kind, release: () => lock.release() } };
+}
+
+export async function acquireLease(
+  leaseDir: string,
+  session: string,
+  kind: LeaseRecord['kind'],
+  purpose: string,
+  tolerate?: (owner: LockOwner) => boolean,
+): Promise<Lease> {
+  const r = await tryAcquireLease(leaseDir, kind, purpose, tolerate);
+  if (r.lease) return r.lease;
+  if (r.gone)
+    throw new PdbError('E_SESSION_NOT_FOUND', `session "${session}" is gone (discarded meanwhile)`, {
+      hint: 'pdb-env list shows the sessions.',
+    });
+  throw busy(session, r.kind, r.holder, purpose);
+}

@@ -1,0 +1,137 @@
+// `export NAME --git`: the session's last checkpoint as a commit on a branch of its source
+// repository, made with plumbing only. The commit's parent is the HEAD the source had at import
+// time; its tree is that HEAD's tree (read into a TEMPORARY index) with the session's changes,
+// except paths git ignores (they are not tracked, so their changes are not exported). The branch
+// moves by `update-ref NEW OLD`, a compare-and-set, and only forward. The user's work tree, index,
+// HEAD and current branch are never touched.
+import { randomBytes } from 'node:crypto';
+import { lstatSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PdbError } from '../../model/errors.js';
+import type { Digest } from '../../model/canonical-json.js';
+import { diffEntries, type Change, type Entry, type Snapshot } from '../../model/snapshot.js';
+import { git, gitCode, updateIndex, writeBlobs } from './git-plumbing.js';
+import { lastCheckpointChanges } from './patch.js';
+import { readSession, type StoreContext } from '../records.js';
+
+export interface ExportGitResult {
+  session: string;
+  branch: string;
+  commit: string;
+  parent: string;
+  /** Changed paths exported, and those left out because git ignores them. */
+  exported: number;
+  ignored: string[];
+}
+
+const ZERO = '0'.repeat(40);
+
+/** Is every directory above `path` a real directory in the work tree (or absent)? git refuses a path beyond a symlink. */
+function reachable(topLevel: string, path: string): boolean {
+  const parts = path.split('/').slice(0, -1);
+  for (let i = 1; i <= parts.length; i++) {
+    const st = lstatSync(join(topLevel, ...parts.slice(0, i)), { throwIfNoEntry: false });
+    if (!st) return true;
+    if (!st.isDirectory()) return false;
+  }
+  return true;
+}
+
+/** The changed paths git ignores in the work tree (tracked paths, and paths below a link or file there, are not). */
+async function ignoredPaths(gitDir: string, topLevel: string, all: string[]): Promise<Set<string>> {
+  const paths = all.filter((p) => reachable(topLevel, p));
+  if (paths.length === 0) return new Set();
+  const r = await gitCode(['check-ignore', '-z', '--stdin'], { gitDir, cwd: topLevel, input: `${paths.join('\0')}\0` }, [0, 1]);
+  return new Set(r.stdout.toString('utf8').split('\0').filter(Boolean));
+}
+
+/** An identity for commit-tree when the repository has none configured (a fresh CI box). */
+async function identityEnv(gitDir: string): Promise<string[]> {
+  const has = (await gitCode(['config', 'user.email'], { gitDir }, [0, 1])).code === 0;
+  return has ? [] : ['-c', 'user.name=pdb-env', '-c', 'user.email=pdb-env@localhost'];
+}
+
+/** Move refs/heads/`branch` to `commit` only if it is new or `commit` descends from it (fast-forward). */
+async function moveBranch(gitDir: string, branch: string, commit: string): Promise<void> {
+  const ref = `refs/heads/${branch}`;
+  await git(['check-ref-format', ref]).catch(() => {
+    throw new PdbError('E_USAGE', `"${branch}" is not a valid branch name`);
+  });
+  const current = (await gitCode(['symbolic-ref', '-q', 'HEAD'], { gitDir }, [0, 1])).stdout.toString('utf8').trim();
+  if (current === ref)
+    throw new PdbError('E_BRANCH_EXISTS', `${branch} is the branch checked out in the source: export never moves it`, {
+      hint: 'Export to another branch (--branch NAME), then merge it with git.',
+    });
+  const old = (await gitCode(['rev-parse', '-q', '--verify', `${ref}^{commit}`], { gitDir }, [0, 1])).stdout.toString('utf8').trim();
+  if (old && (await gitCode(['merge-base', '--is-ancestor', old, commit], { gitDir }, [0, 1])).code !== 0)
+    throw new PdbError('E_BRANCH_EXISTS', `branch ${branch} exists at ${old.slice(0, 12)} and would not fast-forward to the export`, {
+      hint: `Export to another branch (--branch NAME), or delete it first (git branch -D ${branch}).`,
+    });
+  await git(['update-ref', '-m', 'pdb-env export', ref, commit, old || ZERO], { gitDir });
+}
+
+const inRepo = (prefix: string, e: Entry | null): Entry | null => (e && prefix ? { ...e, path: `${prefix}/${e.path}` } : e);
+
+/** Export the last checkpoint of `name` as a commit on `branch` (default pdb-env/NAME) of its source repository. */
+export async function exportGit(
+  ctx: StoreContext,
+  name: string,
+  options: { branch?: string; message?: string } = {},
+): Promise<ExportGitResult> {
+  const rec = await readSession(ctx.store, name);
+  const src = rec.sourceGit;
+  if (!src)
+    throw new PdbError('E_NOT_GIT_REPO', `session "${name}" was not imported from a git work tree (or before pdb-env recorded its HEAD)`, {
+      hint: `Export a patch instead: pdb-env export ${name} --patch FILE`,
+    });
+  if (!src.head)
+    throw new PdbError('E_NOT_GIT_REPO', `the source of "${name}" had no commit when it was imported`, {
+      hint: `Export a patch instead: pdb-env export ${name} --patch FILE`,
+    });
+  const of = await lastCheckpointChanges(ctx, name);
+  // A fork's or a rebased checkpoint's base is not what was imported at HEAD: carry the changes from that import.
+  if (src.base && of.result && src.base !== of.base) {
+    const entries = (d: Digest) => ctx.store.getDocument<Snapshot>(d, 'Snapshot').entries;
+    of.changes = diffEntries(entries(src.base), entries(of.result));
+  }
+  const changes: Change[] = of.changes
+    .filter((c) => c.before?.kind !== 'dir' || c.after?.kind !== 'dir')
+    .map((c) => ({
+      ...c,
+      path: src.prefix ? `${src.prefix}/${c.path}` : c.path,
+      before: inRepo(src.prefix, c.before),
+      after: inRepo(src.prefix, c.after),
+    }));
+  const ignored = await ignoredPaths(
+    src.gitDir,
+    src.topLevel,
+    changes.map((c) => c.path),
+  );
+  const carried = changes.filter((c) => !ignored.has(c.path));
+  const t = { gitDir: src.gitDir, indexFile: join(ctx.store.paths.tmp, `export-index-${randomBytes(6).toString('hex')}`) };
+  try {
+    await git(['read-tree', src.head], t);
+    await updateIndex(
+      t,
+      carried,
+      await writeBlobs(
+        ctx.store,
+        t,
+        carried.flatMap((c) => (c.after ? [c.after] : [])),
+      ),
+    );
+    const tree = (await git(['write-tree'], t)).toString('utf8').trim();
+    const message = options.message ?? `pdb-env: session ${name} (checkpoint ${of.result?.slice(7, 19) ?? '?'})`;
+    const commit = (
+      await git([...(await identityEnv(src.gitDir)), 'commit-tree', tree, '-p', src.head, '-m', message], { gitDir: src.gitDir })
+    )
+      .toString('utf8')
+      .trim();
+    const branch = options.branch ?? `pdb-env/${name}`;
+    await moveBranch(src.gitDir, branch, commit);
+    return { session: name, branch, commit, parent: src.head, exported: carried.length, ignored: [...ignored].sort() };
+  } finally {
+    await rm(t.indexFile, { force: true }); // our temporary index only
+  }
+}

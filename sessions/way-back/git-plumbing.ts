@@ -1,0 +1,138 @@
+// git's own plumbing, for the way back: patches are made by `git diff-tree` between trees written
+// into an object database, and branches by `commit-tree` and `update-ref`, so the formats (binary
+// patches, quoted non-ASCII names, modes, symlinks) are git's and not a re-implementation. Only
+// plumbing runs, always with a temporary index (GIT_INDEX_FILE): a user's work tree, index and
+// HEAD are never touched. node:child_process rather than execa: it is one small helper.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PdbError, osErrorCode } from '../../model/errors.js';
+import type { ObjectStore } from '../../model/store/object-store.js';
+import type { Change, Entry } from '../../model/snapshot.js';
+
+export interface GitTarget {
+  /** The repository's git directory (a temp bare repo, or a user's .git). */
+  gitDir: string;
+  /** A temporary index file; never the repository's own. */
+  indexFile: string;
+}
+
+export interface GitOptions {
+  gitDir?: string;
+  indexFile?: string;
+  input?: string | Buffer;
+  cwd?: string;
+}
+
+/** Run git with `args`; its stdout. E_TOOL_MISSING without git, E_IO naming the command when it fails. */
+export async function git(args: string[], options: GitOptions = {}): Promise<Buffer> {
+  return (await gitCode(args, options, [0])).stdout;
+}
+
+/** Run git; its exit code (one of `ok`, else E_IO with git's message) and stdout. */
+export function gitCode(args: string[], options: GitOptions, ok: number[]): Promise<{ code: number; stdout: Buffer }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', LC_ALL: 'C' };
+  if (options.gitDir) env.GIT_DIR = options.gitDir;
+  if (options.indexFile) env.GIT_INDEX_FILE = options.indexFile;
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', args, { env, cwd: options.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.on('error', (e) => {
+      if (osErrorCode(e) === 'ENOENT')
+        reject(
+          new PdbError('E_TOOL_MISSING', 'git is not installed (or not on PATH): patches and branches are made with git', {
+            hint: 'Install git (apt-get install git, brew install git), then run the command again.',
+          }),
+        );
+      else reject(new PdbError('E_IO', `git ${args[0]} could not start: ${e.message}`, { cause: e }));
+    });
+    child.on('close', (code) => {
+      if (code !== null && ok.includes(code)) resolve({ code, stdout: Buffer.concat(out) });
+      else
+        reject(
+          new PdbError('E_IO', `git ${args.join(' ')} failed (exit ${code}): ${Buffer.concat(err).toString('utf8').trim()}`, {
+            hint: "The message above is git's.",
+          }),
+        );
+    });
+    child.stdin.on('error', () => undefined); // git exiting early closes stdin; its exit code says what happened
+    child.stdin.end(options.input ?? '');
+  });
+}
+
+/** A private bare repository in the store's tmp dir, removed after `fn`. */
+export async function withTempRepo<T>(store: ObjectStore, fn: (t: GitTarget) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(join(store.paths.tmp, 'git-'));
+  try {
+    await git(['init', '-q', '--bare', dir]);
+    return await fn({ gitDir: dir, indexFile: join(dir, 'pdb-index') });
+  } finally {
+    // Rollback of a scratch directory: its failure leaves tmp garbage that gc removes.
+    await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+export const gitMode = (e: Entry): string => (e.kind === 'symlink' ? '120000' : e.kind === 'file' && e.exec ? '100755' : '100644');
+
+/**
+ * Write the bytes of `entries` (files and symlinks) as blobs into `t`; their git object names, by
+ * path. A file's bytes come from the store, or from `fallbackRoot` (a live session) when the store
+ * does not have them.
+ */
+export async function writeBlobs(store: ObjectStore, t: GitTarget, entries: Entry[], fallbackRoot?: string): Promise<Map<string, string>> {
+  const wanted = entries.filter((e) => e.kind !== 'dir');
+  if (wanted.length === 0) return new Map();
+  const scratch = await mkdtemp(join(store.paths.tmp, 'blobs-'));
+  try {
+    const paths: string[] = [];
+    for (const [i, e] of wanted.entries()) {
+      if (e.kind === 'file' && store.has(e.digest)) paths.push(store.objectPath(e.digest));
+      else if (e.kind === 'file' && fallbackRoot) paths.push(join(fallbackRoot, e.path));
+      else {
+        // A symlink's blob is its target; also a file the store lacks with no root to read it from (git then fails naming it).
+        const file = join(scratch, String(i));
+        await writeFile(file, e.kind === 'symlink' ? e.target : '');
+        paths.push(e.kind === 'symlink' ? file : store.objectPath(e.digest));
+      }
+    }
+    if (paths.some((p) => p.includes('\n')))
+      throw new PdbError('E_BAD_PATH', 'a file name with a newline cannot be passed to git hash-object', {
+        hint: 'Checkpoint the session first.',
+      });
+    const names = (await git(['hash-object', '-w', '--no-filters', '--stdin-paths'], { gitDir: t.gitDir, input: `${paths.join('\n')}\n` }))
+      .toString('utf8')
+      .trim()
+      .split('\n');
+    return new Map(wanted.map((e, i) => [e.path, names[i]!]));
+  } finally {
+    // Scratch copies only; a failure leaves tmp garbage that gc removes.
+    await rm(scratch, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/** Update the temporary index of `t`: remove the paths `changes` delete, add what they add (files and symlinks). */
+export async function updateIndex(t: GitTarget, changes: Change[], blobs: Map<string, string>): Promise<void> {
+  const zero = '0'.repeat(40);
+  const removes = changes.filter((c) => c.before && c.before.kind !== 'dir').map((c) => `0 ${zero}\t${c.path}\0`);
+  const adds = changes.flatMap((c) => (c.after && c.after.kind !== 'dir' ? [`${gitMode(c.after)} ${blobs.get(c.path)}\t${c.path}\0`] : []));
+  if (removes.length + adds.length === 0) return;
+  await git(['update-index', '-z', '--add', '--remove', '--replace', '--index-info'], {
+    ...t,
+    input: Buffer.from(removes.join('') + adds.join(''), 'utf8'),
+  });
+}
+
+/** A tree holding exactly the files and symlinks of `entries`; its object name. */
+export async function treeOf(store: ObjectStore, t: GitTarget, entries: Entry[], fallbackRoot?: string): Promise<string> {
+  const blobs = await writeBlobs(store, t, entries, fallbackRoot);
+  await rm(t.indexFile, { force: true });
+  await updateIndex(
+    t,
+    entries.map((e) => ({ path: e.path, kind: 'add', before: null, after: e })),
+    blobs,
+  );
+  return (await git(['write-tree'], t)).toString('utf8').trim();
+}

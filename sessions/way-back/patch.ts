@@ -1,0 +1,77 @@
+// Patches in git's format, made by git: the changed paths' before and after entries are written as
+// two trees into a private object database and `git diff-tree` compares them. Unchanged paths are
+// the same on both sides, so trees of the changed paths alone give the same patch as whole trees.
+// No renames are detected: every path stays exactly the path it is in the Changeset.
+import { randomBytes } from 'node:crypto';
+import { rename, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import type { Digest } from '../../model/canonical-json.js';
+import { PdbError, toPdbError } from '../../model/errors.js';
+import type { Change, Changeset, Entry } from '../../model/snapshot.js';
+import { git, treeOf, withTempRepo } from './git-plumbing.js';
+import { readSession, type StoreContext } from '../records.js';
+
+export type PatchFormat = 'patch' | 'stat';
+
+/** What a patch or an apply carries: the changes from `base` to `result`. */
+export interface ChangesOf {
+  session: string;
+  base: Digest;
+  result: Digest | null;
+  changes: Change[];
+  /** A live session root to read bytes the store does not have (diff installs nothing). */
+  root?: string;
+}
+
+/** The session's last checkpoint as a Changeset (export and apply carry it); E_USAGE before the first. */
+export async function lastCheckpointChanges(ctx: StoreContext, name: string): Promise<ChangesOf> {
+  const rec = await readSession(ctx.store, name);
+  if (!rec.lastCheckpoint)
+    throw new PdbError('E_USAGE', `session "${name}" has no checkpoint: export and apply carry the last checkpoint`, {
+      hint: `Run pdb-env checkpoint ${name} first.`,
+    });
+  const cs = ctx.store.getDocument<Changeset>(rec.lastCheckpoint.changeset, 'Changeset');
+  return { session: name, base: cs.base, result: cs.result, changes: cs.changes };
+}
+
+/** git's patch (or --stat) from the before to the after side of `changes`. */
+export async function makePatch(ctx: StoreContext, of: ChangesOf, format: PatchFormat): Promise<Buffer> {
+  const before = of.changes.flatMap((c) => (c.before ? [c.before] : [])) as Entry[];
+  const after = of.changes.flatMap((c) => (c.after ? [c.after] : [])) as Entry[];
+  return withTempRepo(ctx.store, async (t) => {
+    const a = await treeOf(ctx.store, t, before);
+    const b = await treeOf(ctx.store, t, after, of.root);
+    const shape = format === 'stat' ? ['--stat'] : ['-p', '--binary', '--full-index', '--src-prefix=a/', '--dst-prefix=b/'];
+    return git(['diff-tree', '-r', '--no-renames', '--no-color', ...shape, a, b], { gitDir: t.gitDir });
+  });
+}
+
+/** Write `bytes` to `file` atomically: a temporary name beside it, then a rename. */
+export async function writeBeside(file: string, bytes: Buffer): Promise<void> {
+  const tmp = join(dirname(file), `.${basename(file)}.pdb-${randomBytes(4).toString('hex')}`);
+  try {
+    await writeFile(tmp, bytes, { flag: 'wx' });
+    await rename(tmp, file);
+  } catch (err) {
+    await rm(tmp, { force: true }).catch(() => undefined); // rollback of our own temporary file
+    throw toPdbError(err, 'E_IO', { action: 'writing the patch', path: file });
+  }
+}
+
+export interface ExportPatchResult {
+  session: string;
+  file: string;
+  base: Digest;
+  result: Digest | null;
+  changes: number;
+  bytes: number;
+}
+
+/** `export NAME --patch FILE`: the last checkpoint's changes as a git binary patch, written atomically. */
+export async function exportPatch(ctx: StoreContext, name: string, file: string): Promise<ExportPatchResult> {
+  const of = await lastCheckpointChanges(ctx, name);
+  const bytes = await makePatch(ctx, of, 'patch');
+  const target = resolve(file);
+  await writeBeside(target, bytes);
+  return { session: name, file: target, base: of.base, result: of.result, changes: of.changes.length, bytes: bytes.length };
+}

@@ -1,0 +1,63 @@
+// The host id: one machine, one id, whoever runs pdb-env and whatever HOME or XDG say; read from
+// the machine id (IOPlatformUUID on macOS), hashed with a per-project salt, never shown itself.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { HOST_ID_SALT, hostFingerprint, hostIdOf, machineId, type MachineIdSources } from '../../../harness/receipt/host.js';
+import { tempDir } from '../../helpers/index.js';
+
+const IOREG = `+-o J314sAP  <class IOPlatformExpertDevice, id 0x100000227, registered, matched, active, busy 0 (191 ms), retain 32>
+    {
+      "IOPlatformSerialNumber" = "ABCDEFGH12"
+      "IOPlatformUUID" = "5A8E3A1C-2B4D-4E6F-8A9B-0C1D2E3F4A5B"
+    }`;
+
+function sources(over: Partial<MachineIdSources>): MachineIdSources {
+  return { platform: 'linux', readFile: () => null, ioreg: () => null, hostname: () => 'box-17', ...over };
+}
+
+test('linux: /etc/machine-id, then D-Bus; macOS: IOPlatformUUID; else the host name, said so', () => {
+  const files: Record<string, string> = { '/etc/machine-id': 'f1e2d3c4b5a6978812345678abcdef01\n' };
+  assert.equal(machineId(sources({ readFile: (p) => files[p] ?? null })), { id: 'f1e2d3c4b5a6978812345678abcdef01', source: 'machine-id' });
+  assert.equal(machineId(sources({ readFile: (p) => (p === '/var/lib/dbus/machine-id' ? 'abc\n' : null) })), {
+    id: 'abc',
+    source: 'machine-id',
+  });
+  assert.equal(machineId(sources({ platform: 'darwin', ioreg: () => IOREG })), {
+    id: '5A8E3A1C-2B4D-4E6F-8A9B-0C1D2E3F4A5B',
+    source: 'platform-uuid',
+  });
+  assert.equal(machineId(sources({})), { id: 'box-17', source: 'hostname' });
+});
+
+test('the id is a salted sha256: stable, 64 hex, not the machine id, and salted for this project', async () => {
+  const m = { id: 'f1e2d3c4b5a6978812345678abcdef01', source: 'machine-id' as const };
+  const id = hostIdOf(m);
+  assert.match(id, /^[0-9a-f]{64}$/);
+  assert.is(hostIdOf(m), id);
+  assert.not.ok(id.includes(m.id));
+  const { createHash } = await import('node:crypto');
+  assert.is.not(id, createHash('sha256').update(m.id).digest('hex'), 'a bare hash of the machine id would match other tools');
+  assert.ok(HOST_ID_SALT.startsWith('pdb-env'));
+});
+
+test('HOME and XDG do not change the host id (they used to hold its salt)', async () => {
+  const t = tempDir();
+  const saved = { HOME: process.env.HOME, XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME };
+  try {
+    const a = await hostFingerprint(t.dir, [0.5, 0.4, 0.3]);
+    process.env.HOME = t.dir;
+    process.env.XDG_CONFIG_HOME = t.dir;
+    const b = await hostFingerprint(t.dir, [1, 1, 1]);
+    assert.is(b.hostId, a.hostId);
+    assert.is(b.hostIdSource, a.hostIdSource);
+    assert.equal(b.loadAverage, [1, 1, 1]);
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    t.cleanup();
+  }
+});
+
+test.run();

@@ -1,0 +1,77 @@
+// export --git: a commit on pdb-env/NAME whose parent is the source's HEAD at import and whose
+// tree is HEAD's tree with the session's changes (ignored and excluded paths as in HEAD), made
+// with plumbing only: the user's HEAD, index, branch and status stay byte for byte the same. A
+// property over random changesets; PDB_EXPORT_RUNS changes the run count (default 8).
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { isPdbError } from '../../../model/errors.js';
+import { SessionService } from '../../../sessions/service.js';
+import { tempDir } from '../../helpers/index.js';
+import { applyOps, filesOf, gitRun, makeRepo, nonDirs, opArb } from '../../helpers/way-back-fixture.js';
+
+const RUNS = Number(process.env.PDB_EXPORT_RUNS ?? 8);
+const t = tempDir('pdb-export-');
+test.after(() => t.cleanup());
+
+const userState = (dir: string) => ({
+  head: gitRun(dir, ['rev-parse', 'HEAD']),
+  branch: gitRun(dir, ['symbolic-ref', 'HEAD']),
+  status: gitRun(dir, ['status', '--porcelain', '--ignored']),
+  index: readFileSync(join(dir, '.git/index')).toString('base64'),
+});
+
+/** The files of `commit`, extracted with git archive. */
+async function commitFiles(repo: string, commit: string, into: string) {
+  mkdirSync(into, { recursive: true });
+  execFileSync('sh', ['-c', `git -C "$1" archive "$2" | tar -x -C "$3"`, 'sh', repo, commit, into]);
+  return filesOf(into);
+}
+
+test(`export --git: the branch's tree is the session's result without what git ignores (${RUNS} random changesets); the user's repository untouched`, async () => {
+  let n = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 8 }), async (ops) => {
+      const dir = join(t.dir, `p${n++}`);
+      const src = makeRepo(join(dir, 'src'));
+      const svc = await SessionService.open(join(dir, 'store'), { create: true });
+      const s = await svc.create('s', { from: src });
+      applyOps(s.root, ops);
+      writeFileSync(join(s.root, '.env'), 'SECRET=changed\n'); // ignored by git: not exported
+      const cp = await svc.checkpoint('s');
+      const before = userState(src);
+      const r = await svc.exportGit('s');
+      assert.equal(userState(src), before, 'HEAD, branch, index and status unchanged');
+      assert.is(r.branch, 'pdb-env/s');
+      assert.is(gitRun(src, ['rev-parse', 'pdb-env/s^']).trim(), before.head.trim());
+      assert.equal(r.ignored, ['.env']);
+      const want = nonDirs(svc.readSnapshot(cp.snapshot).entries).filter((e) => e.path !== '.env');
+      assert.equal(await commitFiles(src, r.commit, join(dir, 'out')), want, JSON.stringify(ops));
+    }),
+    { numRuns: RUNS },
+  );
+});
+
+test('export --git refuses a branch that would not fast-forward (E_BRANCH_EXISTS), and the checked-out branch', async () => {
+  const src = makeRepo(join(t.dir, 'branch/src'));
+  const svc = await SessionService.open(join(t.dir, 'branch/store'), { create: true });
+  const s = await svc.create('s', { from: src });
+  writeFileSync(join(s.root, 'a.txt'), 'one\n');
+  await svc.checkpoint('s');
+  const first = await svc.exportGit('s', { message: 'first' });
+  assert.is(gitRun(src, ['log', '-1', '--format=%s', first.commit]).trim(), 'first');
+  for (const branch of ['pdb-env/s', 'main']) {
+    try {
+      await svc.exportGit('s', { branch });
+      assert.unreachable('export should refuse');
+    } catch (err) {
+      assert.ok(isPdbError(err, 'E_BRANCH_EXISTS'), String(err));
+    }
+  }
+  assert.is(gitRun(src, ['rev-parse', 'pdb-env/s']).trim(), first.commit, 'the branch did not move');
+});
+
+test.run();

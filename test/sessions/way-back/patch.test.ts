@@ -1,0 +1,79 @@
+// Property: for random changesets (binary files, symlinks, exec bits, deletes, dir<->file retypes,
+// non-ASCII names), `git apply` of the exported patch to a copy of the base gives exactly the
+// session's result. PDB_PATCH_RUNS changes the run count (default 12: each run is a session).
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { SessionService } from '../../../sessions/service.js';
+import { tempDir } from '../../helpers/index.js';
+import { applyOps, filesOf, gitRun, makeRepo, nonDirs, opArb } from '../../helpers/way-back-fixture.js';
+
+const RUNS = Number(process.env.PDB_PATCH_RUNS ?? 12);
+const t = tempDir('pdb-patch-');
+test.after(() => t.cleanup());
+
+test('diff --patch and --stat are git output; a session without changes gives an empty patch', async () => {
+  const src = makeRepo(join(t.dir, 'one'));
+  const svc = await SessionService.open(join(t.dir, 'one-store'), { create: true });
+  const s = await svc.create('s', { from: src });
+  assert.is((await svc.diffPatch('s', 'patch')).length, 0);
+  applyOps(s.root, [
+    { op: 'write', path: '日本 語.md', bytes: [104, 105, 10], exec: false },
+    { op: 'delete', path: 'lib/x.js' },
+  ]);
+  const patch = (await svc.diffPatch('s', 'patch')).toString('utf8');
+  assert.match(patch, /^diff --git a\/lib\/x\.js b\/lib\/x\.js\ndeleted file mode 100644\nindex [0-9a-f]{40}\.\.0{40}\n/m);
+  assert.match(patch, /new file mode 100644/);
+  const stat = (await svc.diffPatch('s', 'stat')).toString('utf8');
+  assert.match(stat, /2 files changed, 1 insertion\(\+\), 1 deletion\(-\)/);
+});
+
+test('without git on PATH, diff --patch and export --patch are E_TOOL_MISSING with a hint', async () => {
+  const src = makeRepo(join(t.dir, 'nogit'));
+  const svc = await SessionService.open(join(t.dir, 'nogit-store'), { create: true });
+  const s = await svc.create('s', { from: src });
+  applyOps(s.root, [{ op: 'delete', path: 'a.txt' }]);
+  await svc.checkpoint('s');
+  const path = process.env.PATH;
+  process.env.PATH = join(t.dir, 'no-such-bin');
+  try {
+    for (const run of [() => svc.diffPatch('s', 'patch'), () => svc.exportPatch('s', join(t.dir, 'nogit.patch'))]) {
+      const err = await run().then(
+        () => null,
+        (e: unknown) => e as { code: string; hint?: string },
+      );
+      assert.is(err?.code, 'E_TOOL_MISSING');
+      assert.match(err?.hint ?? '', /Install git/);
+    }
+  } finally {
+    process.env.PATH = path;
+  }
+  assert.not.ok(existsSync(join(t.dir, 'nogit.patch')));
+});
+
+test(`git apply of the exported patch reproduces the session's result (${RUNS} random changesets)`, async () => {
+  let n = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 8 }), async (ops) => {
+      const dir = join(t.dir, `p${n++}`);
+      const src = makeRepo(join(dir, 'src'));
+      const svc = await SessionService.open(join(dir, 'store'), { create: true });
+      const s = await svc.create('s', { from: src });
+      applyOps(s.root, ops);
+      const cp = await svc.checkpoint('s');
+      const file = join(dir, 'out.patch');
+      const r = await svc.exportPatch('s', file);
+      assert.is(r.changes, cp.changes);
+      const copy = join(dir, 'copy');
+      execFileSync('cp', ['-a', src, copy]);
+      if (readFileSync(file).length > 0) gitRun(copy, ['apply', '--binary', file]);
+      assert.equal(await filesOf(copy), nonDirs(svc.readSnapshot(cp.snapshot).entries), JSON.stringify(ops));
+    }),
+    { numRuns: RUNS },
+  );
+});
+
+test.run();
