@@ -45,7 +45,7 @@ export type {
   ReceiptV1,
 } from './harness/receipt/receipt-types.js';
 
-// Schema validation (receipts, plans, policies, Snapshots, Changesets).
+// Schema validation: every schema the package ships, by name.
 export {
   SCHEMA_NAMES,
   detectSchema,
@@ -54,12 +54,13 @@ export {
   validateAgainst,
   type SchemaIssue,
   type SchemaName,
-} from './harness/schemas.js';
+} from './model/schemas.js';
 
 // Reports: pure functions from receipts (and a policy) to numbers, a verdict and documents.
 export { analyzeReceipts, type AnalyzeOptions } from './reports/analyze.js';
 export type { ReportData } from './reports/report-data.js';
-export { evaluateGate, type Finding as GateFinding, type GateResult, type Policy, type Verdict } from './reports/gate/gate.js';
+export { evaluateGate } from './reports/gate/gate.js';
+export type { Finding as GateFinding, GateResult, Policy, Verdict } from './reports/gate/policy.js';
 export { validatePolicy } from './reports/gate/policy.js';
 export { renderHtml, renderJson, renderMarkdown, type RenderedMarkdown, type ReportJson } from './reports/render.js';
 

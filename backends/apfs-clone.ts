@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { tempPath } from '../model/os/temp-name.js';
 import { materializeTreeBase } from './shared/base-tree.js';
 import { cloneError, cloneTree } from './shared/clone-tree.js';
-import { FS_MAGIC, fsTypeOf, removeTreeForce } from './shared/fs-util.js';
+import { FS_MAGIC, fsTypeOf } from './shared/fs-util.js';
+import { removeTree } from '../model/os/remove-tree.js';
 import type { Backend, ProbeResult } from './types.js';
 
 const PROBE_BYTES = 8 * 1024 * 1024;
@@ -79,7 +80,7 @@ export const apfsCloneBackend: Backend = {
         evidence: { platform: 'darwin', cloned: true, observed: true, grewBytes },
       };
     } finally {
-      await removeTreeForce(dir);
+      await removeTree(dir);
     }
   },
   async materializeBase(ctx, snapshot, digest) {

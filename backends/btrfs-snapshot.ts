@@ -5,8 +5,10 @@ import { tempPath } from '../model/os/temp-name.js';
 import { PdbError, isPdbError } from '../model/errors.js';
 import { materializeTree } from '../model/store/materialize.js';
 import type { Snapshot } from '../model/snapshot.js';
-import { deleteSubvolume, isSubvolume, markedBase, materializeBaseOnce, runTool, type BaseMarker } from './shared/base-tree.js';
-import { FS_MAGIC, fsTypeName, fsTypeOf, removeTreeForce } from './shared/fs-util.js';
+import { deleteSubvolume, isSubvolume, markedBase, materializeBaseOnce, type BaseMarker } from './shared/base-tree.js';
+import { toolOutput } from '../model/os/run-tool.js';
+import { FS_MAGIC, fsTypeName, fsTypeOf } from './shared/fs-util.js';
+import { removeTree } from '../model/os/remove-tree.js';
 import type { Backend, BackendContext, BackendHooks, CreatedSession, ProbeResult } from './types.js';
 
 async function materializeSubvolumeBase(
@@ -21,21 +23,21 @@ async function materializeSubvolumeBase(
     digest,
     'btrfs-subvolume',
     async (tmp) => {
-      await runTool('btrfs', ['subvolume', 'create', tmp], 'E_IO', 'creating the base subvolume');
+      await toolOutput('btrfs', ['subvolume', 'create', tmp], 'E_IO', 'creating the base subvolume');
       return (await materializeTree(ctx.store, snapshot, tmp, undefined, hooks.onProgress)).sigs;
     },
     deleteSubvolume,
     // Read-only only after the rename: btrfs refuses to move a read-only subvolume (EROFS, seen
     // on kernel 6.18). Read-only, a stray write into the base fails loudly instead of leaking.
     async (dir) => {
-      await runTool('btrfs', ['property', 'set', '-ts', dir, 'ro', 'true'], 'E_IO', 'making the base subvolume read-only');
+      await toolOutput('btrfs', ['property', 'set', '-ts', dir, 'ro', 'true'], 'E_IO', 'making the base subvolume read-only');
     },
   );
 }
 
 /** A writable snapshot of the marked base: same inodes, sizes, times and modes (another st_dev), so the base's tree index holds. */
 async function snapshotSession(base: string, marker: BaseMarker, root: string): Promise<CreatedSession> {
-  await runTool('btrfs', ['subvolume', 'snapshot', base, root], 'E_IO', 'snapshotting the base subvolume');
+  await toolOutput('btrfs', ['subvolume', 'snapshot', base, root], 'E_IO', 'snapshotting the base subvolume');
   return {
     state: { subvolume: true },
     files: marker.files,
@@ -71,7 +73,7 @@ export const btrfsSnapshotBackend: Backend = {
     }
     let version: string;
     try {
-      version = (await runTool('btrfs', ['--version'], 'E_TOOL_MISSING', 'btrfs --version')).trim();
+      version = (await toolOutput('btrfs', ['--version'], 'E_TOOL_MISSING', 'btrfs --version')).trim();
     } catch (err) {
       return {
         available: false,
@@ -84,8 +86,8 @@ export const btrfsSnapshotBackend: Backend = {
     await mkdir(dir);
     const sub = join(dir, 'sub');
     try {
-      await runTool('btrfs', ['subvolume', 'create', sub], 'E_IO', 'a trial subvolume create');
-      await runTool('btrfs', ['subvolume', 'snapshot', sub, join(dir, 'snap')], 'E_IO', 'a trial snapshot');
+      await toolOutput('btrfs', ['subvolume', 'create', sub], 'E_IO', 'a trial subvolume create');
+      await toolOutput('btrfs', ['subvolume', 'snapshot', sub, join(dir, 'snap')], 'E_IO', 'a trial snapshot');
       await deleteSubvolume(join(dir, 'snap'));
       await deleteSubvolume(sub);
     } catch (err) {
@@ -94,7 +96,7 @@ export const btrfsSnapshotBackend: Backend = {
     } finally {
       await deleteSubvolume(join(dir, 'snap')).catch(() => {});
       await deleteSubvolume(sub).catch(() => {});
-      await removeTreeForce(dir).catch(() => {});
+      await removeTree(dir).catch(() => {});
     }
     return {
       available: true,

@@ -1,15 +1,15 @@
 import { existsSync } from 'node:fs';
 import { PdbError, isPdbError } from '../model/errors.js';
-import { runTool } from './shared/base-tree.js';
+import { toolOutput } from '../model/os/run-tool.js';
 import type { Backend, BackendContext, BackendState, ProbeResult } from './types.js';
 
 async function gitHead(sourceDir: string): Promise<string> {
   const top = (
-    await runTool('git', ['-C', sourceDir, 'rev-parse', '--show-toplevel'], 'E_NOT_GIT_REPO', 'finding the git repository')
+    await toolOutput('git', ['-C', sourceDir, 'rev-parse', '--show-toplevel'], 'E_NOT_GIT_REPO', 'finding the git repository')
   ).trim();
   if (!top) throw new PdbError('E_NOT_GIT_REPO', 'the source is not inside a git work tree');
   return (
-    await runTool(
+    await toolOutput(
       'git',
       ['-C', sourceDir, 'rev-parse', '--verify', 'HEAD^{commit}'],
       'E_NOT_GIT_REPO',
@@ -54,7 +54,7 @@ export const gitWorktreeBackend: Backend = {
         evidence: { source: false },
       };
     try {
-      const version = (await runTool('git', ['--version'], 'E_TOOL_MISSING', 'git --version')).trim();
+      const version = (await toolOutput('git', ['--version'], 'E_TOOL_MISSING', 'git --version')).trim();
       const head = await gitHead(ctx.sourceDir);
       return {
         available: true,
@@ -78,14 +78,14 @@ export const gitWorktreeBackend: Backend = {
   async createSession(ctx, _snapshot, _digest, root) {
     const source = requireSource(ctx);
     const head = await gitHead(source);
-    await runTool('git', ['-C', source, 'worktree', 'add', '--detach', root, head], 'E_IO', 'git worktree add');
+    await toolOutput('git', ['-C', source, 'worktree', 'add', '--detach', root, head], 'E_IO', 'git worktree add');
     return { state: { commit: head }, cloneObserved: null };
   },
   async resume() {},
   async release(ctx: BackendContext, root: string, _sessionDir: string, _state: BackendState) {
     if (!ctx.sourceDir || !existsSync(ctx.sourceDir)) return;
     if (existsSync(root))
-      await runTool('git', ['-C', ctx.sourceDir, 'worktree', 'remove', '--force', '--force', root], 'E_IO', 'git worktree remove');
-    await runTool('git', ['-C', ctx.sourceDir, 'worktree', 'prune'], 'E_IO', 'git worktree prune');
+      await toolOutput('git', ['-C', ctx.sourceDir, 'worktree', 'remove', '--force', '--force', root], 'E_IO', 'git worktree remove');
+    await toolOutput('git', ['-C', ctx.sourceDir, 'worktree', 'prune'], 'E_IO', 'git worktree prune');
   },
 };

@@ -3,8 +3,10 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { tempPath } from '../model/os/temp-name.js';
 import { PdbError, isPdbError } from '../model/errors.js';
-import { markedBase, materializeTreeBase, runTool, type BaseMarker } from './shared/base-tree.js';
-import { fsTypeName, fsTypeOf, mountedFsType, removeTreeForce } from './shared/fs-util.js';
+import { markedBase, materializeTreeBase, type BaseMarker } from './shared/base-tree.js';
+import { toolOutput } from '../model/os/run-tool.js';
+import { fsTypeName, fsTypeOf, mountedFsType } from './shared/fs-util.js';
+import { removeTree } from '../model/os/remove-tree.js';
 import type { Backend, BackendContext, BackendState, CreatedSession, ProbeResult } from './types.js';
 
 /**
@@ -25,7 +27,7 @@ function assertMountablePath(path: string): void {
 
 async function mountOverlay(lower: string, upper: string, work: string, target: string): Promise<void> {
   for (const p of [lower, upper, work, target]) assertMountablePath(p);
-  await runTool(
+  await toolOutput(
     'mount',
     ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${upper},workdir=${work},${OVERLAY_OPTIONS}`, target],
     'E_MOUNT_FAILED',
@@ -34,7 +36,7 @@ async function mountOverlay(lower: string, upper: string, work: string, target: 
 }
 
 async function unmountIfMounted(target: string): Promise<void> {
-  if (mountedFsType(target) === 'overlay') await runTool('umount', [target], 'E_MOUNT_FAILED', 'unmounting the overlay');
+  if (mountedFsType(target) === 'overlay') await toolOutput('umount', [target], 'E_MOUNT_FAILED', 'unmounting the overlay');
 }
 
 function sessionPaths(ctx: BackendContext, sessionDir: string, state: BackendState): { lower: string; upper: string; work: string } {
@@ -127,7 +129,7 @@ export const overlayBackend: Backend = {
       };
     } finally {
       await unmountIfMounted(merged).catch(() => {});
-      await removeTreeForce(dir).catch(() => {});
+      await removeTree(dir).catch(() => {});
     }
   },
   async materializeBase(ctx, snapshot, digest, hooks) {

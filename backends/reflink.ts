@@ -6,7 +6,8 @@ import { tempPath } from '../model/os/temp-name.js';
 import { PdbError } from '../model/errors.js';
 import { materializeTreeBase } from './shared/base-tree.js';
 import { cloneError, cloneTree, observeShared } from './shared/clone-tree.js';
-import { fsTypeName, fsTypeOf, removeTreeForce } from './shared/fs-util.js';
+import { fsTypeName, fsTypeOf } from './shared/fs-util.js';
+import { removeTree } from '../model/os/remove-tree.js';
 import type { Backend, ProbeResult } from './types.js';
 
 /**
@@ -61,7 +62,7 @@ export const reflinkBackend: Backend = {
         evidence: { fsType, cloned: true, observed: seen.observed, observer: seen.tool },
       };
     } finally {
-      await removeTreeForce(dir);
+      await removeTree(dir);
     }
   },
   async materializeBase(ctx, snapshot, digest, hooks) {

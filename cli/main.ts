@@ -2,7 +2,8 @@
 // exit status. cli/bin.ts is the executable.
 import { CommanderError } from '@commander-js/extra-typings';
 import { emitError } from './output.js';
-import { createProgram, usageError, withDefaultCommand, type CliContext } from './program.js';
+import type { CliContext } from './context.js';
+import { createProgram, usageError, withDefaultCommand } from './program.js';
 
 export async function main(argv: string[]): Promise<number> {
   const ctx: CliContext = { argv, exitCode: 0 };

@@ -1,22 +1,10 @@
 // The command line on commander. The top level knows only names and summaries; a command's
 // options and action load when it runs (a preSubcommand hook), so `pdb-env list` or `--help`
 // never load the harness, the workloads, the reports or the ACP SDK.
-import { Command, CommanderError, Option } from '@commander-js/extra-typings';
+import { CommanderError, Option } from '@commander-js/extra-typings';
 import { PdbError } from '../model/errors.js';
 import { packageVersion } from '../model/paths.js';
-
-/** What main() and the running command share. */
-export interface CliContext {
-  /** The arguments commander parses (run looks at where `--` was). */
-  argv: readonly string[];
-  /** The command being run, once known (for the hint of a usage error). */
-  command?: string;
-  /** The exit status the action chose. */
-  exitCode: number;
-}
-
-/** Adds a command's arguments, options, help and action to its stub. */
-export type DefineCommand = (cmd: CommandStub, ctx: CliContext) => void;
+import { commandStub, jsonOption, rootCommand, storeOption, type CliContext, type CommandStub, type DefineCommand } from './context.js';
 
 interface CommandEntry {
   name: string;
@@ -73,39 +61,9 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'report', summary: 'roll receipts from one or many hosts into a decision report (Markdown, HTML, JSON)', load: report },
 ];
 
-const STORE_HELP =
-  'the store (default: PDB_ENV_STORE, the store around the current directory, or the per-source store under $XDG_DATA_HOME/pdb-env)';
-const storeOption = (help = STORE_HELP) => new Option('--store <dir>', help);
-const jsonOption = () => new Option('--json', 'machine-readable output (errors too)');
-
-function topLevel(version: string) {
-  return (
-    new Command('pdb-env')
-      .usage('<command> [options]     (bare pdb-env lists sessions)')
-      .version(version, '-v, --version', 'print the version')
-      .addOption(storeOption())
-      .addOption(jsonOption())
-      // Errors become PdbErrors printed by main(); subcommands inherit both settings.
-      .exitOverride()
-      .configureOutput({ outputError: () => {} })
-      .addHelpText('before', `pdb-env ${version}: private workspaces for coding agents from one pinned base\n`)
-      .addHelpText(
-        'after',
-        '\nEvery command takes --help, --json and --store DIR.\nGuarantee: workspace isolation for trusted agents (securityIsolation: false).',
-      )
-  );
-}
-
-/** A command before its definition is loaded: name and summary, all `pdb-env --help` shows. */
-function stub(program: ReturnType<typeof topLevel>, entry: CommandEntry) {
-  return program.command(entry.name).description(entry.summary);
-}
-
-export type CommandStub = ReturnType<typeof stub>;
-
-export function createProgram(ctx: CliContext): ReturnType<typeof topLevel> {
-  const program = topLevel(packageVersion());
-  const stubs = new Map(COMMANDS.map((entry) => [entry.name, { entry, cmd: stub(program, entry) }]));
+export function createProgram(ctx: CliContext): ReturnType<typeof rootCommand> {
+  const program = rootCommand(packageVersion());
+  const stubs = new Map(COMMANDS.map((entry) => [entry.name, { entry, cmd: commandStub(program, entry.name, entry.summary) }]));
 
   /** Load a command's definition onto its stub, then add the global options under their own heading. */
   const define = async (name: string): Promise<CommandStub | undefined> => {

@@ -11,7 +11,7 @@ import { BenchInterrupted, interrupted, throwIfInterrupted, type BenchRun, type 
 import { applyBlockOracle } from './block-oracle.js';
 import type { SiblingInfo } from './case/checks.js';
 import { runCase, type CaseEnv, type CaseResult } from './case/runner.js';
-import { scrubText } from './receipt/path-free.js';
+import { scrubText } from '../model/scrub.js';
 import type { CaseRecord } from './receipt/receipt-types.js';
 import type { ScheduledBlock, ScheduledCase } from './plan/scheduler.js';
 import { internTree } from './case/tree-compare.js';

@@ -8,7 +8,7 @@ import type { SessionService } from '../sessions/service.js';
 import type { Fixture } from '../workloads/types.js';
 import { throwIfInterrupted, type BenchRun, type PreparedWorkload } from './bench-run.js';
 import type { BaseInfo } from './case/checks.js';
-import { scrubText } from './receipt/path-free.js';
+import { scrubText } from '../model/scrub.js';
 import { workloadParams } from './plan/plan.js';
 import { resolvePlanVars } from './plan/plan-vars.js';
 import { projectResult } from './case/projection.js';

@@ -1,27 +1,18 @@
 // A bench run's own store and work directory: made fresh for every attempt (a previous attempt's
 // are removed first) and removed at the end unless the plan keeps them.
-import { existsSync, lstatSync, mkdtempSync, readdirSync, realpathSync, rmSync, statfsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { execa } from 'execa';
+import { deleteSubvolume, isSubvolume } from '../backends/shared/base-tree.js';
+import { FS_MAGIC, fsTypeOf } from '../backends/shared/fs-util.js';
 import { PdbError } from '../model/errors.js';
 import { SessionService } from '../sessions/service.js';
-
-const BTRFS_MAGIC = 0x9123683e;
 
 function readdirSafe(dir: string): string[] {
   try {
     return readdirSync(dir);
   } catch {
     return []; // absent: nothing to delete there
-  }
-}
-
-function statSafe(p: string): ReturnType<typeof lstatSync> | null {
-  try {
-    return lstatSync(p);
-  } catch {
-    return null; // gone meanwhile
   }
 }
 
@@ -32,12 +23,8 @@ async function deleteSubvolumes(storeDir: string): Promise<void> {
     for (const f of readdirSafe(join(storeDir, 'bases', digestDir))) candidates.push(join(storeDir, 'bases', digestDir, f));
   for (const t of readdirSafe(join(storeDir, 'tmp'))) candidates.push(join(storeDir, 'tmp', t));
   for (const dir of candidates) {
-    const st = statSafe(dir);
-    if (!st?.isDirectory() || st.ino !== 256) continue;
-    if (Number(statfsSync(dir).type) !== BTRFS_MAGIC) continue;
-    const r = await execa('btrfs', ['subvolume', 'delete', dir], { reject: false });
-    if (r.exitCode !== 0)
-      throw new PdbError('E_IO', `could not delete the btrfs subvolume of a materialized base: ${String(r.stderr).trim()}`);
+    if (!(await isSubvolume(dir)) || (await fsTypeOf(dir)) !== FS_MAGIC.btrfs) continue;
+    await deleteSubvolume(dir);
   }
 }
 

@@ -6,7 +6,7 @@
 // and backslashes fail closed. Composing policies only narrows: every one must allow.
 // Defence in depth for cooperative agents, not a sandbox. Pure: no I/O.
 import { PdbError } from './errors.js';
-import { assertSchema } from './schema-validator.js';
+import { assertSchema } from './schemas.js';
 
 export type Access = 'read' | 'write';
 

@@ -12,6 +12,7 @@ import {
   type IndexedCase,
   type RateRow,
 } from './report-data.js';
+import { fmtP } from './format.js';
 import { bootstrapMedianCi, rateBound, signFlipTest, summarize } from './statistics.js';
 
 /** A stable 32-bit seed per comparison, so adding a testbed does not change another's interval. */
@@ -90,10 +91,6 @@ export function compare(
     medianDifferenceMs: summarize(differencesMs).median,
     differenceCi: bootstrapMedianCi(differencesMs, o.seed ^ 0x5bd1e995, o.bootstrapResamples),
   };
-}
-
-function fmtP(p: number | undefined): string {
-  return p === undefined ? '-' : p < 0.001 ? p.toExponential(1) : p.toFixed(3);
 }
 
 /** Below 6 paired blocks no sign-flip test can reach p < 0.05: say so once, on the whole-case row. */

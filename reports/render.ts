@@ -2,7 +2,7 @@
 // self-contained HTML page (inline CSS and SVG, no script, no network), and the numbers as JSON.
 import type { ReportData } from './report-data.js';
 import { buildDocument, type Block, type ReportInput } from './document/document.js';
-import type { GateResult } from './gate/gate.js';
+import type { GateResult } from './gate/policy.js';
 import { escapeXml } from './svg.js';
 
 export interface RenderedMarkdown {

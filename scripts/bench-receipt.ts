@@ -9,7 +9,7 @@ import { findPathIssues } from '../harness/receipt/path-free.js';
 import { provenanceOf, readCheckoutState, type CheckoutState } from '../harness/receipt/provenance.js';
 import type { HostFingerprint, Provenance } from '../harness/receipt/receipt-types.js';
 import { newRunId } from '../harness/run-journal.js';
-import { formatIssues, validateAgainst } from '../harness/schemas.js';
+import { formatIssues, validateAgainst } from '../model/schemas.js';
 import { PdbError } from '../model/errors.js';
 import { packageRoot, packageVersion } from '../model/paths.js';
 import { median } from './lib.js';

@@ -9,6 +9,7 @@
 import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, rmSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { $ as zx } from 'zx';
+import { mountTable } from '../model/os/mounts.js';
 import { isMainModule, scriptArgs } from './lib.js';
 
 const $ = zx({ verbose: false, quiet: true });
@@ -70,8 +71,7 @@ export async function ensureTools(fsTypes: LoopFsType[] = ['btrfs', 'xfs']): Pro
 }
 
 function isMounted(mountPoint: string): boolean {
-  const lines = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
-  return lines.some((l) => l.split(' ')[4]?.replace(/\\040/g, ' ') === mountPoint);
+  return mountTable().some((m) => m.mountPoint === mountPoint);
 }
 
 export interface MountOptions {

@@ -14,13 +14,13 @@ import type { ProgressFn } from '../model/progress.js';
 import { removeTree } from '../model/os/remove-tree.js';
 import type { Snapshot } from '../model/snapshot.js';
 import { materializedTreeIndex, serializeTreeIndex } from '../model/scan/tree-index.js';
+import { resolveDigestArg } from './digests.js';
 import { envHead, initEnv } from './environments.js';
 import { assertSourceUnchanged, importSource, type ImportResult } from './import.js';
 import type { Intent } from './journal.js';
 import { withObjectWrites } from './locks/object-lease.js';
 import { forgetProbe, probeOnce } from './probe-cache.js';
 import {
-  assertSessionName,
   backendContext,
   sessionDir,
   sessionIndexFile,
@@ -29,6 +29,7 @@ import {
   type StoreContext,
   readSession,
 } from './records.js';
+import { assertSessionName } from './names.js';
 import { ensureRuntime } from './runtime/runtime.js';
 import { withStoreLock } from './locks/store-lock.js';
 import { readSourceGit, withBase } from './way-back/source-git.js';
@@ -236,12 +237,29 @@ async function makeMain(ctx: StoreContext, base: Digest): Promise<void> {
   });
 }
 
+// What a create's options name, resolved before anything is checked: --fork OTHER becomes OTHER's
+// last checkpoint as the base and OTHER's source as the source; a short --base digest becomes the
+// one Snapshot it names.
+export async function resolveCreateOptions(ctx: StoreContext, options: CreateOptions): Promise<CreateOptions> {
+  const out = { ...options };
+  if (options.fork !== undefined) {
+    if (options.env || options.base) throw new PdbError('E_USAGE', 'create takes one of --fork, --env and --base');
+    const other = await readSession(ctx.store, options.fork);
+    if (!other.lastCheckpoint)
+      throw new PdbError('E_USAGE', `session "${options.fork}" has no checkpoint to fork from`, {
+        hint: `Run pdb-env checkpoint ${options.fork} first, then create --fork ${options.fork} again.`,
+      });
+    out.base = other.lastCheckpoint.snapshot;
+    out.from = options.from ?? other.sourceDir ?? undefined;
+  } else if (options.base !== undefined) out.base = await resolveDigestArg(ctx.store, options.base, '--base');
+  return out;
+}
+
 /**
  * Import or pick the base, materialize the session, race-check a prepare; the session is ready
  * after. Holds the object writer lease throughout: gc sweeps nothing this create relies on.
  */
 export async function createSession(ctx: StoreContext, name: string, given: CreateOptions = {}): Promise<CreateResult> {
-  const { resolveCreateOptions } = await import('./create-options.js');
   const options = await resolveCreateOptions(ctx, given);
   const req = await checkRequest(ctx.store, name, options);
   return withObjectWrites(ctx.store, `create ${name}`, () =>

@@ -11,7 +11,8 @@ import { PdbError, osErrorCode, toPdbError } from '../model/errors.js';
 import { writeFileAtomic, type ObjectStore } from '../model/store/object-store.js';
 import { resolveDigestArg } from './digests.js';
 import { SHORT_LOCK_WAIT_MS, tryLock } from './locks/lock.js';
-import { assertEnvName, readCheckpointLog, readSession, type StoreContext } from './records.js';
+import { readCheckpointLog, readSession, type StoreContext } from './records.js';
+import { assertEnvName } from './names.js';
 
 export function envFile(store: ObjectStore, env: string): string {
   assertEnvName(env);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { osErrorCode, toPdbError } from '../model/errors.js';
 import { writeFileAtomic, type StorePaths } from '../model/store/object-store.js';
 import { isProcessAlive, processStartTime } from '../model/os/proc.js';
-import { SESSION_NAME_PATTERN } from './records.js';
+import { SESSION_NAME_PATTERN } from './names.js';
 
 export const INTENT_OPS = ['create', 'checkpoint', 'discard', 'publish', 'apply'] as const;
 export type IntentOp = (typeof INTENT_OPS)[number];

@@ -1,4 +1,4 @@
-// Session records and names: what `<store>/sessions/<name>/session.json` holds, where a session
+// Session records: what `<store>/sessions/<name>/session.json` holds, where a session
 // lives, and the context the session modules share (the store and its journal). A record that
 // cannot be read is E_RECORD_CORRUPT naming the file, never a parser's stack trace, and its
 // session is listed as damaged, never hidden.
@@ -10,9 +10,8 @@ import { PdbError, osErrorCode, toPdbError } from '../model/errors.js';
 import { writeFileAtomic, type ObjectStore } from '../model/store/object-store.js';
 import { realpathOr } from '../model/paths.js';
 import type { Journal } from './journal.js';
+import { SESSION_NAME_PATTERN, assertSessionName } from './names.js';
 import type { SourceGit } from './way-back/source-git.js';
-
-export const SESSION_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 export type SessionState = 'creating' | 'ready' | 'discarding';
 const STATES: readonly SessionState[] = ['creating', 'ready', 'discarding'];
@@ -58,19 +57,6 @@ export type SessionInfo = (SessionRecord & SessionPlace) | DamagedSession;
 export interface StoreContext {
   readonly store: ObjectStore;
   readonly journal: Journal;
-}
-
-export function assertSessionName(name: string): void {
-  if (!SESSION_NAME_PATTERN.test(name)) {
-    throw new PdbError('E_BAD_NAME', `"${name}" is not a safe session name`, {
-      hint: 'Use 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit (no "/", no "..").',
-    });
-  }
-}
-
-export function assertEnvName(name: string): void {
-  if (!SESSION_NAME_PATTERN.test(name))
-    throw new PdbError('E_BAD_NAME', `"${name}" is not a safe environment name`, { hint: 'Use letters, digits, ".", "_" or "-".' });
 }
 
 export function backendContext(store: ObjectStore, sourceDir?: string): BackendContext {

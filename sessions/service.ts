@@ -21,7 +21,7 @@ import { backendContext, listSessions, readSession, sessionDir, sessionRoot, typ
 import type { OpenSession, RunOptions } from './session-ops.js';
 import type { PsResult } from './runtime/control.js';
 
-export { SESSION_NAME_PATTERN, assertEnvName, assertSessionName } from './records.js';
+export { SESSION_NAME_PATTERN, assertEnvName, assertSessionName } from './names.js';
 export type { DamagedSession, SessionInfo, SessionRecord, SessionState } from './records.js';
 export type { ImportOptions, ImportResult } from './import.js';
 export type { CreateOptions, CreateResult } from './create.js';

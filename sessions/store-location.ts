@@ -1,9 +1,28 @@
+// Where a command's store is, and which project the current directory belongs to.
+//
+// Finding the project from anywhere inside it, as git finds its work tree: walk up from the
+// current directory to the nearest directory already imported (into the given store, or one that
+// has its own per-source store), else to the git top level, else stay where we are. So `create`
+// in src/lib imports the project, and `list` in src/lib finds the project's store.
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { STORE_MARKER } from '../model/store/object-store.js';
 import { realpathOr, sourceKey } from '../model/paths.js';
-import { findProjectRoot } from './find-project.js';
+import { readSourceGit } from './way-back/source-git.js';
+
+/** The source root that `cwd` belongs to (see above); `storeDir` is a store named by --store or PDB_ENV_STORE. */
+export function findProjectRoot(cwd: string, storeDir?: string): string {
+  const start = realpathOr(resolve(cwd));
+  for (let cur = start; ;) {
+    if (storeDir && existsSync(join(storeDir, 'sources', `${sourceKey(cur)}.index`))) return cur;
+    if (existsSync(defaultStoreFor(cur))) return cur;
+    const up = dirname(cur);
+    if (up === cur) break;
+    cur = up;
+  }
+  return readSourceGit(start)?.topLevel ?? start;
+}
 
 /** The per-source default store: `$XDG_DATA_HOME/pdb-env/stores/<name>-<hash of the source path>`. */
 export function defaultStoreFor(sourceDir: string): string {
@@ -37,6 +56,6 @@ export function resolveStoreDir(options: { store?: string; sourceDir?: string; c
     const enclosing = findEnclosingStore(cwd);
     if (enclosing) return enclosing;
   }
-  // From a subdirectory: the project's store (sessions/find-project.ts), loaded only here.
+  // From a subdirectory: the project's store (findProjectRoot above).
   return defaultStoreFor(options.sourceDir ?? findProjectRoot(cwd));
 }

@@ -1,6 +1,6 @@
-// The layers of the README, enforced: an import may only point down. Reads every source file's
-// import specifiers (static, dynamic and type-only) and fails on the first upward edge it finds,
-// listing every offending edge.
+// The layers of the design, enforced: an import may only point down, and no two files import each
+// other in a circle. Reads every source file's import specifiers (static, dynamic and type-only)
+// and fails listing every upward edge and every cycle it finds.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';
@@ -16,7 +16,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   agents: ['model'],
   workloads: ['model', 'agents'],
   harness: ['model', 'backends', 'sessions', 'agents', 'workloads'],
-  reports: ['model', 'harness/receipt/receipt-types', 'harness/schemas'],
+  reports: ['model', 'harness/receipt/receipt-types'],
   cli: ['model', 'backends', 'sessions', 'agents', 'workloads', 'harness', 'reports', 'index'],
   scripts: ['model', 'backends', 'sessions', 'agents', 'workloads', 'harness', 'reports', 'cli', 'index'],
   // The public entry, index.ts at the root: everything below the edges, never cli or scripts.
@@ -83,6 +83,90 @@ test('the checker sees an upward import', () => {
   const text = "import type { X } from '../sessions/service.js';\nconst y = await import('../harness/bench.js');";
   const found = [...text.matchAll(IMPORT)].map((m) => m[1] ?? m[2] ?? m[3]);
   assert.equal(found, ['../sessions/service.js', '../harness/bench.js']);
+});
+
+/** The file each relative import of `file` names (repository-relative, .ts/.mjs), where it exists. */
+function importedFiles(file: string, text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(IMPORT)) {
+    const to = target(file, (m[1] ?? m[2] ?? m[3])!);
+    if (to === null) continue;
+    const hit = ['.ts', '.mts', '.mjs'].map((ext) => to + ext).find((f) => existsSync(join(REPO_ROOT, f)));
+    if (hit) out.push(hit);
+  }
+  return out;
+}
+
+/** Every cycle of the graph, as its strongly connected components of more than one file (or a file importing itself); Tarjan's algorithm. */
+function importCycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const scc: string[] = [];
+    for (let w = stack.pop()!; ; w = stack.pop()!) {
+      onStack.delete(w);
+      scc.push(w);
+      if (w === v) break;
+    }
+    if (scc.length > 1 || (graph.get(v) ?? []).includes(v)) cycles.push(scc.sort());
+  };
+  for (const v of [...graph.keys()].sort()) if (!index.has(v)) visit(v);
+  return cycles;
+}
+
+test('no file-level import cycle, type-only imports included, tests too', () => {
+  const graph = new Map<string, string[]>();
+  const tops = [...Object.keys(ALLOWED), 'test'].filter((top) => existsSync(join(REPO_ROOT, top)));
+  for (const top of tops) {
+    const files = statSync(join(REPO_ROOT, top)).isDirectory() ? sourceFiles(join(REPO_ROOT, top)) : [join(REPO_ROOT, top)];
+    for (const file of files) graph.set(relative(REPO_ROOT, file).split(sep).join('/'), importedFiles(file, readFileSync(file, 'utf8')));
+  }
+  graph.set('index.ts', importedFiles(join(REPO_ROOT, 'index.ts'), readFileSync(join(REPO_ROOT, 'index.ts'), 'utf8')));
+  assert.ok(graph.size > 200, `found only ${graph.size} files`);
+  assert.ok([...graph.values()].reduce((n, e) => n + e.length, 0) > 500, 'too few edges: the scanner is broken');
+  const cycles = importCycles(graph);
+  assert.equal(
+    cycles,
+    [],
+    `files that import each other in a circle (give the shared type its own home):\n${cycles.map((c) => c.join(' -> ')).join('\n')}`,
+  );
+});
+
+test('the cycle check sees a cycle, a self-import and a cycle through a type-only import', () => {
+  const g = new Map<string, string[]>([
+    ['a.ts', ['b.ts']],
+    ['b.ts', ['c.ts']],
+    ['c.ts', ['a.ts']],
+    ['d.ts', ['d.ts']],
+    ['e.ts', ['a.ts']],
+  ]);
+  assert.equal(importCycles(g), [['a.ts', 'b.ts', 'c.ts'], ['d.ts']]);
+  assert.equal(
+    importCycles(
+      new Map([
+        ['x.ts', ['y.ts']],
+        ['y.ts', []],
+      ]),
+    ),
+    [],
+  );
+  const file = join(REPO_ROOT, 'cli', 'x.ts');
+  assert.equal(importedFiles(file, "import type { CliContext } from './context.js';"), ['cli/context.ts']);
 });
 
 const MAX_FILE_LINES = 450;

@@ -40,7 +40,7 @@ function runUvuFile(body: string, env: Record<string, string> = {}): { code: num
   const dir = mkdtempSync(join(REPO_ROOT, 'dist', '.runner-test-'));
   try {
     const file = join(dir, 'x.test.mjs');
-    const helpers = pathToFileURL(join(REPO_ROOT, 'dist', 'test', 'helpers.js')).href;
+    const helpers = pathToFileURL(join(REPO_ROOT, 'dist', 'test', 'helpers', 'index.js')).href;
     writeFileSync(file, `import { test } from 'uvu';\nimport { skipTest, skipPart } from '${helpers}';\n${body}\ntest.run();\n`);
     const r = spawnSync(process.execPath, [file], {
       encoding: 'utf8',

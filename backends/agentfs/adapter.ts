@@ -14,7 +14,8 @@ import { join } from 'node:path';
 import { PdbError, isPdbError } from '../../model/errors.js';
 import { tempPath } from '../../model/os/temp-name.js';
 import { describeEnd, endProcessesMentioning, runBounded, unmountAt, type BoundedResult } from './exec.js';
-import { mountAt, mountPointsUnder, removeTreeForce } from '../shared/fs-util.js';
+import { mountAt, mountPointsUnder } from '../../model/os/mounts.js';
+import { removeTree } from '../../model/os/remove-tree.js';
 
 export interface AgentfsTimeouts {
   initMs: number;
@@ -184,7 +185,7 @@ async function cleanTrial(dir: string, mnt: string, timeouts: AgentfsTimeouts): 
   const mounts = mountPointsUnder(dir);
   // Never remove a tree with a mount inside it: that would delete through the mount.
   if (mounts.length) problems.push(`${mounts.length} mount(s) left under the trial directory`);
-  else await removeTreeForce(dir).catch((err: Error) => problems.push(`removing the trial directory failed: ${err.message}`));
+  else await removeTree(dir).catch((err: Error) => problems.push(`removing the trial directory failed: ${err.message}`));
   if (existsSync(dir)) problems.push('the trial directory is still there');
   return problems.length ? problems.join('; ') : null;
 }

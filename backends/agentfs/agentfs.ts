@@ -25,10 +25,9 @@ import {
 } from './adapter.js';
 import { verifyAgentfsBinary, type VerifiedBinary } from './pin.js';
 import { materializeTreeBase } from '../shared/base-tree.js';
-import { mountAt, removeTreeForce } from '../shared/fs-util.js';
+import { mountAt } from '../../model/os/mounts.js';
+import { removeTree } from '../../model/os/remove-tree.js';
 import type { Backend, BackendContext, BackendState, ProbeResult } from '../types.js';
-
-export { AGENTFS_BIN_ENV, AGENTFS_CONFIG_FILE, AGENTFS_SHA256_ENV } from './pin.js';
 
 /** The session's AgentFS working directory, inside its session dir: `.agentfs/session.db` lives in it. */
 export const AGENTFS_STATE_DIR = 'agentfs';
@@ -83,7 +82,7 @@ export async function probeAgentfs(ctx: BackendContext, o: AgentfsProbeOptions =
 /** Release: unmount (lazily when it must), end the session's AgentFS processes, remove its state. Safe to repeat. */
 export async function releaseAgentfsSession(root: string, stateDir: string, timeouts: AgentfsTimeouts): Promise<void> {
   await unmountAgentfs(place(stateDir), root, timeouts, { lazyFallback: true });
-  await removeTreeForce(stateDir);
+  await removeTree(stateDir);
 }
 
 /** Create: init over the base tree in `stateDir`, mount at `root` (which must not exist yet). Leaves nothing when it fails. */

@@ -3,9 +3,9 @@
 // group found by the unique state path on their command line, and unmounts that fall back to a
 // lazy detach. Nothing here knows AgentFS's commands; ./agentfs-adapter.ts does.
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { osErrorCode } from '../../model/errors.js';
-import { mountAt } from '../shared/fs-util.js';
+import { mountAt } from '../../model/os/mounts.js';
+import { procPids, readProcCmdline, readProcStat } from '../../model/os/proc.js';
 
 export interface BoundedResult {
   /** Exit code, null when killed by a signal or never started. */
@@ -43,15 +43,8 @@ function killGroup(pid: number | undefined): void {
 function groupMembers(pgid: number): number[] {
   const found: number[] = [];
   for (const pid of procPids()) {
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    } catch {
-      continue; // the process ended while we looked
-    }
-    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so split after the last ')'.
-    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(pgrp) === pgid && state !== 'Z') found.push(Number(pid));
+    const stat = readProcStat(pid); // null: the process ended while we looked
+    if (stat && stat.pgid === pgid && stat.state !== 'Z') found.push(pid);
   }
   return found;
 }
@@ -61,14 +54,6 @@ async function killGroupAndWait(pid: number | undefined): Promise<void> {
   if (pid === undefined) return;
   killGroup(pid);
   for (let i = 0; i < 40 && groupMembers(pid).length; i++) await new Promise((r) => setTimeout(r, 25));
-}
-
-function procPids(): string[] {
-  try {
-    return readdirSync('/proc').filter((n) => /^\d+$/.test(n));
-  } catch {
-    return []; // no /proc (not Linux): nothing can be found this way
-  }
 }
 
 /**
@@ -146,15 +131,11 @@ export function describeEnd(what: string, r: BoundedResult, timeoutMs: number): 
  */
 export function processesMentioning(marker: string): number[] {
   const found: number[] = [];
+  // No /proc (not Linux): nothing can be found this way.
   for (const pid of procPids()) {
-    if (Number(pid) === process.pid) continue;
-    let cmdline: string;
-    try {
-      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    } catch {
-      continue; // the process ended while we looked
-    }
-    if (cmdline.split('\0').some((arg) => arg === marker || arg.startsWith(`${marker}/`))) found.push(Number(pid));
+    if (pid === process.pid) continue;
+    const argv = readProcCmdline(pid); // null: the process ended while we looked
+    if (argv?.some((arg) => arg === marker || arg.startsWith(`${marker}/`))) found.push(pid);
   }
   return found;
 }

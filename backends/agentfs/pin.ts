@@ -58,7 +58,7 @@ export async function sha256File(p: string): Promise<string> {
 
 async function checkPin(doc: unknown, source: PinSource, what: string): Promise<Pin> {
   // Loaded on use: `pdb-env list` loads the backend registry and must not load ajv (test/cli/program.test.ts).
-  const { formatIssues, validateAgainst } = await import('../../model/schema-validator.js');
+  const { formatIssues, validateAgainst } = await import('../../model/schemas.js');
   const issues = validateAgainst('agentfs-config', doc);
   if (issues.length)
     return { kind: 'invalid', source, detail: `${what} does not match schemas/agentfs-config.schema.json: ${formatIssues(issues)}` };

@@ -22,7 +22,8 @@ import { materializeTree } from '../../model/store/materialize.js';
 import { tempName, writeFileAtomic } from '../../model/store/object-store.js';
 import type { Snapshot } from '../../model/snapshot.js';
 import { materializedTreeIndex, racyWindowMs, serializeTreeIndex, signatureTimes } from '../../model/scan/tree-index.js';
-import { execTool, removeTreeForce } from './fs-util.js';
+import { toolOutput } from '../../model/os/run-tool.js';
+import { removeTree } from '../../model/os/remove-tree.js';
 import type { BackendContext, BackendHooks } from '../types.js';
 
 /** Base families: backends of one family share one materialized base. */
@@ -203,7 +204,7 @@ export async function materializeTreeBase(
     digest,
     family,
     async (tmp) => (await materializeTree(ctx.store, snapshot, tmp, undefined, hooks.onProgress)).sigs,
-    removeTreeForce,
+    removeTree,
   );
 }
 
@@ -215,43 +216,10 @@ export async function isSubvolume(path: string): Promise<boolean> {
   return st !== null && st.isDirectory() && st.ino === SUBVOLUME_ROOT_INO;
 }
 
-/** Remove a btrfs subvolume (a read-only one too) or, when `path` is a plain tree, the tree. */
+/** Remove a btrfs subvolume (a read-only one too) or, when `path` is a plain tree, the tree; the one `btrfs subvolume delete`. */
 export async function deleteSubvolume(path: string): Promise<void> {
   if (await isSubvolume(path)) {
-    await runTool('btrfs', ['subvolume', 'delete', path], 'E_IO', 'deleting a btrfs subvolume');
+    await toolOutput('btrfs', ['subvolume', 'delete', path], 'E_IO', 'deleting a btrfs subvolume');
   }
-  await removeTreeForce(path);
+  await removeTree(path);
 }
-
-/** Run a tool; a missing binary is E_TOOL_MISSING, a failure the given code with its stderr. */
-export async function runTool(
-  cmd: string,
-  args: string[],
-  failCode: 'E_MOUNT_FAILED' | 'E_IO' | 'E_NOT_GIT_REPO' | 'E_NOT_BTRFS' | 'E_TOOL_MISSING',
-  what: string,
-  options: { cwd?: string } = {},
-): Promise<string> {
-  const r = await execTool(cmd, args, { cwd: options.cwd });
-  if (r.error || r.exitCode !== 0) {
-    if (r.error?.code === 'ENOENT') {
-      throw new PdbError('E_TOOL_MISSING', `${cmd} is not installed, so ${what} cannot run`, {
-        hint: `Install it (for example apt-get install ${TOOL_PACKAGES[cmd] ?? cmd}).`,
-      });
-    }
-    const stderr = String(r.stderr ?? '')
-      .trim()
-      .split('\n')
-      .slice(-3)
-      .join(' ');
-    throw new PdbError(
-      failCode,
-      `${what} failed: ${cmd} ${r.error ? `could not start (${r.error.code})` : `exited ${r.exitCode ?? r.signal}`}: ${stderr}`,
-      {
-        cause: r.error ?? undefined,
-      },
-    );
-  }
-  return String(r.stdout ?? '');
-}
-
-const TOOL_PACKAGES: Record<string, string> = { btrfs: 'btrfs-progs', filefrag: 'e2fsprogs', mount: 'mount', umount: 'mount', git: 'git' };

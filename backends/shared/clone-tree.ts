@@ -4,7 +4,7 @@ import { constants, mkdirSync, symlinkSync } from 'node:fs';
 import { copyFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PdbError, isPdbError, osErrorCode, toPdbError } from '../../model/errors.js';
-import { execTool } from './fs-util.js';
+import { runTool } from '../../model/os/run-tool.js';
 import { sharedFsPool } from '../../model/scan/fs-pool.js';
 import type { CloneItem } from '../../model/scan/fs-worker.js';
 import { progressCounter, type ProgressFn } from '../../model/progress.js';
@@ -159,7 +159,7 @@ export const SAMPLE_SIZE = 8;
  */
 export async function observeShared(paths: string[]): Promise<{ observed: boolean | null; checked: number; shared: number; tool: string }> {
   if (paths.length === 0) return { observed: null, checked: 0, shared: 0, tool: 'none (no file large enough to sample)' };
-  const r = await execTool('filefrag', ['-v', ...paths]);
+  const r = await runTool('filefrag', ['-v', ...paths]);
   if (r.error) return { observed: null, checked: 0, shared: 0, tool: 'filefrag missing' };
   // filefrag prints one block per file starting with "File size of <path> is".
   const blocks = String(r.stdout)

@@ -13,7 +13,7 @@ import { renderHtml, renderJson, renderMarkdown } from '../../reports/render.js'
 import { WORKLOADS } from '../../workloads/registry.js';
 import type { Workload } from '../../workloads/types.js';
 import { emit } from '../output.js';
-import type { DefineCommand } from '../program.js';
+import type { DefineCommand } from '../context.js';
 
 function parseCount(text: string | undefined, what: string, min: number, max: number): number | undefined {
   if (text === undefined) return undefined;

@@ -1,7 +1,6 @@
 // check-path: what the workspace policy of a session says about one path, and which rule decided.
 import { emit } from '../output.js';
-import type { CliContext, DefineCommand } from '../program.js';
-import { openService } from './sessions.js';
+import { openService, type CliContext, type DefineCommand } from '../context.js';
 
 const checkPath: DefineCommand = (cmd, ctx: CliContext) =>
   cmd

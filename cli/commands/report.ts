@@ -1,13 +1,14 @@
 import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
-import { hasSchema, validateAgainst, formatIssues } from '../../harness/schemas.js';
+import { hasSchema, validateAgainst, formatIssues } from '../../model/schemas.js';
 import type { Receipt } from '../../harness/receipt/receipt-types.js';
 import { PdbError } from '../../model/errors.js';
 import { analyzeReceipts } from '../../reports/analyze.js';
-import { evaluateGate, type Policy } from '../../reports/gate/gate.js';
+import { evaluateGate } from '../../reports/gate/gate.js';
+import { type Policy } from '../../reports/gate/policy.js';
 import { validatePolicy } from '../../reports/gate/policy.js';
 import { renderHtml, renderJson, renderMarkdown } from '../../reports/render.js';
-import type { DefineCommand } from '../program.js';
+import type { DefineCommand } from '../context.js';
 import { emit } from '../output.js';
 
 /** A name for messages: relative to the working directory, so nothing absolute is printed. */

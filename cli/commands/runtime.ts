@@ -2,8 +2,7 @@
 import { PdbError } from '../../model/errors.js';
 import type { PsEntry } from '../../sessions/service.js';
 import { emit, table } from '../output.js';
-import type { DefineCommand } from '../program.js';
-import { openService } from './sessions.js';
+import { openService, type DefineCommand } from '../context.js';
 
 /** "3s", "4m", "2h", "5d": the age of a process, coarse like ps's. */
 function age(ms: number | null): string {

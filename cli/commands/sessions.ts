@@ -3,15 +3,10 @@ import { BACKEND_NAMES } from '../../backends/types.js';
 import type { Digest } from '../../model/canonical-json.js';
 import { PdbError } from '../../model/errors.js';
 import { SessionService, type SessionInfo } from '../../sessions/service.js';
-import { findProjectRoot } from '../../sessions/find-project.js';
-import { resolveStoreDir } from '../../sessions/store-location.js';
+import { findProjectRoot, resolveStoreDir } from '../../sessions/store-location.js';
 import { emit, short, table } from '../output.js';
-import type { CliContext, DefineCommand } from '../program.js';
+import { openService, type CliContext, type DefineCommand } from '../context.js';
 import { createProgressReporter } from '../progress.js';
-
-export async function openService(store: string | undefined): Promise<SessionService> {
-  return SessionService.open(resolveStoreDir({ store }));
-}
 
 const create: DefineCommand = (cmd) =>
   cmd

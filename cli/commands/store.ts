@@ -3,8 +3,7 @@ import { formatBytes } from '../../model/progress.js';
 import { SessionService, type Finding, type VerifyResult } from '../../sessions/service.js';
 import { resolveStoreDir } from '../../sessions/store-location.js';
 import { emit, table } from '../output.js';
-import type { DefineCommand } from '../program.js';
-import { openService } from './sessions.js';
+import { openService, type DefineCommand } from '../context.js';
 
 const backends: DefineCommand = (cmd) =>
   cmd

@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { PdbError } from '../../model/errors.js';
 import { findPathIssues } from '../../harness/receipt/path-free.js';
-import { SCHEMA_NAMES, detectSchema, hasSchema, validateAgainst, type SchemaName } from '../../harness/schemas.js';
+import { SCHEMA_NAMES, detectSchema, hasSchema, validateAgainst, type SchemaName } from '../../model/schemas.js';
 import { planIssues, type Plan } from '../../harness/plan/plan.js';
 import { planVarNames } from '../../harness/plan/plan-vars.js';
 import { WORKLOADS } from '../../workloads/registry.js';
 import type { Workload } from '../../workloads/types.js';
 import { emit } from '../output.js';
-import type { DefineCommand } from '../program.js';
+import type { DefineCommand } from '../context.js';
 
 /** Plan fields that hold URL paths (an HTTP milestone, an HTTP change to observe), never file paths. */
 const URL_PATH_FIELD = /\/(?:http\/path|then\/httpChange)$/;

@@ -1,8 +1,7 @@
 // The way back: export and apply carry a session's last checkpoint out of the store.
 import { PdbError } from '../../model/errors.js';
 import { emit } from '../output.js';
-import type { DefineCommand } from '../program.js';
-import { openService } from './sessions.js';
+import { openService, type DefineCommand } from '../context.js';
 
 const exportCmd: DefineCommand = (cmd) =>
   cmd

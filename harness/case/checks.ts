@@ -10,7 +10,7 @@ import { scanTree, walkTree } from '../../model/scan/scan.js';
 import { createSnapshot, snapshotDigest, totalMismatches, type Entry, type MismatchCounts } from '../../model/snapshot.js';
 import type { SessionService } from '../../sessions/service.js';
 import type { StepContext, Workload } from '../../workloads/types.js';
-import { scrubText } from '../receipt/path-free.js';
+import { scrubText } from '../../model/scrub.js';
 import { projectResult } from './projection.js';
 import type { CheckRecord, CheckReference, FailureRecord, ProjectionRecord } from '../receipt/receipt-types.js';
 import { compareTrees, internTree } from './tree-compare.js';

@@ -1,19 +1,19 @@
 // What a case measures: each phase's monotonic wall time (with its own timeout, the child's CPU
 // and peak RSS when the phase ran one process), and physical disk growth as the free-space delta
 // of the store's filesystem (not `du`, which cannot see shared extents).
-import { existsSync, readFileSync, statfsSync } from 'node:fs';
-import { execa } from 'execa';
+import { statfsSync } from 'node:fs';
 import { PdbError, toPdbError } from '../../model/errors.js';
+import { mountPointsUnder } from '../../model/os/mounts.js';
+import { runTool } from '../../model/os/run-tool.js';
 import { failedProcess } from '../../workloads/step-failure.js';
 import type { ProcessResult } from '../../workloads/types.js';
-import { parseMountInfo } from '../receipt/host.js';
 import type { RssProbe } from './memory.js';
 import type { PhaseOutcome, PhaseRecord } from '../receipt/receipt-types.js';
 
 /** Flush dirty data of the store's filesystem so the free-space delta sees real allocation. */
 async function syncFs(dir: string): Promise<void> {
-  const r = await execa('sync', ['-f', dir], { reject: false, timeout: 120_000 });
-  if (r.exitCode !== 0) await execa('sync', [], { reject: false, timeout: 120_000 });
+  const r = await runTool('sync', ['-f', dir], { timeoutMs: 120_000 });
+  if (r.exitCode !== 0) await runTool('sync', [], { timeoutMs: 120_000 });
 }
 
 function freeBytes(dir: string): number | null {
@@ -38,9 +38,7 @@ export function diskGrowth(before: number | null, after: number | null): number 
 
 /** Mount points at or under `dir` (a session left mounted). */
 export function mountsUnder(dir: string): number {
-  if (!existsSync('/proc/self/mountinfo')) return 0;
-  const mounts = parseMountInfo(readFileSync('/proc/self/mountinfo', 'utf8'));
-  return mounts.filter((m) => m.mountPoint === dir || m.mountPoint.startsWith(`${dir}/`)).length;
+  return mountPointsUnder(dir).length;
 }
 
 export function phaseRecord(

@@ -15,7 +15,7 @@ import { CaseAborted, createPhaseTimer, diskGrowth, freeBytesAfterSync, mountsUn
 import { createCaseRunner, findCaseProcesses, killCaseProcesses, newCaseToken, type CaseProcessRegistry } from './processes.js';
 import { classifyCase, notJudgedReason } from './outcome.js';
 import type { RssProbe } from './memory.js';
-import { scrubText } from '../receipt/path-free.js';
+import { scrubText } from '../../model/scrub.js';
 import { projectResult } from './projection.js';
 import type { CaseRecord, CheckRecord, FailureRecord, FixtureRecord, ProjectionRecord } from '../receipt/receipt-types.js';
 import type { ScheduledCase } from '../plan/scheduler.js';

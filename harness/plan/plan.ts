@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { BACKEND_NAMES, type AnyBackendName } from '../../backends/types.js';
 import { canonicalBytes, type Digest } from '../../model/canonical-json.js';
 import { PdbError, osErrorCode } from '../../model/errors.js';
-import { assertSchema } from '../../model/schema-validator.js';
+import { assertSchema } from '../../model/schemas.js';
 import type { Workload } from '../../workloads/types.js';
 
 /** A workload parameter: any JSON value (each workload checks its own, see `planIssues`). */

@@ -3,54 +3,12 @@
 // together (whoever ran them, with whatever HOME) without naming it.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, realpathSync, statfsSync } from 'node:fs';
+import { readFileSync, statfsSync } from 'node:fs';
 import { arch, cpus, hostname, loadavg, platform, release, totalmem } from 'node:os';
-import { execa } from 'execa';
+import { FS_MAGIC } from '../../backends/shared/fs-util.js';
+import { mountContaining } from '../../model/os/mounts.js';
+import { runTool } from '../../model/os/run-tool.js';
 import type { HostFingerprint, HostIdSource } from './receipt-types.js';
-
-export interface MountEntry {
-  mountPoint: string;
-  fsType: string;
-  options: string[];
-}
-
-function unescapeMount(s: string): string {
-  return s.replace(/\\([0-7]{3})/g, (_m, oct: string) => String.fromCharCode(parseInt(oct, 8)));
-}
-
-/** Parse /proc/self/mountinfo lines. */
-export function parseMountInfo(text: string): MountEntry[] {
-  const out: MountEntry[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue;
-    const [pre, post] = line.split(' - ');
-    if (!pre || !post) continue;
-    const f = pre.split(' ');
-    const g = post.split(' ');
-    if (f.length < 6 || g.length < 1) continue;
-    const options = [...(f[5] ?? '').split(','), ...(g[2] ?? '').split(',')].filter(Boolean);
-    out.push({ mountPoint: unescapeMount(f[4]!), fsType: g[0]!, options: [...new Set(options)] });
-  }
-  return out;
-}
-
-/** The mount holding `dir` (longest mount point that prefixes its real path). */
-export function mountOf(dir: string, mounts: MountEntry[]): MountEntry | null {
-  let real = dir;
-  try {
-    real = realpathSync(dir);
-  } catch {
-    /* use as given */
-  }
-  let best: MountEntry | null = null;
-  for (const m of mounts) {
-    const mp = m.mountPoint.endsWith('/') ? m.mountPoint : `${m.mountPoint}/`;
-    if (real === m.mountPoint || `${real}/`.startsWith(mp) || m.mountPoint === '/') {
-      if (!best || m.mountPoint.length >= best.mountPoint.length) best = m;
-    }
-  }
-  return best;
-}
 
 /** Mount options without values that are paths (overlay lowerdir=..., subvol=/x): keep the name only. */
 export function sanitizeMountOptions(options: string[]): string[] {
@@ -62,23 +20,18 @@ export function sanitizeMountOptions(options: string[]): string[] {
   });
 }
 
+/** statfs type names where there is no mount table: the backends' FS_MAGIC, and a few more a store may sit on. */
 const STATFS_TYPES: Record<number, string> = {
-  0xef53: 'ext4',
-  0x9123683e: 'btrfs',
-  0x58465342: 'xfs',
-  0x794c7630: 'overlay',
-  0x01021994: 'tmpfs',
+  ...Object.fromEntries(Object.entries(FS_MAGIC).map(([name, magic]) => [magic, name])),
   0xcafe4a11: 'bcachefs',
   0x6969: 'nfs',
   0x2fc12fc1: 'zfs',
-  26: 'apfs',
 };
 
 export function storeFilesystem(dir: string): HostFingerprint['storeFs'] {
-  if (existsSync('/proc/self/mountinfo')) {
-    const m = mountOf(dir, parseMountInfo(readFileSync('/proc/self/mountinfo', 'utf8')));
-    if (m) return { type: m.fsType, mountOptions: sanitizeMountOptions(m.options) };
-  }
+  // Without a mount table (macOS) no mount holds it, and statfs names the type.
+  const m = mountContaining(dir);
+  if (m) return { type: m.fsType, mountOptions: sanitizeMountOptions([...new Set([...m.mountOptions, ...m.superOptions])]) };
   try {
     const t = Number(statfsSync(dir).type);
     return { type: STATFS_TYPES[t] ?? `statfs-0x${t.toString(16)}`, mountOptions: [] };
@@ -88,14 +41,10 @@ export function storeFilesystem(dir: string): HostFingerprint['storeFs'] {
 }
 
 async function toolVersion(cmd: string, args: string[] = ['--version']): Promise<string | null> {
-  try {
-    const r = await execa(cmd, args, { timeout: 15_000, reject: false, env: { NO_COLOR: '1', npm_config_update_notifier: 'false' } });
-    if (r.exitCode !== 0) return null;
-    const m = /(\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?)/.exec(String(r.stdout));
-    return m ? m[1]! : null;
-  } catch {
-    return null;
-  }
+  const r = await runTool(cmd, args, { timeoutMs: 15_000, env: { NO_COLOR: '1', npm_config_update_notifier: 'false' } });
+  if (r.exitCode !== 0) return null; // not installed, or it failed: the receipt records null
+  const m = /(\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?)/.exec(r.stdout);
+  return m ? m[1]! : null;
 }
 
 // A constant, per-project salt: the same machine gets the same id in every run and every user's

@@ -2,9 +2,6 @@
 // name anywhere (keys included). Checked before anything is written.
 import { defaultHostNames, defaultUserNames, nameMatcher } from '../../model/scrub.js';
 
-// Scrubbing lives in the model (workloads scrub tool output too); re-exported for the harness's callers.
-export { scrubText } from '../../model/scrub.js';
-
 export interface PathFreeIssue {
   /** JSON pointer of the offending string. */
   pointer: string;

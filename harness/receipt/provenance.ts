@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
-import { execa } from 'execa';
+import { runTool } from '../../model/os/run-tool.js';
 import type { Provenance } from './receipt-types.js';
 
 /** The checkout at one moment: its commit, whether it differs from that commit, and a digest of its whole state. */
@@ -19,8 +19,8 @@ export interface CheckoutState {
 const UNKNOWN: CheckoutState = { commit: null, dirty: null, state: null };
 
 async function git(repo: string, args: string[]): Promise<string | null> {
-  const r = await execa('git', ['-C', repo, ...args], { reject: false, stripFinalNewline: false, timeout: 60_000, encoding: 'utf8' });
-  return r.exitCode === 0 ? String(r.stdout) : null;
+  const r = await runTool('git', ['-C', repo, ...args], { timeoutMs: 60_000 });
+  return r.exitCode === 0 ? r.stdout : null; // no git, or it failed: provenance unknown
 }
 
 /** Pathspecs that leave out `ignore` directories inside the repository (outside ones need nothing). */

@@ -21,7 +21,7 @@ import {
   type ReceiptSummary,
 } from './receipt-types.js';
 import type { ScheduledBlock } from '../plan/scheduler.js';
-import { formatIssues, validateAgainst } from '../schemas.js';
+import { formatIssues, validateAgainst } from '../../model/schemas.js';
 
 export function summarize(cases: CaseRecord[], planned: number, skippedUnavailable: number): ReceiptSummary {
   const count = (o: CaseRecord['outcome']) => cases.filter((c) => c.outcome === o).length;

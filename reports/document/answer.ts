@@ -1,11 +1,10 @@
 // The top of a report: the answer first (per testbed and fixture, which backends were correct there
 // and the fastest correct one, with its ratio and CI), then what the evidence may and may not be
 // used for (receipts that are not gate evidence, and why), then the policy verdict.
-import type { Block } from './document.js';
-import type { GateResult, Policy } from '../gate/gate.js';
+import type { Block } from './block.js';
+import { fmtRatio as r3 } from '../format.js';
+import type { GateResult, Policy } from '../gate/policy.js';
 import { MIN_BLOCKS_TO_TELL, type Answer, type ReportData, type Testbed } from '../report-data.js';
-
-const r3 = (x: number | null | undefined): string => (x === null || x === undefined ? '-' : x.toFixed(3));
 
 function testbedTitle(t: Testbed): string {
   const load = t.loadAverages.length ? `; load at the start of its runs ${t.loadAverages.map((l) => l[0]!.toFixed(2)).join(', ')}` : '';

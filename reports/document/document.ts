@@ -3,42 +3,17 @@
 // answer first (document-answer.ts), then the policy verdict, then the detail behind both.
 import { answerBlocks, decisionBlocks, evidenceNote } from './answer.js';
 import type { Comparison, PhaseCell, RateRow, ReportData } from '../report-data.js';
-import type { GateResult, Policy } from '../gate/gate.js';
+import type { GateResult, Policy } from '../gate/policy.js';
 import { distributionChart, ratioChart } from '../svg.js';
+import type { Block } from './block.js';
+import { fmtMs, fmtP, fmtPct, fmtRatio } from '../format.js';
 
-export type Block =
-  | { kind: 'heading'; level: 1 | 2 | 3; text: string }
-  | { kind: 'paragraph'; text: string }
-  | { kind: 'verdict'; verdict: GateResult['verdict']; text: string }
-  | { kind: 'list'; items: string[] }
-  | { kind: 'table'; header: string[]; rows: string[][]; align?: ('l' | 'r')[] }
-  | { kind: 'chart'; name: string; title: string; svg: string };
+export type { Block } from './block.js';
 
 export interface ReportInput {
   data: ReportData;
   gate: GateResult | null;
   policy: Policy | null;
-}
-
-export function fmtMs(x: number | null | undefined): string {
-  if (x === null || x === undefined) return '-';
-  if (x >= 10000) return x.toFixed(0);
-  if (x >= 100) return x.toFixed(1);
-  return x.toFixed(2);
-}
-
-export function fmtRatio(x: number | null | undefined): string {
-  return x === null || x === undefined ? '-' : x.toFixed(3);
-}
-
-export function fmtP(p: number | null | undefined): string {
-  if (p === null || p === undefined) return '-';
-  return p < 0.001 ? p.toExponential(1) : p.toFixed(3);
-}
-
-export function fmtPct(x: number | null | undefined): string {
-  if (x === null || x === undefined) return '-';
-  return `${(x * 100).toFixed(x < 0.01 && x > 0 ? 2 : 1)}%`;
 }
 
 function fmtGiB(bytes: number): string {

@@ -1,7 +1,8 @@
 // The gate's criteria, each a function that adds its findings (met, hold or reject) in a fixed
 // order: hosts, blocks, diversity, fixtures, correctness, clone behaviour; the speed criteria
 // (blocks, speed-up, slowdown and slack, fixture by fixture) are in gate-speed.ts.
-import type { FindingStatus, Policy } from './gate.js';
+import { fmtPct as pct } from '../format.js';
+import type { FindingStatus, Policy } from './policy.js';
 import type { ReportCase as CaseRecord, ReportReceipt as Receipt } from '../receipts.js';
 import { CLONE_FAILURE_CODES, type ReportData, type Testbed } from '../report-data.js';
 
@@ -16,15 +17,6 @@ export interface GateContext {
 }
 
 const TYPED_CODE = /^E_[A-Z0-9_]+$/;
-
-export function fmtRatio(x: number): string {
-  return x.toFixed(3);
-}
-
-function pct(x: number | null | undefined): string {
-  if (x === null || x === undefined) return '-';
-  return `${(x * 100).toFixed(x < 0.01 ? 2 : 1)}%`;
-}
 
 function describeHosts(policy: Policy): string {
   const parts = [

@@ -9,53 +9,7 @@ import { blockFindings, speedupFindings } from './speed.js';
 import { readReceipt, type ReportReceipt } from '../receipts.js';
 import type { ReportData } from '../report-data.js';
 import { isSyntheticReceipt, labelTestbeds } from '../testbeds.js';
-
-export interface Policy {
-  $schema?: string;
-  kind: 'pdb-env-policy';
-  policyVersion: 2;
-  name: string;
-  description: string;
-  candidate: string;
-  baseline: string;
-  workloads: string[];
-  hosts: { os?: string[]; storeFs?: string[]; minHosts: number; minDistinctPlatforms: number };
-  minBlocksPerWorkloadAndHost: number;
-  minFixtures: number;
-  excludeSyntheticReceipts?: boolean;
-  alpha?: number;
-  correctness: { maxMismatches: number; maxMismatchUpper95: number; maxFailureUpper95: number };
-  clone: { requireObserved: boolean; requireTypedFailures: boolean; requireFallbackEvidence: boolean };
-  /** Which fixtures each speed rule judges (names, or prefixes ending in *): ratios for sizeable ones, an absolute slack for tiny ones. */
-  fixtures: { ratio: string[]; slack: string[] };
-  speedup: { phases: string[]; maxRatioUpper95: number; noSlowdownPhases: string[] };
-  /** Tiny fixtures: in each phase, the median paired difference may be at most maxSlowerMs above the baseline's. */
-  slack: { phases: string[]; maxSlowerMs: number };
-}
-
-export type Verdict = 'PROMOTE' | 'HOLD' | 'REJECT';
-export type FindingStatus = 'met' | 'hold' | 'reject';
-
-export interface Finding {
-  /** Which criterion: hosts, blocks, fixtures, mismatch, failure, clone-observed, typed-failure, fallback-evidence, speedup, slowdown, slack, evidence. */
-  criterion: string;
-  status: FindingStatus;
-  /** Testbed label when the finding is about one testbed. */
-  testbed: string | null;
-  message: string;
-}
-
-export interface GateResult {
-  policy: string;
-  candidate: string;
-  baseline: string;
-  verdict: Verdict;
-  /** Testbeds whose evidence counted (match the host filter and ran the candidate). */
-  countedTestbeds: string[];
-  /** Receipts left out of the decision, with the reason. */
-  ignoredReceipts: { runId: string; reason: string }[];
-  findings: Finding[];
-}
+import type { Finding, GateResult, Policy, Verdict } from './policy.js';
 
 /**
  * Evaluate `policy` against receipts. The numbers come from the same analysis as the report

@@ -2,7 +2,8 @@
 // sizeable fixture (fixtures.ratio) must show the speed-up as a ratio and no significant slowdown;
 // a tiny one (fixtures.slack), where a ratio of milliseconds means nothing, may be at most
 // slack.maxSlowerMs slower than the baseline. Blocks are counted per fixture, never pooled.
-import { fmtRatio, type GateContext } from './criteria.js';
+import type { GateContext } from './criteria.js';
+import { fmtRatio } from '../format.js';
 import type { Comparison, Testbed } from '../report-data.js';
 
 export type SpeedRule = 'ratio' | 'slack';

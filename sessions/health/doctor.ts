@@ -11,7 +11,8 @@ import { checkReachable } from './integrity.js';
 import type { Intent } from '../journal.js';
 import { GARBAGE_GRACE_MS, inspectLock } from '../locks/lock.js';
 import { objectLeaseDir } from '../locks/object-lease.js';
-import { SESSION_NAME_PATTERN, readSession, recordFile, recoverHint, type StoreContext } from '../records.js';
+import { readSession, recordFile, recoverHint, type StoreContext } from '../records.js';
+import { SESSION_NAME_PATTERN } from '../names.js';
 
 export type FindingKind =
   | 'abandoned-intent'

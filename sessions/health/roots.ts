@@ -18,7 +18,8 @@ import { isPdbError } from '../../model/errors.js';
 import { readTreeIndex } from '../../model/scan/tree-index.js';
 import { envFile, envHead, historyFile } from '../environments.js';
 import { listPins } from './pins.js';
-import { SESSION_NAME_PATTERN, readCheckpointLog, readSession, type StoreContext } from '../records.js';
+import { readCheckpointLog, readSession, type StoreContext } from '../records.js';
+import { SESSION_NAME_PATTERN } from '../names.js';
 
 export interface Root {
   digest: Digest;

@@ -1,9 +1,11 @@
 // What /proc says about processes: parent, process group, start time, command line, and the TCP
 // ports each one listens on (a socket inode in /proc/net/tcp{,6} matched to the fds of a pid).
-// Every reader takes the /proc root so tests can point it elsewhere; where /proc is absent, the
-// answers are empty (nothing tracked can be shown, nothing is claimed alive by it).
+// A process's stat and cmdline are model/os/proc.ts's; the boot time, sockets and fds are read
+// here. Every reader takes the /proc root so tests can point it elsewhere; where /proc is absent,
+// the answers are empty (nothing tracked can be shown, nothing is claimed alive by it).
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
+import { procPids, readProcCmdline, readProcStat } from '../../model/os/proc.js';
 
 export interface ProcInfo {
   pid: number;
@@ -16,38 +18,15 @@ export interface ProcInfo {
 }
 
 export function readProc(pid: number, procRoot = '/proc'): ProcInfo | null {
-  try {
-    const stat = readFileSync(join(procRoot, String(pid), 'stat'), 'utf8');
-    const close = stat.lastIndexOf(')');
-    const name = stat.slice(stat.indexOf('(') + 1, close);
-    // Fields after the name: state(3) ppid(4) pgrp(5) ... starttime(22).
-    const rest = stat.slice(close + 2).split(' ');
-    if (rest[0] === 'Z') return null; // a zombie has ended; only its parent has not reaped it yet
-    let command = '';
-    try {
-      command = readFileSync(join(procRoot, String(pid), 'cmdline'), 'utf8')
-        .split('\0')
-        .filter(Boolean)
-        .join(' ');
-    } catch {
-      // the process ended between the two reads: its name is enough
-    }
-    return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), start: rest[19] ?? '', command: command || `[${name}]` };
-  } catch {
-    return null;
-  }
+  const stat = readProcStat(pid, procRoot);
+  if (!stat || stat.state === 'Z') return null; // a zombie has ended; only its parent has not reaped it yet
+  // Null when the process ended between the two reads: its name is enough.
+  const command = (readProcCmdline(pid, procRoot) ?? []).filter(Boolean).join(' ');
+  return { pid, ppid: stat.ppid, pgid: stat.pgid, start: stat.startTime, command: command || `[${stat.comm}]` };
 }
 
 export function allProcs(procRoot = '/proc'): ProcInfo[] {
-  let names: string[];
-  try {
-    names = readdirSync(procRoot);
-  } catch {
-    return [];
-  }
-  const out: ProcInfo[] = [];
-  for (const n of names) if (/^\d+$/.test(n)) for (const p of [readProc(Number(n), procRoot)]) if (p) out.push(p);
-  return out;
+  return procPids(procRoot).flatMap((pid) => readProc(pid, procRoot) ?? []);
 }
 
 /** Boot time in ms since the epoch (btime of /proc/stat), or null. */

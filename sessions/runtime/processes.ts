@@ -11,8 +11,8 @@ import { mkdir, readdir, readFile, unlink } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { mountTable } from '../../backends/shared/fs-util.js';
 import { writeFileAtomic, type ObjectStore } from '../../model/store/object-store.js';
+import { mountTable, parseMountInfo } from '../../model/os/mounts.js';
 import { isProcessAlive, processStartTime } from '../../model/os/proc.js';
 import { allProcs, type ProcInfo } from './proc.js';
 
@@ -52,14 +52,9 @@ export function processRecordDir(store: ObjectStore): string {
  * none (cgroup v1 only, or no /proc).
  */
 export function cgroup2Mount(mountinfo?: string): string | null {
-  let points: string[];
-  try {
-    points = mountTable(mountinfo)
-      .filter((m) => m.fsType === 'cgroup2')
-      .map((m) => m.mountPoint);
-  } catch {
-    return null; // no procfs: no cgroups either
-  }
+  const points = (mountinfo === undefined ? mountTable() : parseMountInfo(mountinfo))
+    .filter((m) => m.fsType === 'cgroup2')
+    .map((m) => m.mountPoint);
   return points.find((p) => p === '/sys/fs/cgroup') ?? points.find((p) => p === '/sys/fs/cgroup/unified') ?? points[0] ?? null;
 }
 

@@ -7,7 +7,8 @@ import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PdbError, toPdbError } from '../../model/errors.js';
 import { writeFileAtomic, type ObjectStore } from '../../model/store/object-store.js';
-import { SESSION_NAME_PATTERN, sessionDir, sessionRoot } from '../records.js';
+import { sessionDir, sessionRoot } from '../records.js';
+import { SESSION_NAME_PATTERN } from '../names.js';
 import { withStoreLock } from '../locks/store-lock.js';
 import { allocatePortBlock, portConfig, type PortProbe } from './ports.js';
 

@@ -2,11 +2,11 @@
 // into an object database, and branches by `commit-tree` and `update-ref`, so the formats (binary
 // patches, quoted non-ASCII names, modes, symlinks) are git's and not a re-implementation. Only
 // plumbing runs, always with a temporary index (GIT_INDEX_FILE): a user's work tree, index and
-// HEAD are never touched. node:child_process rather than execa: it is one small helper.
-import { spawn } from 'node:child_process';
+// HEAD are never touched. git runs through the model's tool runner (model/os/run-tool.ts).
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PdbError, osErrorCode } from '../../model/errors.js';
+import { runTool } from '../../model/os/run-tool.js';
 import type { ObjectStore } from '../../model/store/object-store.js';
 import type { Change, Entry } from '../../model/snapshot.js';
 
@@ -30,36 +30,27 @@ export async function git(args: string[], options: GitOptions = {}): Promise<Buf
 }
 
 /** Run git; its exit code (one of `ok`, else E_IO with git's message) and stdout. */
-export function gitCode(args: string[], options: GitOptions, ok: number[]): Promise<{ code: number; stdout: Buffer }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', LC_ALL: 'C' };
+export async function gitCode(args: string[], options: GitOptions, ok: number[]): Promise<{ code: number; stdout: Buffer }> {
+  // GIT_DIR and GIT_INDEX_FILE only when given: otherwise git sees this process's own.
+  const env: Record<string, string> = { GIT_CONFIG_NOSYSTEM: '1' };
   if (options.gitDir) env.GIT_DIR = options.gitDir;
   if (options.indexFile) env.GIT_INDEX_FILE = options.indexFile;
-  return new Promise((resolve, reject) => {
-    const child = spawn('git', args, { env, cwd: options.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    child.on('error', (e) => {
-      if (osErrorCode(e) === 'ENOENT')
-        reject(
-          new PdbError('E_TOOL_MISSING', 'git is not installed (or not on PATH): patches and branches are made with git', {
-            hint: 'Install git (apt-get install git, brew install git), then run the command again.',
-          }),
-        );
-      else reject(new PdbError('E_IO', `git ${args[0]} could not start: ${e.message}`, { cause: e }));
-    });
-    child.on('close', (code) => {
-      if (code !== null && ok.includes(code)) resolve({ code, stdout: Buffer.concat(out) });
-      else
-        reject(
-          new PdbError('E_IO', `git ${args.join(' ')} failed (exit ${code}): ${Buffer.concat(err).toString('utf8').trim()}`, {
-            hint: "The message above is git's.",
-          }),
-        );
-    });
-    child.stdin.on('error', () => undefined); // git exiting early closes stdin; its exit code says what happened
-    child.stdin.end(options.input ?? '');
+  const r = await runTool('git', args, {
+    cwd: options.cwd,
+    env,
+    input: options.input,
+    encoding: 'buffer',
+  });
+  if (r.error) {
+    if (osErrorCode(r.error) === 'ENOENT')
+      throw new PdbError('E_TOOL_MISSING', 'git is not installed (or not on PATH): patches and branches are made with git', {
+        hint: 'Install git (apt-get install git, brew install git), then run the command again.',
+      });
+    throw new PdbError('E_IO', `git ${args[0]} could not start: ${r.error.message}`, { cause: r.error });
+  }
+  if (r.exitCode !== null && ok.includes(r.exitCode)) return { code: r.exitCode, stdout: r.stdout };
+  throw new PdbError('E_IO', `git ${args.join(' ')} failed (exit ${r.exitCode}): ${r.stderr.trim()}`, {
+    hint: "The message above is git's.",
   });
 }
 

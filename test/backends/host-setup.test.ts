@@ -1,20 +1,18 @@
 // scripts/host-setup.ts: a loopback filesystem is mounted, then fully released (no mount, no
 // loop device, no image), also when making it fails half-way, and releasing twice is harmless.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { mountTable } from '../../model/os/mounts.js';
 import { isRoot, skipTest, tempDir } from '../helpers/index.js';
 import { loadHostSetup } from '../helpers/cow-harness.js';
 
 const t = tempDir('pdb-host-');
 test.after(() => t.cleanup());
 
-const mounted = (p: string) =>
-  readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .some((l) => l.split(' ')[4] === p);
+const mounted = (p: string) => mountTable().some((m) => m.mountPoint === p);
 const attached = (image: string) => execFileSync('losetup', ['-j', image], { encoding: 'utf8' }).trim();
 
 test('mount, observe, release (twice)', async () => {

@@ -126,7 +126,7 @@ test('list and --help load no harness, workload, report, agent or ACP SDK module
     'list starts no process',
   );
   const unused = list.own.filter((f) =>
-    /^(backends\/registry|model\/scan|sessions\/(create|gc|sweep|checkpoint|import|session-ops))\.js$/.test(f),
+    /^(backends\/registry|model\/scan\/scan|sessions\/(create|health\/gc|health\/sweep|checkpoint|import|session-ops))\.js$/.test(f),
   );
   assert.equal(unused, [], `list loaded ${unused.join(', ')}`);
   assert.ok(list.own.length + list.deps.length < 60, `list loaded ${list.own.length + list.deps.length} modules`);

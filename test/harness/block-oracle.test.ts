@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { runBench } from '../../harness/bench.js';
 import type { CaseRecord, Receipt } from '../../harness/receipt/receipt-types.js';
 import { buildSchedule } from '../../harness/plan/scheduler.js';
-import { validateAgainst } from '../../harness/schemas.js';
+import { validateAgainst } from '../../model/schemas.js';
 import { tempDir } from '../helpers/index.js';
 import { base, failing, workloads } from '../helpers/bench-workloads.js';
 

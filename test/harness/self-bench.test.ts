@@ -46,7 +46,7 @@ test('pdb-env bench --source <this repository> --step install --step build --ste
         '--step',
         'build=npx tsc -p tsconfig.json',
         '--step',
-        'test=node dist/test/harness/scheduler.test.js',
+        'test=node dist/test/harness/plan/scheduler.test.js',
         '--backends',
         cow ? 'full-copy,overlay' : 'full-copy',
         '--blocks',

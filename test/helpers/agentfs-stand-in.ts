@@ -7,7 +7,7 @@ import { chmodSync, copyFileSync, existsSync, readdirSync, readFileSync, writeFi
 import { join } from 'node:path';
 import { DEFAULT_AGENTFS_TIMEOUTS, type AgentfsTimeouts, type AgentfsTool } from '../../backends/agentfs/adapter.js';
 import { processesMentioning } from '../../backends/agentfs/exec.js';
-import { mountAt, mountPointsUnder } from '../../backends/shared/fs-util.js';
+import { mountAt, mountPointsUnder } from '../../model/os/mounts.js';
 import { REPO_ROOT } from './index.js';
 
 export const STAND_IN = join(REPO_ROOT, 'test', 'fixtures', 'agentfs-stand-in', 'agentfs');

@@ -1,11 +1,12 @@
 // Test workloads and plans for the harness tests: tiny fixtures, a sleeping step, a counting step,
 // a step that appends in place (for the negative control), and one that is interrupted.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Plan } from '../../harness/plan/plan.js';
 import { PdbError, type PdbErrorCode } from '../../model/errors.js';
 import { WORKLOADS } from '../../workloads/registry.js';
 import type { Workload } from '../../workloads/types.js';
+import { readProcStat } from '../../model/os/proc.js';
 
 export const base = (over: Partial<Plan>): Plan => ({
   kind: 'pdb-env-plan',
@@ -35,12 +36,8 @@ export function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
+  const stat = readProcStat(pid);
+  return stat !== null && stat.state !== 'Z';
 }
 
 const sleepWorkload: Workload = {
@@ -88,7 +85,7 @@ const countWorkload: Workload = {
   project: (e) => e,
   projectionNote: 'identity',
   async expected(entries) {
-    const { TreeModel } = await import('../../workloads/fileops/fileops.js');
+    const { TreeModel } = await import('../../workloads/tree-model.js');
     const m = new TreeModel(entries);
     m.write('src/count.txt', 'counted\n');
     return m.result();
@@ -183,7 +180,7 @@ export const failOnceWorkload: Workload = {
   project: (e) => e,
   projectionNote: 'identity',
   async expected(entries) {
-    const { TreeModel } = await import('../../workloads/fileops/fileops.js');
+    const { TreeModel } = await import('../../workloads/tree-model.js');
     const m = new TreeModel(entries);
     m.write('src/new.txt', 'new\n');
     return m.result();

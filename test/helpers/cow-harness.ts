@@ -1,10 +1,11 @@
 // Shared by the backend conformance and property tests: per-test loopback filesystems (through
 // scripts/host-setup.ts, always released), the base fixture, and the oracle checks.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as assert from 'uvu/assert';
 import { baseDir, type BaseFamily } from '../../backends/shared/base-tree.js';
+import { mountPointsUnder } from '../../model/os/mounts.js';
 import { scanTree } from '../../model/scan/scan.js';
 import { diffEntries, type Entry } from '../../model/snapshot.js';
 import type { Digest } from '../../model/canonical-json.js';
@@ -99,10 +100,7 @@ export async function basesUnchanged(svc: SessionService, digest: Digest, expect
 
 /** Mounts at or below `dir` (what an overlay session leaves behind if release failed). */
 export function mountsUnder(dir: string): string[] {
-  return readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .map((l) => l.split(' ')[4] ?? '')
-    .filter((m) => m === dir || m.startsWith(`${dir}/`));
+  return mountPointsUnder(dir);
 }
 
 export interface CaseOutcome {

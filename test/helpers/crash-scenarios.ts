@@ -13,7 +13,6 @@ import { scanTree } from '../../model/scan/scan.js';
 import { createSnapshot, diffEntries, snapshotDigest, type Entry } from '../../model/snapshot.js';
 import { SessionService } from '../../sessions/service.js';
 import { mountsUnder } from './cow-harness.js';
-import { writeTree } from './index.js';
 import { json, pdbAsync } from './fault-helpers.js';
 
 export interface Lane {

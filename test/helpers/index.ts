@@ -1,10 +1,11 @@
 // Shared test helpers: real temporary trees (one per test, removed after unless PDB_KEEP_TMP=1),
 // a CLI runner against the built binary, and the one way a test says what did not run.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readProcStat } from '../../model/os/proc.js';
 import { removeOwner, writeOwner } from './stale-temp.js';
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -134,11 +135,8 @@ export function skipPart(name: string, capability: Capability, reason: string): 
 
 /** Alive and not a zombie (a container's init may be slow to reap). */
 export function processAlive(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]![0] !== 'Z';
-  } catch {
-    return false;
-  }
+  const stat = readProcStat(pid);
+  return stat !== null && stat.state !== 'Z';
 }
 
 /** Poll `fn` every 50 ms until it returns something truthy; an Error naming `what` after `ms`. */

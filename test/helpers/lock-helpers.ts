@@ -26,7 +26,7 @@ export function killHolders(): void {
 
 /** Start a child that takes a lock (mode 'lock') or a lease ('writer' | 'exclusive') at `path` on "go". */
 export async function startHolder(mode: 'lock' | 'writer' | 'exclusive', path: string): Promise<Holder> {
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'dist', 'test', 'sessions', 'lock-child.js'), mode, path], {
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'dist', 'test', 'helpers', 'lock-child.js'), mode, path], {
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   started.add(child);

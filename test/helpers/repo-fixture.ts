@@ -5,7 +5,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import type { Plan } from '../../harness/plan/plan.js';
-import type { RepoStep } from '../../workloads/repo/repo.js';
+import type { RepoStep } from '../../workloads/repo/params.js';
 
 const WATCHER = `import { readFileSync, watch } from 'node:fs';
 // Reports every change under lib/ with the file's content, the way a test watcher reruns.

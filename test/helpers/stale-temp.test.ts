@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { isRoot, REPO_ROOT, skipPart, tempDir } from './index.js';
 import { loopDevicesUnder, mountsUnder, staleTempDirs, sweepStaleTempDirs } from './stale-temp.js';
 
-const helpers = pathToFileURL(join(REPO_ROOT, 'dist', 'test', 'helpers.js')).href;
+const helpers = pathToFileURL(join(REPO_ROOT, 'dist', 'test', 'helpers', 'index.js')).href;
 
 /** A child test process that makes a temp dir (optionally mounting and attaching in it), prints it, then waits to be killed. */
 async function killedOwner(withMounts: boolean): Promise<string> {

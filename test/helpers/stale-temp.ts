@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { mountTable } from '../../backends/shared/fs-util.js';
+import { mountTable } from '../../model/os/mounts.js';
 import { isProcessAlive, processStartTime } from '../../model/os/proc.js';
 
 const OWNER_SUFFIX = '.pdb-test-owner';
@@ -34,12 +34,8 @@ export function staleTempDirs(root = tmpdir()): string[] {
 
 /** Mount points at or under `dir`, deepest first (from /proc/self/mountinfo, octal escapes decoded). */
 export function mountsUnder(dir: string): string[] {
-  let points: string[];
-  try {
-    points = mountTable().map((m) => m.mountPoint);
-  } catch {
-    return []; // no procfs (macOS): nothing a test here could have mounted
-  }
+  // No procfs (macOS): an empty table, as nothing a test here could have mounted.
+  const points = mountTable().map((m) => m.mountPoint);
   return [...new Set(points.filter((p) => p === dir || p.startsWith(`${dir}/`)))].sort((a, b) => b.length - a.length);
 }
 

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { scanTree } from '../../model/scan/scan.js';
 import type { Entry } from '../../model/snapshot.js';
+import { SessionService, type CheckpointResult } from '../../sessions/service.js';
 import { writeTree } from './index.js';
 
 export const gitRun = (cwd: string, args: string[], input?: string | Buffer): string =>
@@ -123,3 +124,44 @@ export async function filesOf(root: string): Promise<Entry[]> {
 }
 
 export const nonDirs = (entries: Entry[]): Entry[] => entries.filter((e) => e.kind !== 'dir');
+
+/** One run of a way-back property: a fresh repository and store, session `s` changed by `ops` and checkpointed. */
+export interface ChangesetRun {
+  /** This run's own directory (the repository is `src` inside it, the store `store`). */
+  dir: string;
+  src: string;
+  svc: SessionService;
+  root: string;
+  checkpoint: CheckpointResult;
+  /** The files and symlinks of the checkpoint's result: what a complete way back must reproduce. */
+  expected: Entry[];
+  ops: Op[];
+}
+
+/**
+ * The setup the way-back properties share: for each of `runs` random changesets, a repository
+ * (makeRepo), a store, session `s` with the changeset applied (and `beforeCheckpoint`), then its
+ * checkpoint; `check` asserts what the way back under test must hold.
+ */
+export async function forRandomChangesets(
+  parent: string,
+  runs: number,
+  check: (run: ChangesetRun) => Promise<void>,
+  options: { beforeCheckpoint?: (root: string) => void } = {},
+): Promise<void> {
+  let n = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 8 }), async (ops) => {
+      const dir = join(parent, `p${n++}`);
+      const src = makeRepo(join(dir, 'src'));
+      const svc = await SessionService.open(join(dir, 'store'), { create: true });
+      const s = await svc.create('s', { from: src });
+      applyOps(s.root, ops);
+      options.beforeCheckpoint?.(s.root);
+      const checkpoint = await svc.checkpoint('s');
+      const expected = nonDirs(svc.readSnapshot(checkpoint.snapshot).entries);
+      await check({ dir, src, svc, root: s.root, checkpoint, expected, ops });
+    }),
+    { numRuns: runs },
+  );
+}

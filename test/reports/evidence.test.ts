@@ -4,7 +4,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { analyzeReceipts } from '../../reports/analyze.js';
-import { evaluateGate, type Policy } from '../../reports/gate/gate.js';
+import { evaluateGate } from '../../reports/gate/gate.js';
+import { type Policy } from '../../reports/gate/policy.js';
 import { validatePolicy } from '../../reports/gate/policy.js';
 import { renderMarkdown } from '../../reports/render.js';
 import { legacyReceipt, syntheticReceipt, type SyntheticOptions } from '../helpers/synthetic-receipts.js';

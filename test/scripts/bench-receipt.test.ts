@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { validateAgainst } from '../../harness/schemas.js';
+import { validateAgainst } from '../../model/schemas.js';
 import { benchRow, startBenchReceipt, writeBenchReceipt } from '../../scripts/bench-receipt.js';
 import { cli, tempDir } from '../helpers/index.js';
 

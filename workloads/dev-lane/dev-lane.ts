@@ -15,12 +15,6 @@ import { viteBuildStep, viteDevHmrStep } from './vite.js';
 import { jestWatchStep, vitestWatchStep } from './watchers.js';
 import type { Workload } from '../types.js';
 
-// The lane's public names, where callers have always found them.
-export { expectedLaneSources, LANE_EDITS } from './edits.js';
-export type { LaneKind } from './fixture.js';
-export { pnpmImportMethods } from './install.js';
-export { installedSet } from './installed-set.js';
-
 export function createDevLane(kind: LaneKind): Workload {
   return {
     name: `${kind}-lane`,

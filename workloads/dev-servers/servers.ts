@@ -3,9 +3,9 @@
 // session marker from PDB_ENV_SESSION and execs the server on "$PORT" (the workload never picks a
 // port). What the workload knows of it comes from the user's commands (`list`, `ps`, `stop`) and
 // from /proc (Linux: the environment of the listening process).
-import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PdbError } from '../../model/errors.js';
+import { processStartTime, readProcEnviron } from '../../model/os/proc.js';
 import { scrubText } from '../../model/scrub.js';
 import type { ProcessResult, SessionHandle, StepContext } from '../types.js';
 import { httpGet } from '../tools/vite-hmr.js';
@@ -116,30 +116,14 @@ export interface SeenProcess {
 /** The session's live processes from `pdb-env ps NAME --json`. */
 export async function sessionProcesses(ctx: StepContext, name: string): Promise<SeenProcess[]> {
   const ps = (await pdbEnvJson(ctx, ['ps', name])) as { processes: Array<{ pid: number; ports: number[] }> };
-  return ps.processes.map((p) => ({ pid: p.pid, start: startTime(p.pid), ports: p.ports }));
-}
-
-export function startTime(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
-  } catch {
-    return null; // gone, or no /proc
-  }
+  return ps.processes.map((p) => ({ pid: p.pid, start: processStartTime(p.pid), ports: p.ports }));
 }
 
 /** The runtime variables of a live process (Linux /proc); null when they cannot be read. */
 export function processEnv(pid: number): Record<string, string> | null {
-  try {
-    const env: Record<string, string> = {};
-    for (const kv of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
-      const i = kv.indexOf('=');
-      if (i > 0 && /^(PORT|PDB_ENV_\w+|TMPDIR|TMP|TEMP)$/.test(kv.slice(0, i))) env[kv.slice(0, i)] = kv.slice(i + 1);
-    }
-    return env;
-  } catch {
-    return null;
-  }
+  const all = readProcEnviron(pid);
+  if (!all) return null;
+  return Object.fromEntries(Object.entries(all).filter(([k]) => /^(PORT|PDB_ENV_\w+|TMPDIR|TMP|TEMP)$/.test(k)));
 }
 
 /** Is a process seen earlier gone: no such pid (ESRCH), or the pid now belongs to a later process? */
@@ -149,7 +133,7 @@ export function isGone(p: SeenProcess): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'ESRCH';
   }
-  const now = startTime(p.pid);
+  const now = processStartTime(p.pid); // null: gone, or no /proc
   return p.start !== null && now !== null && now !== p.start;
 }
 

@@ -10,11 +10,6 @@ import { FILEOPS_DEFAULTS } from './matrix.js';
 import { fileopsSteps } from './steps.js';
 import type { Workload } from '../types.js';
 
-// The module's public names, where callers have always found them.
-export { commitFixture } from '../commit-fixture.js';
-export { FILEOPS_DEFAULTS, pseudoRandomChunk, type FileopsParams } from './matrix.js';
-export { TreeModel } from '../tree-model.js';
-
 export const fileopsWorkload: Workload = {
   name: 'fileops',
   description:

@@ -11,8 +11,6 @@ import { LABEL, REPO_DEFAULTS, REPO_WORKLOAD_VERSION, repoParamIssues, type Repo
 import { createCaseState, repoStep } from './steps.js';
 import type { Fixture, Workload } from '../types.js';
 
-export { DEFAULT_VOLATILE, REPO_DEFAULTS, type RepoParams, type RepoStep } from './params.js';
-
 /** The source's name in receipts: the label, else the folder's base name made label-safe. Never a user or host name. */
 export function sourceLabel(sourceDir: string, label: string): string {
   const name =

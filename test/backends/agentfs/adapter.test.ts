@@ -8,7 +8,8 @@ import * as assert from 'uvu/assert';
 import { agentfsDb, mountAgentfs, runTrial, type AgentfsTool } from '../../../backends/agentfs/adapter.js';
 import { createAgentfsSession, releaseAgentfsSession, resumeAgentfsSession } from '../../../backends/agentfs/agentfs.js';
 import { unmountAt } from '../../../backends/agentfs/exec.js';
-import { mountAt } from '../../../backends/shared/fs-util.js';
+import { mountAt } from '../../../model/os/mounts.js';
+import { readProcStat } from '../../../model/os/proc.js';
 import { scanTree } from '../../../model/scan/scan.js';
 import { isRoot, skipTest, tempDir } from '../../helpers/index.js';
 import { leftovers, standInEnv, standInTool, type StandInMode } from '../../helpers/agentfs-stand-in.js';
@@ -24,12 +25,9 @@ function fresh(name: string): string {
 }
 
 function alive(pid: number): boolean {
-  try {
-    // A zombie (reparented to a PID 1 that does not reap) has ended; only its entry is left.
-    return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
+  // A zombie (reparented to a PID 1 that does not reap) has ended; only its entry is left.
+  const stat = readProcStat(pid);
+  return stat !== null && stat.state !== 'Z';
 }
 
 function needsRoot(name: string): boolean {

@@ -6,13 +6,8 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import {
-  AGENTFS_BIN_ENV,
-  AGENTFS_CONFIG_FILE,
-  AGENTFS_SHA256_ENV,
-  agentfsBackend,
-  probeAgentfs,
-} from '../../../backends/agentfs/agentfs.js';
+import { agentfsBackend, probeAgentfs } from '../../../backends/agentfs/agentfs.js';
+import { AGENTFS_BIN_ENV, AGENTFS_CONFIG_FILE, AGENTFS_SHA256_ENV } from '../../../backends/agentfs/pin.js';
 import type { BackendContext, ProbeResult } from '../../../backends/types.js';
 import { ObjectStore } from '../../../model/store/object-store.js';
 import { REPO_ROOT, tempDir } from '../../helpers/index.js';
@@ -166,7 +161,7 @@ test('production code never builds a stand-in tool: only tests do', () => {
   walk(REPO_ROOT);
   assert.equal(makers, []);
   assert.match(
-    readFileSync(join(REPO_ROOT, 'test', 'backends', 'agentfs-stand-in.ts'), 'utf8'),
+    readFileSync(join(REPO_ROOT, 'test', 'helpers', 'agentfs-stand-in.ts'), 'utf8'),
     /kind: 'stand-in'/,
     'the check can see one',
   );

@@ -14,18 +14,16 @@ import {
   runBounded,
   unmountAt,
 } from '../../../backends/agentfs/exec.js';
-import { mountAt } from '../../../backends/shared/fs-util.js';
+import { mountAt } from '../../../model/os/mounts.js';
+import { readProcStat } from '../../../model/os/proc.js';
 import { isRoot, skipTest, tempDir } from '../../helpers/index.js';
 
 const t = tempDir('pdb-agentfs-exec-');
 test.after(() => t.cleanup());
 
 function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
+  const stat = readProcStat(pid);
+  return stat !== null && stat.state !== 'Z';
 }
 
 test('a deadline kills the whole process group, children included', async () => {

@@ -5,9 +5,9 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { delimiter, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { AGENTFS_BIN_ENV, AGENTFS_CONFIG_FILE, AGENTFS_SHA256_ENV } from '../../../backends/agentfs/agentfs.js';
+import { AGENTFS_BIN_ENV, AGENTFS_CONFIG_FILE, AGENTFS_SHA256_ENV } from '../../../backends/agentfs/pin.js';
 import type { Receipt } from '../../../harness/receipt/receipt-types.js';
-import { validateAgainst } from '../../../model/schema-validator.js';
+import { validateAgainst } from '../../../model/schemas.js';
 import { cli, tempDir } from '../../helpers/index.js';
 import { STAND_IN, sha256Of, standInEnv } from '../../helpers/agentfs-stand-in.js';
 

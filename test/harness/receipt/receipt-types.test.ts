@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import ts from 'typescript';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { loadSchema } from '../../../harness/schemas.js';
+import { loadSchema } from '../../../model/schemas.js';
 import { REPO_ROOT } from '../../helpers/index.js';
 
 type S = Record<string, any>;
@@ -80,7 +80,7 @@ function description(schema: S, prop: S): string | undefined {
 
 test('every version 2 record has the same fields, each with the same description, in the types and the schema', () => {
   const schema = loadSchema('receipt') as S;
-  const { docs: types, optional } = interfaceDetails(join(REPO_ROOT, 'harness', 'receipt-types.ts'));
+  const { docs: types, optional } = interfaceDetails(join(REPO_ROOT, 'harness', 'receipt', 'receipt-types.ts'));
   const problems: string[] = [];
   for (const [name, pointer] of Object.entries(MIRRORS)) {
     const members = types.get(name);
@@ -113,7 +113,7 @@ test('the mirror check can fail: a renamed field or a changed description is see
   const schema = loadSchema('receipt') as S;
   const prop = schema.$defs.provenance.properties.commit;
   assert.is(description(schema, prop), 'Git commit of the pdb-env checkout when the run started; null outside a git checkout.');
-  const types = interfaces(join(REPO_ROOT, 'harness', 'receipt-types.ts'));
+  const types = interfaces(join(REPO_ROOT, 'harness', 'receipt', 'receipt-types.ts'));
   assert.is(types.get('Provenance')!.get('commit'), prop.description);
   assert.not.ok(types.get('Provenance')!.has('dirtyAtEnd'));
 });

@@ -5,13 +5,14 @@
 // leaf, including a process that left the run's process group (setsid), which process-group
 // tracking alone cannot see; `ps` lists it, `stop` ends it, and the leaf goes with the run.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { strict as assert } from 'node:assert';
 import { test } from 'uvu';
 import * as uvuAssert from 'uvu/assert';
+import { readProcStat } from '../../../model/os/proc.js';
 import { cgroup2Mount } from '../../../sessions/runtime/processes.js';
 import { CLI, hasCommand, isRoot, processAlive, skipTest, until, writeTree } from '../../helpers/index.js';
 
@@ -44,7 +45,7 @@ async function inner(): Promise<void> {
     );
     const escaped = await until('the escaped pid', () => pid('escaped.pid'));
     // The escaped process really left the run's process group.
-    const pgid = (p: number) => Number(readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')[2]);
+    const pgid = (p: number) => readProcStat(p)!.pgid;
     // setsid(2) runs just after the fork whose pid the shell wrote: wait for it.
     await until('the escape from the process group', () => pgid(escaped) !== pgid(top!));
     const ps = JSON.parse(cli('ps', 's', '--json')) as { tracking: string; processes: Array<{ pid: number }> };

@@ -5,13 +5,12 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import fc from 'fast-check';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { isPdbError } from '../../../model/errors.js';
 import { SessionService } from '../../../sessions/service.js';
 import { tempDir } from '../../helpers/index.js';
-import { applyOps, filesOf, gitRun, makeRepo, nonDirs, opArb } from '../../helpers/way-back-fixture.js';
+import { filesOf, forRandomChangesets, gitRun, makeRepo } from '../../helpers/way-back-fixture.js';
 
 const RUNS = Number(process.env.PDB_EXPORT_RUNS ?? 8);
 const t = tempDir('pdb-export-');
@@ -32,26 +31,21 @@ async function commitFiles(repo: string, commit: string, into: string) {
 }
 
 test(`export --git: the branch's tree is the session's result without what git ignores (${RUNS} random changesets); the user's repository untouched`, async () => {
-  let n = 0;
-  await fc.assert(
-    fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 8 }), async (ops) => {
-      const dir = join(t.dir, `p${n++}`);
-      const src = makeRepo(join(dir, 'src'));
-      const svc = await SessionService.open(join(dir, 'store'), { create: true });
-      const s = await svc.create('s', { from: src });
-      applyOps(s.root, ops);
-      writeFileSync(join(s.root, '.env'), 'SECRET=changed\n'); // ignored by git: not exported
-      const cp = await svc.checkpoint('s');
+  await forRandomChangesets(
+    t.dir,
+    RUNS,
+    async ({ dir, src, svc, expected, ops }) => {
       const before = userState(src);
       const r = await svc.exportGit('s');
       assert.equal(userState(src), before, 'HEAD, branch, index and status unchanged');
       assert.is(r.branch, 'pdb-env/s');
       assert.is(gitRun(src, ['rev-parse', 'pdb-env/s^']).trim(), before.head.trim());
       assert.equal(r.ignored, ['.env']);
-      const want = nonDirs(svc.readSnapshot(cp.snapshot).entries).filter((e) => e.path !== '.env');
+      const want = expected.filter((e) => e.path !== '.env');
       assert.equal(await commitFiles(src, r.commit, join(dir, 'out')), want, JSON.stringify(ops));
-    }),
-    { numRuns: RUNS },
+    },
+    // .env is ignored by git: changed in the session, never exported.
+    { beforeCheckpoint: (root) => writeFileSync(join(root, '.env'), 'SECRET=changed\n') },
   );
 });
 

@@ -1,7 +1,8 @@
-// The JSON Schemas under the package's schemas/ dir, compiled by one ajv instance in strict mode
-// (JSON Schema 2020-12, with ajv-formats). Every layer that validates a document (plans, receipts,
-// policies, Snapshots, Changesets, workspace policies) validates here.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+// The JSON Schemas under the package's schemas/ dir, by name, compiled by one ajv instance in
+// strict mode (JSON Schema 2020-12, with ajv-formats). Every layer that validates a document
+// (plans, receipts, policies, Snapshots, Changesets, workspace policies, the AgentFS pin, the
+// benchmark scripts' receipts) validates here, and only against a name in SCHEMA_NAMES.
+import { existsSync, readFileSync } from 'node:fs';
 import ajv2020 from 'ajv/dist/2020.js';
 import ajvFormats from 'ajv-formats';
 import type { ErrorObject, ValidateFunction } from 'ajv';
@@ -16,6 +17,46 @@ const addFormats = (ajvFormats as unknown as { default: typeof ajvFormats.defaul
 
 const SUFFIX = '.schema.json';
 
+/** Every schema the package ships, one file each: `schemas/<name>.schema.json`. */
+export const SCHEMA_NAMES = [
+  'plan',
+  'receipt',
+  'policy',
+  'snapshot',
+  'changeset',
+  'bench-receipt',
+  'workspace-policy',
+  'agentfs-config',
+] as const;
+export type SchemaName = (typeof SCHEMA_NAMES)[number];
+
+export function isSchemaName(name: string): name is SchemaName {
+  return (SCHEMA_NAMES as readonly string[]).includes(name);
+}
+
+/** Which schema a document claims by its `kind` marker or shape; null when it is none of ours. */
+export function detectSchema(doc: unknown): SchemaName | null {
+  if (!doc || typeof doc !== 'object' || Array.isArray(doc)) return null;
+  const d = doc as Record<string, unknown>;
+  switch (d.kind) {
+    case 'pdb-env-receipt':
+      return 'receipt';
+    case 'pdb-env-plan':
+      return 'plan';
+    case 'pdb-env-policy':
+      return 'policy';
+    case 'pdb-env-bench-receipt':
+      return 'bench-receipt';
+    default:
+      break;
+  }
+  if ('entries' in d && 'excludes' in d) return 'snapshot';
+  if ('changes' in d && 'result' in d) return 'changeset';
+  if ('workloads' in d && 'backends' in d && 'blocks' in d) return 'plan';
+  if ('cases' in d && 'host' in d) return 'receipt';
+  return null;
+}
+
 export interface SchemaIssue {
   /** JSON pointer into the document ("" is the root). */
   pointer: string;
@@ -23,16 +64,16 @@ export interface SchemaIssue {
 }
 
 /** The file of schema `name`: `<package>/schemas/<name>.schema.json`. */
-export function schemaFile(name: string): string {
+export function schemaFile(name: SchemaName): string {
   return packageFile('schemas', `${name}${SUFFIX}`);
 }
 
-export function hasSchema(name: string): boolean {
+export function hasSchema(name: SchemaName): boolean {
   return existsSync(schemaFile(name));
 }
 
 /** The schema document, or null when it is not installed. */
-export function loadSchema(name: string): Record<string, unknown> | null {
+export function loadSchema(name: SchemaName): Record<string, unknown> | null {
   const file = schemaFile(name);
   if (!existsSync(file)) return null;
   return JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
@@ -55,10 +96,8 @@ function schemas(): Registry {
   const ajv = new Ajv2020({ strict: true, allErrors: true, allowUnionTypes: true });
   addFormats(ajv);
   const broken = new Map<string, string>();
-  const dir = packageFile('schemas');
-  const names = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(SUFFIX)) : [];
-  for (const file of names.sort()) {
-    const name = file.slice(0, -SUFFIX.length);
+  for (const name of SCHEMA_NAMES) {
+    if (!hasSchema(name)) continue;
     try {
       ajv.addSchema(loadSchema(name)!);
     } catch (err) {
@@ -70,7 +109,7 @@ function schemas(): Registry {
   return registry;
 }
 
-function validator(name: string): ValidateFunction {
+function validator(name: SchemaName): ValidateFunction {
   const r = schemas();
   const known = r.compiled.get(name);
   if (known) return known;
@@ -106,7 +145,7 @@ function describe(e: ErrorObject): SchemaIssue {
 }
 
 /** Validate a document against schemas/<name>.schema.json; the issues (empty when valid), most specific first, deduplicated. */
-export function validateAgainst(name: string, doc: unknown): SchemaIssue[] {
+export function validateAgainst(name: SchemaName, doc: unknown): SchemaIssue[] {
   const v = validator(name);
   if (v(doc)) return [];
   const seen = new Set<string>();
@@ -142,7 +181,7 @@ export interface SchemaErrorOptions {
 }
 
 /** The document as `T` when it matches schemas/<name>.schema.json; otherwise a PdbError with `code` listing the issues. */
-export function assertSchema<T>(name: string, doc: unknown, o: SchemaErrorOptions): T {
+export function assertSchema<T>(name: SchemaName, doc: unknown, o: SchemaErrorOptions): T {
   const issues = validateAgainst(name, doc);
   if (issues.length === 0) return doc as T;
   throw new PdbError(o.code, `${o.what} does not match schemas/${name}${SUFFIX}: ${formatIssues(issues, o.limit)}`, { hint: o.hint });

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { loadSchema, validateAgainst } from '../../harness/schemas.js';
+import { loadSchema, validateAgainst } from '../../model/schemas.js';
 
 type S = Record<string, any>;
 

@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { isPdbError } from '../../model/errors.js';
 import { realpathOr } from '../../model/paths.js';
-import { findProjectRoot } from '../../sessions/find-project.js';
+import { findProjectRoot } from '../../sessions/store-location.js';
 import { SessionService } from '../../sessions/service.js';
 import { cli, cliJson, tempDir } from '../helpers/index.js';
 import { makeRepo } from '../helpers/way-back-fixture.js';

@@ -3,7 +3,18 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { isPdbError, PdbError } from '../../model/errors.js';
-import { assertSchema, formatIssues, hasSchema, loadSchema, schemaFile, validateAgainst } from '../../model/schema-validator.js';
+import { readdirSync } from 'node:fs';
+import { packageFile } from '../../model/paths.js';
+import {
+  SCHEMA_NAMES,
+  assertSchema,
+  formatIssues,
+  hasSchema,
+  loadSchema,
+  schemaFile,
+  validateAgainst,
+  type SchemaName,
+} from '../../model/schemas.js';
 
 const digest = `sha256:${'0'.repeat(64)}`;
 const entry = { path: 'a.txt', kind: 'file', digest, size: 1, exec: false };
@@ -11,9 +22,18 @@ const entry = { path: 'a.txt', kind: 'file', digest, size: 1, exec: false };
 test('schemas are found in the package by name', () => {
   assert.ok(schemaFile('plan').endsWith('/schemas/plan.schema.json'));
   assert.ok(hasSchema('receipt'));
-  assert.not.ok(hasSchema('no-such'));
-  assert.is(loadSchema('no-such'), null);
+  assert.not.ok(hasSchema('no-such' as SchemaName));
+  assert.is(loadSchema('no-such' as SchemaName), null);
   assert.is(loadSchema('policy')?.$id, 'https://pdb-env.dev/schemas/policy.schema.json');
+});
+
+test('the registry names every schema the package ships, and each compiles', () => {
+  const files = readdirSync(packageFile('schemas'))
+    .filter((f) => f.endsWith('.schema.json'))
+    .map((f) => f.slice(0, -'.schema.json'.length))
+    .sort();
+  assert.equal([...SCHEMA_NAMES].sort(), files);
+  for (const name of SCHEMA_NAMES) assert.ok(Array.isArray(validateAgainst(name, {})), name);
 });
 
 test('a schema that $refs another validates (changeset -> snapshot)', () => {
@@ -44,7 +64,7 @@ test('issues name the JSON pointer; assertSchema throws the caller’s code with
 
 test('a schema that is not installed is E_SCHEMA_INVALID, not a crash', () => {
   assert.throws(
-    () => validateAgainst('no-such', {}),
+    () => validateAgainst('no-such' as SchemaName, {}),
     (e: unknown) => isPdbError(e, 'E_SCHEMA_INVALID'),
   );
 });

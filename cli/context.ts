@@ -1,0 +1,58 @@
+// What the program and its command modules share: the context of one run, the shape of a command
+// definition, the root command's global options, and the session service a command opens. Kept
+// apart from program.ts so that no command imports the program or another command.
+import { Command, Option } from '@commander-js/extra-typings';
+import type { SessionService } from '../sessions/service.js';
+
+/** What main() and the running command share. */
+export interface CliContext {
+  /** The arguments commander parses (run looks at where `--` was). */
+  argv: readonly string[];
+  /** The command being run, once known (for the hint of a usage error). */
+  command?: string;
+  /** The exit status the action chose. */
+  exitCode: number;
+}
+
+const STORE_HELP =
+  'the store (default: PDB_ENV_STORE, the store around the current directory, or the per-source store under $XDG_DATA_HOME/pdb-env)';
+export const storeOption = (help = STORE_HELP) => new Option('--store <dir>', help);
+export const jsonOption = () => new Option('--json', 'machine-readable output (errors too)');
+
+/** The root command with the options every command takes. */
+export function rootCommand(version: string) {
+  return (
+    new Command('pdb-env')
+      .usage('<command> [options]     (bare pdb-env lists sessions)')
+      .version(version, '-v, --version', 'print the version')
+      .addOption(storeOption())
+      .addOption(jsonOption())
+      // Errors become PdbErrors printed by main(); subcommands inherit both settings.
+      .exitOverride()
+      .configureOutput({ outputError: () => {} })
+      .addHelpText('before', `pdb-env ${version}: private workspaces for coding agents from one pinned base\n`)
+      .addHelpText(
+        'after',
+        '\nEvery command takes --help, --json and --store DIR.\nGuarantee: workspace isolation for trusted agents (securityIsolation: false).',
+      )
+  );
+}
+
+/** A command before its definition is loaded: name and summary, all `pdb-env --help` shows. */
+export function commandStub(program: ReturnType<typeof rootCommand>, name: string, summary: string) {
+  return program.command(name).description(summary);
+}
+
+export type CommandStub = ReturnType<typeof commandStub>;
+
+/** Adds a command's arguments, options, help and action to its stub. */
+export type DefineCommand = (cmd: CommandStub, ctx: CliContext) => void;
+
+/** The session service of the store `--store` names (or the default one); loaded only when a command runs. */
+export async function openService(store: string | undefined): Promise<SessionService> {
+  const [{ SessionService }, { resolveStoreDir }] = await Promise.all([
+    import('../sessions/service.js'),
+    import('../sessions/store-location.js'),
+  ]);
+  return SessionService.open(resolveStoreDir({ store }));
+}
