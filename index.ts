@@ -20,10 +20,22 @@ export type {
 } from './sessions/service.js';
 export { resolveStoreDir } from './sessions/store-location.js';
 
-// Backends.
+// Backends, and what a module implementing your own needs (docs/your-backend.md).
 export { BACKEND_NAMES } from './backends/types.js';
-export type { Backend, BackendContext, BackendName, BackendState, Capabilities, CreatedSession, ProbeResult } from './backends/types.js';
+export type {
+  AnyBackendName,
+  Backend,
+  BackendContext,
+  BackendHooks,
+  BackendName,
+  BackendState,
+  Capabilities,
+  CreatedSession,
+  ProbeResult,
+} from './backends/types.js';
 export { getBackend, isBackendName, listBackends, probeBackend, type BackendReport } from './backends/registry.js';
+export { contractProblems, loadBackendModule, type ModuleBackend } from './backends/module.js';
+export type { ObjectStore } from './model/store/object-store.js';
 
 // The model's documents.
 export type { Change, Changeset, Entry, Snapshot } from './model/snapshot.js';

@@ -7,6 +7,7 @@ import { apfsCloneBackend } from './apfs-clone.js';
 import { gitWorktreeBackend } from './git-worktree.js';
 import { agentfsBackend } from './agentfs/agentfs.js';
 import { hardlinkFarmBackend } from './hardlink-farm.js';
+import { moduleBackend } from './module.js';
 import {
   BACKEND_NAMES,
   type AnyBackendName,
@@ -40,16 +41,25 @@ export function isBackendName(name: string): name is BackendName {
   return (BACKEND_NAMES as readonly string[]).includes(name);
 }
 
-/** Look a backend up by name. Test-only backends are reachable only with `allowTestOnly`. */
+/**
+ * Look a backend up by name: a built-in one, or one loaded from a module (backends/module.ts).
+ * Test-only backends (built in, or a module that says so) are reachable only with `allowTestOnly`.
+ */
 export function getBackend(name: string, options: { allowTestOnly?: boolean } = {}): Backend {
   if (isBackendName(name)) {
     const b = USER_BACKENDS[name];
     if (b) return b;
     return missingBackend(name);
   }
-  const t = TEST_BACKENDS[name as TestBackendName];
-  if (t && options.allowTestOnly) return t;
-  throw new PdbError('E_BACKEND_UNKNOWN', `unknown backend "${name}"`, { hint: `Choose one of: ${BACKEND_NAMES.join(', ')}.` });
+  const t = TEST_BACKENDS[name as TestBackendName] ?? moduleBackend(name)?.backend;
+  if (t && (!t.testOnly || options.allowTestOnly)) return t;
+  if (t)
+    throw new PdbError('E_BACKEND_UNKNOWN', `"${name}" is a test-only backend (a negative control)`, {
+      hint: 'Test-only backends run only in tests and plans with "allowTestOnlyBackends": true, never as evidence.',
+    });
+  throw new PdbError('E_BACKEND_UNKNOWN', `unknown backend "${name}"`, {
+    hint: `Choose one of: ${BACKEND_NAMES.join(', ')}, or load your own with --backend-module FILE.`,
+  });
 }
 
 export function listBackends(): Backend[] {

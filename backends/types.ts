@@ -9,8 +9,10 @@ import type { Snapshot } from '../model/snapshot.js';
 export const BACKEND_NAMES = ['full-copy', 'reflink', 'btrfs-snapshot', 'overlay', 'apfs-clone', 'git-worktree', 'agentfs'] as const;
 export type BackendName = (typeof BACKEND_NAMES)[number];
 /** Backends that exist only for tests: negative controls the oracle must catch. Never offered to users. */
-export type TestBackendName = 'hardlink-farm';
-export type AnyBackendName = BackendName | TestBackendName;
+export const TEST_BACKEND_NAMES = ['hardlink-farm'] as const;
+export type TestBackendName = (typeof TEST_BACKEND_NAMES)[number];
+/** A built-in backend, a test-only one, or one a user loaded from a module (backends/module.ts). */
+export type AnyBackendName = BackendName | TestBackendName | (string & {});
 
 /** What a backend can do in principle; `probe()` says whether this host allows it now. */
 export interface Capabilities {

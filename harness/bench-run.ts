@@ -11,6 +11,7 @@ import type { Plan } from './plan/plan.js';
 import type { ProgressSink } from './progress.js';
 import type { CaseRecord, FixtureRecord, Receipt } from './receipt/receipt-types.js';
 import type { RunJournal } from './run-journal.js';
+import type { CheckSwitches } from './case/runner.js';
 
 export interface BenchOptions {
   /** A parsed plan (from loadPlan), or omitted with `resume` (the journal holds the plan). */
@@ -47,6 +48,12 @@ export interface BenchOptions {
    * the local run journal for --resume, never in the receipt; a resumed run may give them again.
    */
   vars?: Record<string, string>;
+  /** The user's own backends: module files (absolute, or relative to the current directory). */
+  backendModules?: string[];
+  /** Where the plan file is: its `backendModules` are relative to it (default: the current directory). */
+  planDir?: string;
+  /** Test seam: take checks away to show what the oracle alone catches (never from a plan or the CLI). */
+  checkSwitches?: CheckSwitches;
 }
 
 export interface BenchResult {

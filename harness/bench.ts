@@ -8,6 +8,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { loadBackendModule } from '../backends/module.js';
 import { getBackend } from '../backends/registry.js';
 import { isPdbError, PdbError } from '../model/errors.js';
 import { packageRoot } from '../model/paths.js';
@@ -96,6 +97,7 @@ async function openJournal(
   if (options.resume) {
     const journal = RunJournal.open(outDir, options.resume);
     const h = journal.header();
+    await loadModules(h.backendModules ?? []);
     const plan = checkPlan(h.plan, workloads);
     if (options.plan && planDigest(options.plan) !== h.planDigest) {
       throw new PdbError('E_PLAN_INVALID', `the plan differs from the one run ${h.runId} started with`, {
@@ -107,6 +109,10 @@ async function openJournal(
     return { journal, plan, seed: h.seed };
   }
   if (!options.plan) throw new PdbError('E_USAGE', 'bench needs a plan', { hint: 'pdb-env bench --plan plans/default.json' });
+  const modules = await loadModules([
+    ...(options.backendModules ?? []).map((f) => resolve(f)),
+    ...(options.plan.backendModules ?? []).map((f) => resolve(options.planDir ?? process.cwd(), f)),
+  ]);
   const plan = checkPlan(options.plan, workloads);
   const seed = options.seed ?? plan.seed;
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
@@ -120,8 +126,16 @@ async function openJournal(
     startedAt: new Date().toISOString(),
     checkout: await readCheckoutState(options.provenanceRepo ?? packageRoot(), [outDir]),
     loadAverage: loadavg(),
+    ...(modules.length ? { backendModules: modules } : {}),
   });
   return { journal, plan, seed };
+}
+
+/** Load and check every backend module before the plan's names are checked; their real paths. */
+async function loadModules(files: string[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const f of files) out.push((await loadBackendModule(f)).file);
+  return [...new Set(out)];
 }
 
 async function runAttempt(run: BenchRun): Promise<BenchResult> {

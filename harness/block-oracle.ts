@@ -1,12 +1,15 @@
 // The oracle: at the end of every block, each case of another backend is compared entry by entry,
-// under the workload's projection, with the block's full-copy case. A full-copy case that did not
+// under the workload's projection, with the block's full-copy case. Both trees were read from their
+// bytes after each case's checkpoint (case/oracle-tree.ts), never from what a checkpoint trusted, and
+// the check says how many files each side holds, how many were hashed, and what the comparison
+// covers (source, installed tree, build output). A full-copy case that did not
 // end ok is no reference: the other cases of its block are recorded as not evaluated (with the
 // reason), which classifies them as environment unless they failed on their own. A case the
 // environment stopped, or one without a result, is not evaluated either.
-import type { Entry } from '../model/snapshot.js';
 import type { Workload } from '../workloads/types.js';
 import { notEvaluated, projectedDigest, treeCheck, type BaseInfo } from './case/checks.js';
 import { classifyCase } from './case/outcome.js';
+import type { OracleTree } from './case/oracle-tree.js';
 import type { CaseResult } from './case/runner.js';
 import { ORACLE_BACKEND } from './plan/plan.js';
 import type { CheckRecord } from './receipt/receipt-types.js';
@@ -18,19 +21,24 @@ import type { CheckRecord } from './receipt/receipt-types.js';
 export function oracleCheck(
   r: CaseResult,
   reference: CaseResult | null,
-  refProjected: Entry[] | null = reference?.projected() ?? null,
+  refTree: OracleTree | null = reference?.oracleTree() ?? null,
 ): CheckRecord {
   if (!reference) return notEvaluated('oracle', 'no full-copy case ran in this block');
   const ref = { backend: ORACLE_BACKEND, caseId: reference.record.id };
   const refRecord = reference.record;
-  if (refRecord.outcome !== 'ok' || !refProjected) {
+  if (refRecord.outcome !== 'ok' || !refTree) {
     const why = refRecord.failure ? `${refRecord.outcome} (${refRecord.failure.code})` : refRecord.outcome;
     return notEvaluated('oracle', `not judged: the block's full-copy case ${refRecord.id} ended ${why}, so there is no oracle`, ref);
   }
   if (r.notJudged !== null) return notEvaluated('oracle', r.notJudged, ref);
-  const projected = r.projected();
-  if (!projected) return notEvaluated('oracle', 'not judged: the case made no result to compare (it stopped before its checkpoint)', ref);
-  return treeCheck('oracle', refProjected, projected, "the projected result (vs the block's full-copy case)", ref);
+  const tree = r.oracleTree();
+  if (!tree) return notEvaluated('oracle', 'not judged: the case made no result to compare (it stopped before its checkpoint)', ref);
+  return {
+    ...treeCheck('oracle', refTree.entries, tree.entries, "the projected result (vs the block's full-copy case)", ref),
+    files: { case: tree.files, reference: refTree.files },
+    filesHashed: { case: tree.filesHashed, reference: refTree.filesHashed },
+    scope: [...new Set([...refTree.scope, ...tree.scope])],
+  };
 }
 
 /**
@@ -40,11 +48,11 @@ export function oracleCheck(
  */
 export function applyBlockOracle(results: CaseResult[], workload: Workload, base: BaseInfo): void {
   const reference = results.find((r) => r.record.backend === ORACLE_BACKEND) ?? null;
-  const refProjected: Entry[] | null = reference?.record.outcome === 'ok' ? reference.projected() : null;
-  const refDigest = refProjected ? projectedDigest(refProjected, base) : null;
+  const refTree = reference?.record.outcome === 'ok' ? reference.oracleTree() : null;
+  const refDigest = refTree ? projectedDigest(refTree.entries, base) : null;
   for (const r of results) {
     if (r === reference) continue;
-    const check = oracleCheck(r, reference, refProjected);
+    const check = oracleCheck(r, reference, refTree);
     r.record.checks.unshift(check);
     if (check.evaluated && refDigest) r.record.oracleSnapshot = refDigest;
     Object.assign(r.record, classifyCase(r.record, r.phaseFailures, workload));

@@ -48,6 +48,7 @@ export async function runBlocks(
     processes: run.processes,
     signal: run.options.signal,
     rss: run.rss,
+    switches: run.options.checkSwitches,
   };
   mkdirSync(env.sharedDir, { recursive: true });
   for (const block of schedule) await runBlock(run, env, block, prepared.get(block.workload)!, available, runnable.length);
@@ -85,7 +86,8 @@ async function runBlock(
   const todo = block.cases.filter((c) => available.has(c.backend));
   if (todo.length === 0 || todo.every((c) => run.finished.has(c.id))) return;
   throwIfInterrupted(run);
-  const siblings = await run.memory.measure('siblings', () => makeSiblings(run, env, block, p, [...new Set(todo.map((c) => c.backend))]));
+  const backends = env.switches?.siblingCheck === false ? [] : [...new Set(todo.map((c) => c.backend))];
+  const siblings = await run.memory.measure('siblings', () => makeSiblings(run, env, block, p, backends));
   const results: CaseResult[] = [];
   try {
     for (const sc of todo) {

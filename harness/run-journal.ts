@@ -26,6 +26,8 @@ export interface RunHeader {
   loadAverage: number[];
   /** The plan's `${NAME}` values (local state: they may be absolute paths; never copied into the receipt). */
   vars?: Record<string, string>;
+  /** The backend modules the run loaded, by real path (local state, never in the receipt). */
+  backendModules?: string[];
   /** Store and work directories of the latest attempt (removed by the next attempt). */
   storeDir: string | null;
   workDir: string | null;

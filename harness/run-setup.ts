@@ -2,6 +2,7 @@
 // named by workload, version, parameters digest and base Snapshot), and every backend of the plan
 // probed once on the run's store.
 import { join } from 'node:path';
+import { moduleBackend } from '../backends/module.js';
 import { getBackend, probeBackend } from '../backends/registry.js';
 import { canonicalBytes } from '../model/canonical-json.js';
 import type { SessionService } from '../sessions/service.js';
@@ -65,6 +66,8 @@ export async function probeBackends(run: BenchRun, svc: SessionService, firstSou
       experimental: r.experimental,
       evidence,
       ...(r.available && r.capabilities ? { capabilities: { ...r.capabilities } } : {}),
+      // A user's own backend is recorded as such: its module's sha256, never its path.
+      ...(moduleBackend(name) ? { module: { digest: moduleBackend(name)!.digest } } : {}),
     });
     run.progress({
       kind: 'note',

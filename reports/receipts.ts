@@ -1,8 +1,10 @@
-// Receipts as the reports read them: either schema version, in one shape (version 2's, with what
+// Receipts as the reports read them: any schema version, in one shape (the current one's, with what
 // version 1 never recorded left null), each with its fixture's identity and whether it may count as
-// gate evidence. Only a receipt whose run started at a clean commit and ended at the same state may:
-// version 1 receipts have no provenance (their commit was read when the receipt was written), so
+// gate evidence. Only a version 3 receipt whose run started at a clean commit, with a fresh build,
+// and ended at the same state may: version 1 receipts have no provenance (their commit was read when
+// the receipt was written) and version 2 receipts' oracle trusted what the checkpoint recorded, so
 // their numbers are shown, marked, and never counted toward a decision.
+import { ORACLE_HASHING_SINCE_VERSION } from '../harness/receipt/receipt-types.js';
 import type {
   AnyReceipt,
   BackendAvailability,
@@ -44,7 +46,7 @@ export interface GateEvidence {
 }
 
 export interface ReportReceipt extends Omit<Receipt, 'schemaVersion' | 'tool' | 'provenance' | 'host' | 'backends' | 'cases' | 'summary'> {
-  schemaVersion: 1 | 2;
+  schemaVersion: 1 | 2 | 3;
   tool: { name: 'pdb-env'; version: string };
   /** Null in version 1 receipts, which recorded no provenance. */
   provenance: Provenance | null;
@@ -63,10 +65,17 @@ export function fixtureKey(workload: string, name: string, paramsDigest: string 
   return JSON.stringify([workload, name, paramsDigest, baseSnapshot]);
 }
 
-/** Whether a version 2 receipt's provenance lets it count as gate evidence. */
-export function gateEvidenceOf(p: Provenance | null): GateEvidence {
-  if (p === null)
+/** Whether a receipt's version and provenance let it count as gate evidence. */
+export function gateEvidenceOf(p: Provenance | null, schemaVersion: 1 | 2 | 3 = 3): GateEvidence {
+  if (p === null || schemaVersion === 1)
     return { ok: false, reason: 'schema version 1: no provenance recorded (its commit was read when the receipt was written)' };
+  if (schemaVersion < ORACLE_HASHING_SINCE_VERSION)
+    return {
+      ok: false,
+      reason:
+        'schema version 2: its oracle compared what each checkpoint recorded (stat signatures the backend wrote), not bytes it hashed',
+    };
+  if (p.staleBuild === true) return { ok: false, reason: 'the build that ran was older than its sources (--allow-stale-build)' };
   if (p.commit === null) return { ok: false, reason: 'no commit recorded (not run from a git checkout)' };
   if (p.dirty === true) return { ok: false, reason: `the checkout was dirty when the run started (commit ${p.commit.slice(0, 12)})` };
   if (p.dirty === null) return { ok: false, reason: 'whether the checkout was clean is unknown' };
@@ -131,7 +140,7 @@ function fromV2({ summary: _summary, ...r }: Receipt): ReportReceipt {
       ...c,
       fixture: { key: fixtureKey(c.workload, c.fixture.name, c.fixture.paramsDigest, c.fixture.baseSnapshot), ...c.fixture },
     })),
-    gateEvidence: gateEvidenceOf(r.provenance),
+    gateEvidence: gateEvidenceOf(r.provenance, r.schemaVersion),
   };
 }
 

@@ -153,7 +153,7 @@ export interface ReportData {
     finishedAt: string;
     cases: number;
     synthetic: boolean;
-    schemaVersion: 1 | 2;
+    schemaVersion: 1 | 2 | 3;
     /** The commit the run started at (version 1: the commit read when the receipt was written). */
     commit: string | null;
     /** os.loadavg() when the run started; null in version 1 receipts. */

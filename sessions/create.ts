@@ -4,6 +4,7 @@
 // it undoes what was made, so a failed or killed create leaves nothing gc cannot explain.
 import { lstat, mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { loadBackendModule } from '../backends/module.js';
 import { getBackend } from '../backends/registry.js';
 import type { AnyBackendName, Backend, BackendContext, CreatedSession } from '../backends/types.js';
 import { isDigest, type Digest } from '../model/canonical-json.js';
@@ -44,6 +45,8 @@ export interface CreateOptions {
    */
   base?: Digest;
   backend?: string;
+  /** A user's own backend: the module whose default export implements backends/types.ts (backends/module.ts). */
+  backendModule?: string;
   allowTestOnly?: boolean;
   /** Test seam: runs after the base is materialized and before the source is re-scanned. */
   afterMaterialize?: () => Promise<void>;
@@ -67,6 +70,8 @@ export interface CreateResult {
 interface Request {
   name: string;
   backend: Backend;
+  /** The module file of a user's own backend, null for a built-in one. */
+  module: string | null;
   sourceDir: string | null;
   bctx: BackendContext;
   options: CreateOptions;
@@ -81,7 +86,16 @@ function sessionExists(name: string): PdbError {
 /** Validate the request and probe the backend, before anything is made. */
 async function checkRequest(store: ObjectStore, name: string, options: CreateOptions): Promise<Request> {
   assertSessionName(name);
-  const backend = getBackend(options.backend ?? 'full-copy', { allowTestOnly: options.allowTestOnly });
+  const module = options.backendModule ? await loadBackendModule(options.backendModule) : null;
+  if (module && options.backend && options.backend !== module.backend.name)
+    throw new PdbError(
+      'E_USAGE',
+      `--backend ${options.backend} and --backend-module ${options.backendModule} (backend "${module.backend.name}") disagree`,
+      {
+        hint: 'Give the module alone: its backend is the one it names.',
+      },
+    );
+  const backend = getBackend(module?.backend.name ?? options.backend ?? 'full-copy', { allowTestOnly: options.allowTestOnly });
   if (options.env && options.base) throw new PdbError('E_USAGE', 'create takes --env or --base, not both');
   if (options.base !== undefined && !isDigest(options.base))
     throw new PdbError('E_USAGE', `--base must be a digest like sha256:<64 hex>, got "${options.base}"`);
@@ -95,7 +109,7 @@ async function checkRequest(store: ObjectStore, name: string, options: CreateOpt
   }
   // Early and cheap, so a taken name is not found only after a long import; claimName decides.
   if (await lstat(sessionDir(store, name)).catch(() => null)) throw sessionExists(name);
-  return { name, backend, sourceDir, bctx, options };
+  return { name, backend, module: module?.file ?? null, sourceDir, bctx, options };
 }
 
 /** A Snapshot document; E_USAGE when the digest names something else (a file object, a Changeset). */
@@ -148,8 +162,9 @@ async function claimName(ctx: StoreContext, req: Request, base: Digest): Promise
   });
 }
 
-function newRecord(name: string, backend: AnyBackendName, base: Digest, sourceDir: string | null): SessionRecord {
+function newRecord(name: string, backend: AnyBackendName, base: Digest, sourceDir: string | null, module: string | null): SessionRecord {
   return {
+    ...(module ? { backendModule: module } : {}),
     version: 1,
     name,
     backend,
@@ -274,7 +289,7 @@ async function createChecked(ctx: StoreContext, req: Request): Promise<CreateRes
   const { name, options } = req;
   const chosen = await chooseBase(ctx.store, req);
   const { dir, intent } = await claimName(ctx, req, chosen.base);
-  const rec = newRecord(name, req.backend.name, chosen.base, req.sourceDir);
+  const rec = newRecord(name, req.backend.name, chosen.base, req.sourceDir, req.module);
   // export --git commits on the HEAD the source had when it was imported.
   if (chosen.imported) rec.sourceGit = withBase(readSourceGit(req.sourceDir!), chosen.base);
   else if (options.fork) rec.sourceGit = (await readSession(ctx.store, options.fork)).sourceGit ?? null;

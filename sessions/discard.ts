@@ -7,7 +7,7 @@
 import { lstat, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { getBackend } from '../backends/registry.js';
+import { sessionBackend } from './backend-of.js';
 import { crashPoint } from '../model/crash-point.js';
 import { PdbError, osErrorCode, toPdbError } from '../model/errors.js';
 import { tempName } from '../model/store/object-store.js';
@@ -82,7 +82,7 @@ async function removeSession(ctx: StoreContext, name: string, dir: string, rec: 
     rec.state = 'discarding';
     await writeSession(ctx.store, rec);
     crashPoint('discard:after-state');
-    const backend = getBackend(rec.backend, { allowTestOnly: true });
+    const backend = await sessionBackend(rec);
     await backend.release(backendContext(ctx.store, rec.sourceDir ?? undefined), join(dir, 'root'), dir, rec.backendState);
     crashPoint('discard:after-release');
   }

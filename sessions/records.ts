@@ -32,6 +32,8 @@ export interface SessionRecord {
   sourceGit?: SourceGit | null;
   /** A tree index (store-relative) that describes the root as created, when it is not the session's own (a materialized base's). */
   index?: string | null;
+  /** The module the backend was loaded from, for a user's own backend (its real path, store-local; never in receipts). */
+  backendModule?: string | null;
 }
 
 interface SessionPlace {
@@ -123,6 +125,7 @@ function recordProblem(doc: unknown, name: string): string | null {
   if (typeof r.base !== 'string' || !isDigest(r.base)) return 'no base digest';
   if (!STATES.includes(r.state as SessionState)) return `unknown state ${JSON.stringify(r.state)}`;
   if (!r.backendState || typeof r.backendState !== 'object') return 'no backend state';
+  if (r.backendModule !== undefined && r.backendModule !== null && typeof r.backendModule !== 'string') return 'a malformed backend module';
   const cp = r.lastCheckpoint as SessionRecord['lastCheckpoint'] | undefined;
   if (cp !== null && (typeof cp !== 'object' || !isDigest(cp?.snapshot) || !isDigest(cp?.changeset))) return 'a malformed last checkpoint';
   return null;

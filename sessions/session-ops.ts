@@ -2,7 +2,7 @@
 // (Checkpoint and diff are in checkpoint.ts, discard in discard.ts.)
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
-import { getBackend } from '../backends/registry.js';
+import { sessionBackend } from './backend-of.js';
 import type { Backend, BackendContext } from '../backends/types.js';
 import { PdbError, osErrorCode } from '../model/errors.js';
 import { scanTree } from '../model/scan/scan.js';
@@ -36,7 +36,7 @@ export async function openSession(ctx: StoreContext, name: string): Promise<Open
       hint: 'pdb-env doctor explains; pdb-env gc cleans up; pdb-env discard removes it.',
     });
   }
-  const backend = getBackend(rec.backend, { allowTestOnly: true });
+  const backend = await sessionBackend(rec);
   return {
     rec,
     backend,

@@ -107,6 +107,24 @@ export interface ParamIssue {
   message: string;
 }
 
+/**
+ * What the oracle compares, beyond what the Snapshot holds. The oracle reads every case's tree
+ * from its bytes; a workload whose steps make trees the Snapshot excludes (an install, a build)
+ * names them here so they are compared too, less the volatile paths it declares.
+ */
+export interface OracleScope {
+  /** What the comparison covers, as the receipt and the report say it: source always; installed (node_modules), build (dist, .next). */
+  scope: ('source' | 'installed' | 'build')[];
+  /** Names among the source's excludes that the oracle reads anyway (e.g. node_modules, dist, .next). */
+  include: string[];
+  /**
+   * Files a tool writes with the session's own absolute path inside (pnpm's .bin shims, Next.js's
+   * required-server-files.json), as globs: compared with that path replaced by a placeholder, so the
+   * rest of their bytes still count.
+   */
+  rootPathFiles?: string[];
+}
+
 export interface Workload {
   readonly name: string;
   readonly description: string;
@@ -135,6 +153,8 @@ export interface Workload {
    * and records, per case, how many entries each pattern dropped.
    */
   volatilePaths?(params: Record<string, unknown>): string[];
+  /** What the oracle compares (absent: the source files only). */
+  oracleScope?(params: Record<string, unknown>): OracleScope;
   /**
    * Deterministic workloads may compute the oracle's expected result in advance from the base
    * entries (the case session's, sessions[0]). Without it, the full-copy case of the same block is

@@ -1,7 +1,8 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { runBench } from '../../harness/bench.js';
-import { loadPlan, type Plan } from '../../harness/plan/plan.js';
+import { loadBackendModule } from '../../backends/module.js';
+import { loadPlan, loadPlanModules, readPlanDocument, type Plan } from '../../harness/plan/plan.js';
 import { parseVarArgs } from '../../harness/plan/plan-vars.js';
 import { createProgress } from '../../harness/progress.js';
 import type { Receipt } from '../../harness/receipt/receipt-types.js';
@@ -80,6 +81,7 @@ function mismatches(receipt: Receipt): Array<{ backend: string; caseId: string; 
 }
 
 type BenchFlags = {
+  backendModule?: string[];
   plan?: string;
   source?: string;
   step?: string[];
@@ -95,8 +97,13 @@ type BenchFlags = {
   store?: string;
 };
 
+/** A plan with the backends of --backend-module benched too. */
+function withModules(plan: Plan, names: string[]): Plan {
+  return names.length ? { ...plan, backends: [...new Set([...plan.backends, ...names])] } : plan;
+}
+
 /** The plan a one-line bench runs: built from the flags, over --backends or every backend this host can run. */
-async function oneLinePlan(o: BenchFlags, workloads: Record<string, Workload>, seed: number | undefined): Promise<Plan> {
+async function oneLinePlan(o: BenchFlags, workloads: Record<string, Workload>, seed: number | undefined, own: string[]): Promise<Plan> {
   if (o.plan) throw new PdbError('E_USAGE', '--step builds its own plan: give --plan or --step, not both');
   if (!o.source)
     throw new PdbError('E_USAGE', '--step needs --source DIR: the repository to benchmark', {
@@ -104,10 +111,10 @@ async function oneLinePlan(o: BenchFlags, workloads: Record<string, Workload>, s
     });
   const progress = createProgress();
   let backends: string[];
-  if (o.backends) backends = parseBackendList(o.backends);
+  if (o.backends) backends = [...new Set([...parseBackendList(o.backends), ...own])];
   else {
     const probed = await runnableBackends(defaultStoreParent(o.store), o.source);
-    backends = probed.available;
+    backends = [...probed.available, ...own];
     const skipped = probed.unavailable.map((u) => `${u.name} (${u.reason ?? '?'})`).join(', ');
     progress({ kind: 'note', message: `backends this host can run: ${backends.join(', ')}${skipped ? `; not here: ${skipped}` : ''}` });
   }
@@ -233,6 +240,11 @@ const bench: DefineCommand = (cmd, ctx) =>
     .option('--case-timeout <ms>', "one-line bench: a whole case's limit (default: the steps' timeouts plus 30 minutes)")
     .option('--plan-out <file>', 'one-line bench: save the plan it built (path-free: the source is ${SOURCE}) to run again with --plan')
     .option('--var <name=value>', "a value for a plan's ${NAME} placeholder (repeat it)", collect)
+    .option(
+      '--backend-module <file>',
+      'your own backend: a module whose default export implements the backend contract (docs/your-backend.md); benched against the oracle like the built-in ones (repeat it)',
+      collect,
+    )
     .option('--seed <n>', "override the plan's seed (recorded in the receipt)")
     .option('--out <dir>', 'where receipts go (default: receipts)')
     .option('--resume <run>', 'continue an interrupted run (same --out); finished cases are not repeated')
@@ -246,7 +258,17 @@ const bench: DefineCommand = (cmd, ctx) =>
       const seed = parseSeed(o.seed);
       const workloads = WORKLOADS as Record<string, Workload>;
       const vars = { ...parseVarArgs(o.var ?? []), ...(o.source ? { [SOURCE_VAR]: resolve(o.source) } : {}) };
-      const plan = oneLine ? await oneLinePlan(o, workloads, seed) : o.plan ? loadPlan(o.plan, workloads).plan : undefined;
+      // Backend modules first: a plan may name the backends they declare.
+      const own = [];
+      for (const f of o.backendModule ?? []) own.push(await loadBackendModule(resolve(f)));
+      const ownNames = own.map((m) => m.backend.name);
+      const modules = own.map((m) => m.file);
+      if (o.plan) modules.push(...(await loadPlanModules(readPlanDocument(o.plan), dirname(resolve(o.plan)))));
+      const plan = oneLine
+        ? await oneLinePlan(o, workloads, seed, ownNames)
+        : o.plan
+          ? withModules(loadPlan(o.plan, workloads).plan, ownNames)
+          : undefined;
       const outDir = resolve(o.out ?? 'receipts');
       const result = await runInterruptible({
         plan,
@@ -257,6 +279,8 @@ const bench: DefineCommand = (cmd, ctx) =>
         storeParent: o.store,
         workloads,
         vars,
+        backendModules: modules,
+        planDir: o.plan ? dirname(resolve(o.plan)) : undefined,
         // Progress goes to stderr, so it shows with --json too (stdout stays one JSON document).
         progress: createProgress(),
       });

@@ -1,4 +1,4 @@
-import { isAbsolute, relative } from 'node:path';
+import { isAbsolute, relative, resolve } from 'node:path';
 import { BACKEND_NAMES } from '../../backends/types.js';
 import type { Digest } from '../../model/canonical-json.js';
 import { PdbError } from '../../model/errors.js';
@@ -13,6 +13,10 @@ const create: DefineCommand = (cmd) =>
     .argument('<name>', 'the new session')
     .option('--from <dir>', 'source directory (default: .)')
     .option('--backend <name>', `${BACKEND_NAMES.join(' | ')} (default: full-copy)`)
+    .option(
+      '--backend-module <file>',
+      'your own backend: a module whose default export implements the backend contract (docs/your-backend.md)',
+    )
     .option('--env <env>', "start from environment ENV's head instead of importing DIR")
     .option('--fork <other>', "start from session OTHER's last checkpoint (the new session's source is OTHER's)")
     .option(
@@ -48,6 +52,7 @@ Example:
         .create(name, {
           from,
           backend: o.backend,
+          backendModule: o.backendModule === undefined ? undefined : resolve(o.backendModule),
           env: o.env,
           base: o.base as Digest | undefined,
           fork: o.fork,

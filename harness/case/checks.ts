@@ -11,7 +11,8 @@ import { createSnapshot, snapshotDigest, totalMismatches, type Entry, type Misma
 import type { SessionService } from '../../sessions/service.js';
 import type { StepContext, Workload } from '../../workloads/types.js';
 import { scrubText } from '../../model/scrub.js';
-import { projectResult } from './projection.js';
+import { createExcludeMatcher } from '../../model/scan/scan.js';
+import { oracleScopeOf, type OracleTree } from './oracle-tree.js';
 import type { CheckRecord, CheckReference, FailureRecord, ProjectionRecord } from '../receipt/receipt-types.js';
 import { compareTrees, internTree } from './tree-compare.js';
 
@@ -182,6 +183,8 @@ export interface VerifyInput {
   sessions: string[];
   /** The checkpoint of the session under test. */
   resultSnapshot: Digest;
+  /** The oracle's tree of the session under test, read from its bytes. */
+  tree: OracleTree;
   ctx(): StepContext;
 }
 
@@ -197,17 +200,10 @@ export interface VerifySink {
  * the environment stopped the case: a tree an outage left half-made says nothing about the
  * filesystem), then base unchanged and sibling unchanged, always.
  */
-export async function verifyCase(env: CheckEnv, v: VerifyInput, into: VerifySink): Promise<void> {
+export async function verifyCase(env: CheckEnv, v: VerifyInput, into: VerifySink, switches: CaseCheckSwitches = {}): Promise<void> {
   const result = env.svc.readSnapshot(v.resultSnapshot).entries;
-  const projected = projectResult(v.workload, v.params, result);
-  into.projection = projected.record;
-  if (v.expected) {
-    into.checks.push(
-      v.notJudged === null
-        ? treeCheck('expected', v.expected, projected.entries, 'the result (vs the precomputed expectation)')
-        : notEvaluated('expected', v.notJudged),
-    );
-  }
+  into.projection = v.tree.projection;
+  if (v.expected) into.checks.push(v.notJudged === null ? expectedCheck(v) : notEvaluated('expected', v.notJudged));
   if (v.workload.check && v.notJudged !== null) into.checks.push(notEvaluated('workload-checks', v.notJudged));
   else if (v.workload.check) {
     const results: Entry[][] = [result];
@@ -221,9 +217,35 @@ export async function verifyCase(env: CheckEnv, v: VerifyInput, into: VerifySink
       });
     }
   }
-  into.checks.push(await baseUnchangedCheck(env, v.sourceDir, v.base));
-  const sibling = await siblingCheck(env, v.sibling);
+  if (switches.baseCheck !== false) into.checks.push(await baseUnchangedCheck(env, v.sourceDir, v.base));
+  const sibling = switches.siblingCheck === false ? null : await siblingCheck(env, v.sibling);
   if (sibling) into.checks.push(sibling);
+}
+
+/** The checks a test may leave out (harness/case/runner.ts CheckSwitches). */
+export interface CaseCheckSwitches {
+  siblingCheck?: boolean;
+  baseCheck?: boolean;
+}
+
+/**
+ * The oracle's tree against the precomputed expectation, on the source: an expectation is computed
+ * from the base, so what the scope adds (an install, a build) is left out of this one comparison.
+ */
+function expectedCheck(v: VerifyInput): CheckRecord {
+  const { include } = oracleScopeOf(v.workload, v.params);
+  const added = createExcludeMatcher(include);
+  const source = include.length
+    ? v.tree.entries.filter((e) => !e.path.split('/').some((_, i, parts) => added(parts.slice(0, i + 1).join('/'), parts[i]!)))
+    : v.tree.entries;
+  const files = source.reduce((n, e) => n + (e.kind === 'file' ? 1 : 0), 0);
+  const hashed = v.tree.filesHashed === v.tree.files ? files : Math.min(files, v.tree.filesHashed);
+  return {
+    ...treeCheck('expected', v.expected!, source, 'the result (vs the precomputed expectation)'),
+    files: { case: files, reference: null },
+    filesHashed: { case: hashed, reference: null },
+    scope: ['source'],
+  };
 }
 
 /** What discard left behind: session directories, mounts and processes of the case. */

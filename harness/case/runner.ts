@@ -16,7 +16,7 @@ import { createCaseRunner, findCaseProcesses, killCaseProcesses, newCaseToken, t
 import { classifyCase, notJudgedReason } from './outcome.js';
 import type { RssProbe } from './memory.js';
 import { scrubText } from '../../model/scrub.js';
-import { projectResult } from './projection.js';
+import { keepOracleTree, scanOracleTree, trustedOracleTree, type OracleTree } from './oracle-tree.js';
 import type { CaseRecord, CheckRecord, FailureRecord, FixtureRecord, ProjectionRecord } from '../receipt/receipt-types.js';
 import type { ScheduledCase } from '../plan/scheduler.js';
 
@@ -39,6 +39,17 @@ export interface CaseEnv extends CheckEnv {
   signal?: AbortSignal;
   /** The harness's own peak RSS, recorded per phase. */
   rss?: RssProbe;
+  /** Test-only switches that take checks away, to show what the oracle alone catches. */
+  switches?: CheckSwitches;
+}
+
+/** Checks a test may switch off (never a plan or the CLI): each defaults to on. */
+export interface CheckSwitches {
+  siblingCheck?: boolean;
+  baseCheck?: boolean;
+  createdTreeCheck?: boolean;
+  /** Off: the oracle compares what the checkpoint recorded (trusting stat signatures), as before it hashed. */
+  oracleHashing?: boolean;
 }
 
 export interface CaseInput {
@@ -58,11 +69,11 @@ export interface CaseInput {
 export interface CaseResult {
   record: CaseRecord;
   /**
-   * The projected result for the oracle comparison at the block's end, read again from the store
-   * when asked (so a block holds at most two results at once, not one per case); null when the
-   * case made no result.
+   * The tree the oracle compares at the block's end, read from the session's bytes after its
+   * checkpoint and kept beside the case (so a block holds at most two trees at once, not one per
+   * case); null when the case made none.
    */
-  projected(): Entry[] | null;
+  oracleTree(): OracleTree | null;
   /** The phase failures in the order they happened (the outcome is classified again once the oracle check is in). */
   phaseFailures: FailureRecord[];
   /** Why the case's result is not judged by the oracle (the environment stopped it), or null. */
@@ -94,6 +105,8 @@ interface CaseRun {
   resultSnapshot: Digest | null;
   /** What the projection dropped, once the result was read and projected (null: no result to compare). */
   projection: ProjectionRecord | null;
+  /** Reads the oracle's tree of the case back, once it was made. */
+  oracleTree: (() => OracleTree) | null;
   /** Why the case was stopped from outside, if it was. */
   stopped: 'timeout' | 'interrupted' | null;
 }
@@ -104,11 +117,10 @@ export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResul
   await withinCaseLimits(run, () => caseBody(run));
   await discardSessions(run);
   const record = caseRecord(run, performance.now() - started);
-  const { workload, params } = input;
-  const result = run.projection ? run.resultSnapshot : null;
+  const tree = run.projection ? run.oracleTree : null;
   return {
     record,
-    projected: () => (result ? projectResult(workload, params, env.svc.readSnapshot(result).entries).entries : null),
+    oracleTree: () => (tree ? tree() : null),
     phaseFailures: run.failures,
     notJudged: notJudgedReason(run.failures, record.metrics, input.workload),
   };
@@ -156,6 +168,7 @@ async function startCase(env: CaseEnv, input: CaseInput): Promise<CaseRun> {
     cloneObserved: null,
     resultSnapshot: null,
     projection: null,
+    oracleTree: null,
     stopped: null,
   };
   return run;
@@ -213,8 +226,16 @@ async function caseBody(run: CaseRun): Promise<void> {
   const { env, input, timer } = run;
   const cp = await timer.run('checkpoint', null, async () => ({ value: await env.svc.checkpoint(run.names[0]!) }));
   run.resultSnapshot = cp.snapshot;
+  const { workload, params, fixture, base, expected, sibling } = input;
+  // Its own phase, so the price of hashing everything the oracle compares shows in the receipt.
+  const tree = await timer.run('oracle-scan', null, async () => ({
+    value:
+      env.switches?.oracleHashing === false
+        ? trustedOracleTree(env.svc.readSnapshot(cp.snapshot).entries, workload, params, cp.filesHashed)
+        : await scanOracleTree(env.svc.sessionRoot(run.names[0]!), workload, params, base.excludes, env.storeDir),
+  }));
+  run.oracleTree = keepOracleTree(run.scratchDir, tree);
   await timer.run('verify', null, async () => {
-    const { workload, params, fixture, base, expected, sibling } = input;
     const v = {
       workload,
       params,
@@ -225,8 +246,9 @@ async function caseBody(run: CaseRun): Promise<void> {
       notJudged: notJudgedReason(run.failures, run.metrics, workload),
       sessions: run.created,
       resultSnapshot: cp.snapshot,
+      tree,
     };
-    await verifyCase(env, { ...v, ctx: () => stepContext(run) }, run);
+    await verifyCase(env, { ...v, ctx: () => stepContext(run) }, run, env.switches);
     return { value: undefined };
   });
 }
@@ -254,10 +276,11 @@ async function createSessions(run: CaseRun): Promise<boolean> {
     fail(run, 'E_SOURCE_CHANGED', 'create', 'the session was made from a different base than the run imported');
     return false;
   }
-  await timer.run('verify:created', null, async () => {
-    run.checks.push(await createdTreeCheck(env.svc.sessionRoot(names[0]!), input.base));
-    return { value: undefined };
-  });
+  if (env.switches?.createdTreeCheck !== false)
+    await timer.run('verify:created', null, async () => {
+      run.checks.push(await createdTreeCheck(env.svc.sessionRoot(names[0]!), input.base));
+      return { value: undefined };
+    });
   if (names.length > 1) {
     await timer.run('create:peers', null, async () => {
       for (const n of names.slice(1)) {

@@ -1,6 +1,8 @@
 // Plans: JSON documents validated against schemas/plan.schema.json before any filesystem work.
 import { readFileSync } from 'node:fs';
-import { BACKEND_NAMES, type AnyBackendName } from '../../backends/types.js';
+import { resolve } from 'node:path';
+import { loadBackendModule, moduleBackend } from '../../backends/module.js';
+import { BACKEND_NAMES, TEST_BACKEND_NAMES, type AnyBackendName } from '../../backends/types.js';
 import { canonicalBytes, type Digest } from '../../model/canonical-json.js';
 import { PdbError, osErrorCode } from '../../model/errors.js';
 import { assertSchema } from '../../model/schemas.js';
@@ -20,6 +22,8 @@ export interface Plan {
   name: string;
   description?: string;
   backends: AnyBackendName[];
+  /** Module files of the user's own backends, relative to the plan file. */
+  backendModules?: string[];
   allowTestOnlyBackends?: boolean;
   workloads: PlanWorkload[];
   blocks: number;
@@ -88,7 +92,15 @@ export function planIssues(plan: Plan, workloads: Record<string, Workload>): Pla
   const issues: PlanIssue[] = [];
   const userNames = new Set<string>(BACKEND_NAMES);
   for (const [i, b] of plan.backends.entries()) {
-    if (!userNames.has(b) && !plan.allowTestOnlyBackends)
+    const fromModule = moduleBackend(b)?.backend;
+    if (!userNames.has(b) && !(TEST_BACKEND_NAMES as readonly string[]).includes(b) && !fromModule)
+      issues.push({
+        code: 'E_PLAN_INVALID',
+        pointer: `/backends/${i}`,
+        message: `unknown backend "${b}": not built in, and no backend module declares it`,
+        hint: `Built in: ${BACKEND_NAMES.join(', ')}; your own backend comes from "backendModules" or --backend-module FILE.`,
+      });
+    else if ((fromModule ? fromModule.testOnly : !userNames.has(b)) && !plan.allowTestOnlyBackends)
       issues.push({
         code: 'E_PLAN_INVALID',
         pointer: `/backends/${i}`,
@@ -159,4 +171,26 @@ export function loadPlan(file: string, workloads: Record<string, Workload>): { p
 /** Effective parameters of a workload in a plan: its defaults overridden by the plan's. */
 export function workloadParams(workload: Workload, entry: PlanWorkload): Record<string, unknown> {
   return { ...workload.defaultParams, ...(entry.params ?? {}) };
+}
+
+/**
+ * Load the backend modules a plan document names (relative to its file's directory), before its
+ * backend names are checked; their real paths. A module that cannot be loaded or misses the
+ * contract is E_BACKEND_MODULE_INVALID naming it.
+ */
+export async function loadPlanModules(doc: unknown, planDir: string): Promise<string[]> {
+  const names = (doc as { backendModules?: unknown } | null)?.backendModules;
+  if (!Array.isArray(names)) return [];
+  const out: string[] = [];
+  for (const f of names) if (typeof f === 'string') out.push((await loadBackendModule(resolve(planDir, f))).file);
+  return out;
+}
+
+/** The parsed plan file, or null when it cannot be read as JSON (loadPlan then says why). */
+export function readPlanDocument(file: string): unknown {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return null;
+  }
 }

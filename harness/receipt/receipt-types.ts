@@ -6,7 +6,9 @@
 import type { Digest } from '../../model/canonical-json.js';
 import type { MismatchCounts } from '../../model/snapshot.js';
 
-export const RECEIPT_SCHEMA_VERSION = 2 as const;
+export const RECEIPT_SCHEMA_VERSION = 3 as const;
+/** Version 2 receipts (read-only) were written before the oracle hashed both trees it compares. */
+export const ORACLE_HASHING_SINCE_VERSION = 3;
 
 export const CASE_OUTCOMES = ['ok', 'mismatch', 'failed', 'environment', 'timeout', 'unavailable'] as const;
 
@@ -31,6 +33,10 @@ export interface Provenance {
   dirty: boolean | null;
   /** Whether HEAD or the working tree changed between the start and the end of the run; null outside a git checkout. */
   changedDuringRun: boolean | null;
+  /** sha256 over the built package that ran (every file under dist/ but the tests, and package.json); null when it could not be read. */
+  buildDigest?: Digest | null;
+  /** True when the build was older than its sources and the run was let go on with --allow-stale-build: such a receipt is not evidence. */
+  staleBuild?: boolean;
 }
 
 export interface HostFingerprint {
@@ -87,6 +93,8 @@ export interface BackendAvailability {
   evidence: Record<string, string | number | boolean | null>;
   /** Declared capabilities of the backend; present only when the probe found it available (an unavailable backend records its reason and no claims). */
   capabilities?: BackendCapabilities;
+  /** For a user's own backend loaded from a module: the module file's sha256 (its path is never recorded). */
+  module?: { digest: Digest };
 }
 
 export interface PhaseRecord {
@@ -120,6 +128,17 @@ export interface CheckReference {
   caseId: string;
 }
 
+/** A count on each side of a comparison: the case's tree and the reference's (null when the reference is a precomputed expectation, which is not read from disk). */
+export interface SideCounts {
+  /** On the case's side. */
+  case: number;
+  /** On the reference's side; null when the reference was not read from disk. */
+  reference: number | null;
+}
+
+/** What a tree comparison covers. */
+export type OracleScopeName = 'source' | 'installed' | 'build';
+
 export interface CheckRecord {
   /** "oracle", "expected", "base-unchanged", "sibling-unchanged", "cleanup", or a workload check. */
   name: string;
@@ -137,6 +156,12 @@ export interface CheckRecord {
   reference: CheckReference | null;
   /** Path-free detail, null when none. */
   detail: string | null;
+  /** Tree comparisons (oracle, expected): how many regular files each compared tree holds, after the projection. */
+  files?: SideCounts;
+  /** Tree comparisons (oracle, expected): how many of those files were hashed from their bytes for this comparison (equal to files when nothing was taken on trust). */
+  filesHashed?: SideCounts;
+  /** Tree comparisons (oracle, expected): what the comparison covers: source (the Snapshot's files), installed (dependency trees such as node_modules), build (tool output such as dist and .next). */
+  scope?: OracleScopeName[];
 }
 
 export interface FailureRecord {
@@ -279,8 +304,8 @@ export interface HarnessMemory {
 }
 
 export interface Receipt {
-  /** Receipt schema version. */
-  schemaVersion: typeof RECEIPT_SCHEMA_VERSION;
+  /** Receipt schema version: 3 since the oracle hashes both trees it compares from their bytes; 2 (written before, read-only) trusted what the checkpoint recorded. */
+  schemaVersion: typeof RECEIPT_SCHEMA_VERSION | 2;
   /** Document kind marker. */
   kind: 'pdb-env-receipt';
   /** The tool that wrote the receipt. */

@@ -7,7 +7,7 @@
 // (sessions/health/sweep.ts); the quarantine is never emptied.
 import { lstat, mkdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import { getBackend } from '../../backends/registry.js';
+import { sessionBackend } from '../backend-of.js';
 import { isPdbError, toPdbError } from '../../model/errors.js';
 import { tempName } from '../../model/store/object-store.js';
 import { formatBytes } from '../../model/progress.js';
@@ -150,7 +150,7 @@ async function removeSession(pass: Pass, name: string, why: string): Promise<voi
   }
   const rec = await readSession(ctx.store, name).catch(() => null);
   if (rec) {
-    const backend = getBackend(rec.backend, { allowTestOnly: true });
+    const backend = await sessionBackend(rec);
     await backend.release(backendContext(ctx.store, rec.sourceDir ?? undefined), join(dir, 'root'), dir, rec.backendState);
   }
   const trash = tempName(ctx.store.paths, 'gc-trash');

@@ -147,3 +147,10 @@ export async function until<T>(what: string, fn: () => T | null | undefined | fa
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
   }
 }
+
+/** Why the npm registry cannot be used here (the lanes install from it), or null when it answers. */
+export function registryProblem(): string | null {
+  const r = spawnSync('npm', ['view', 'typescript@5.9.3', 'version', '--prefer-online'], { encoding: 'utf8', timeout: 30_000 });
+  if (r.status === 0 && r.stdout.trim() === '5.9.3') return null;
+  return `the npm registry is unreachable (npm view exited ${r.status ?? r.signal}); the lanes install from it`;
+}

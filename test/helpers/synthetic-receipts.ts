@@ -132,7 +132,7 @@ export function syntheticReceipt(o: SyntheticOptions): Receipt {
   }
   const count = (f: (c: CaseRecord) => boolean): number => cases.filter(f).length;
   return {
-    schemaVersion: 2,
+    schemaVersion: 3,
     kind: 'pdb-env-receipt',
     tool: { name: 'pdb-env', version: '0.1.0' },
     provenance: o.provenance ?? CLEAN,

@@ -8,6 +8,7 @@ import type { StepContext, WorkloadCheck } from '../types.js';
 import type { LaneKind } from './fixture.js';
 import { pnpmBin, pnpmVersionOf } from './install.js';
 import { directDependencyMismatches, installedSet, npmLockfileMismatches } from './installed-set.js';
+import { laneSteps } from './timeouts.js';
 import { outputTail } from './tools.js';
 
 function installedSetCheck(kind: LaneKind, root: string): WorkloadCheck {
@@ -24,11 +25,12 @@ function installedSetCheck(kind: LaneKind, root: string): WorkloadCheck {
   };
 }
 
-function toolOutputsCheck(root: string): WorkloadCheck {
+function toolOutputsCheck(root: string, steps: readonly string[]): WorkloadCheck | null {
   const outputs: Array<[string, string]> = [
-    ['dist/index.html', 'vite build'],
-    ['.next/BUILD_ID', 'next build'],
+    ...(steps.includes('vite-build') ? [['dist/index.html', 'vite build'] as [string, string]] : []),
+    ...(steps.includes('next-build') ? [['.next/BUILD_ID', 'next build'] as [string, string]] : []),
   ];
+  if (outputs.length === 0) return null;
   const missing = outputs.filter(([p]) => !existsSync(join(root, p))).map(([p, tool]) => `${tool} output ${p}`);
   let buildIdOk = true;
   if (existsSync(join(root, '.next', 'BUILD_ID')))
@@ -39,7 +41,7 @@ function toolOutputsCheck(root: string): WorkloadCheck {
     detail: missing.length
       ? `missing: ${missing.join(', ')}`
       : buildIdOk
-        ? 'dist/index.html and .next/BUILD_ID exist'
+        ? `${outputs.map(([p]) => p).join(' and ')} exist`
         : '.next/BUILD_ID is not the fixture build id',
   };
 }
@@ -100,9 +102,14 @@ async function pnpmStoreChecks(ctx: StepContext): Promise<WorkloadCheck[]> {
   ];
 }
 
+/** The checks of what the steps that ran made: the installed set after an install, the outputs of the builds. */
 export async function laneChecks(kind: LaneKind, ctx: StepContext): Promise<WorkloadCheck[]> {
   const root = ctx.session.root;
-  const checks = [installedSetCheck(kind, root), toolOutputsCheck(root)];
-  if (kind === 'pnpm') checks.push(...(await pnpmStoreChecks(ctx)));
+  const steps = laneSteps(ctx.params);
+  const checks: WorkloadCheck[] = [];
+  if (steps.includes('install')) checks.push(installedSetCheck(kind, root));
+  const outputs = toolOutputsCheck(root, steps);
+  if (outputs) checks.push(outputs);
+  if (kind === 'pnpm' && steps.includes('install')) checks.push(...(await pnpmStoreChecks(ctx)));
   return checks;
 }

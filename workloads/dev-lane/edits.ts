@@ -20,11 +20,14 @@ export const LANE_EDITS = {
   tsserverTypeError: { path: 'src/lib/math.ts', insert: "export const broken: number = 'not a number';\n" },
 } as const;
 
+/** The steps that edit a file: Vite's HMR step, and the Jest and Vitest watch steps. */
+const EDITING_STEPS = ['vite-dev-hmr', 'jest-watch', 'vitest-watch'] as const;
+
 /**
  * The oracle's source tree, computed in advance: the base with the lane's three deterministic
- * file edits applied (the tsserver edit lives only in tsserver's memory).
+ * file edits applied, of the steps that run (the tsserver edit lives only in tsserver's memory).
  */
-export function expectedLaneSources(kind: LaneKind, base: Entry[]): Entry[] {
+export function expectedLaneSources(kind: LaneKind, base: Entry[], steps: readonly string[] = EDITING_STEPS): Entry[] {
   const byPath = new Map(base.map((e) => [e.path, e]));
   const replace = (path: string, bytes: Buffer) => {
     const e = byPath.get(path);
@@ -32,8 +35,12 @@ export function expectedLaneSources(kind: LaneKind, base: Entry[]): Entry[] {
       throw new PdbError('E_SOURCE_CHANGED', `the base has no file ${path}; it is not the ${kind}-app fixture`, { path });
     byPath.set(path, { ...e, digest: sha256Digest(bytes), size: bytes.length });
   };
-  replace(LANE_EDITS.viteMessage.path, Buffer.from(LANE_EDITS.viteMessage.content));
-  for (const edit of [LANE_EDITS.jestTest, LANE_EDITS.vitestTest]) {
+  if (steps.includes('vite-dev-hmr')) replace(LANE_EDITS.viteMessage.path, Buffer.from(LANE_EDITS.viteMessage.content));
+  const appends = [
+    ...(steps.includes('jest-watch') ? [LANE_EDITS.jestTest] : []),
+    ...(steps.includes('vitest-watch') ? [LANE_EDITS.vitestTest] : []),
+  ];
+  for (const edit of appends) {
     const original = readLaneFixtureFile(kind, edit.path);
     const e = byPath.get(edit.path);
     if (!e || e.kind !== 'file' || e.digest !== sha256Digest(original)) {

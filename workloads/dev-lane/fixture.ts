@@ -1,12 +1,13 @@
 // The lanes' pinned fixture: one shared dev app (TypeScript library, Vite app, Next.js app router,
 // Jest and Vitest tests) plus a per-package-manager overlay (package.json and its lockfile),
-// composed into a fresh directory. The composed tree is byte-identical to the former npm-app and
-// pnpm-app fixtures, so recorded fixture names and base Snapshots stay valid.
+// composed into a fresh directory, with one entry of each kind of the source contract under kinds/
+// (workloads/entry-kinds.ts; version 2 added them).
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { sha256Digest } from '../../model/canonical-json.js';
 import { PdbError } from '../../model/errors.js';
 import { packageFile } from '../../model/paths.js';
+import { writeEntryKinds } from '../entry-kinds.js';
 import type { Fixture, ProcessRunner } from '../types.js';
 
 export type LaneKind = 'npm' | 'pnpm';
@@ -17,15 +18,19 @@ export function laneFixtureLayers(kind: LaneKind): string[] {
   return [join(dir, 'shared'), join(dir, kind)];
 }
 
-/** Tool outputs and installs: never part of the compared source (see projectionNote). */
+/** Tool outputs and installs: never copied from the fixture folders into the composed fixture. */
 const GENERATED_ROOTS = ['node_modules', 'dist', '.next', '.vite', 'coverage'];
 const GENERATED_NAMES = new Set(['tsconfig.tsbuildinfo']);
 
+/** Tool outputs and installs (the Snapshot excludes them; the oracle reads some: see the lane's oracleScope). */
 export function isGenerated(path: string): boolean {
   const top = path.split('/')[0] ?? '';
   const last = path.slice(path.lastIndexOf('/') + 1);
   return GENERATED_ROOTS.includes(top) || path.split('/').includes('node_modules') || GENERATED_NAMES.has(last);
 }
+
+/** The fixture's version: 2 since it holds every entry kind (see the header). */
+export const LANE_FIXTURE_VERSION = 2;
 
 /** A file of the composed fixture, read from the layer that provides it (the overlay first). */
 export function readLaneFixtureFile(kind: LaneKind, rel: string): Buffer {
@@ -62,6 +67,7 @@ export async function prepareLaneFixture(kind: LaneKind, workDir: string, proc: 
   const name = `${kind}-app`;
   const dest = join(workDir, name);
   composeLaneFixture(kind, dest);
+  await writeEntryKinds(dest);
   const git = (args: string[]) =>
     proc.run('git', args, {
       cwd: dest,
@@ -86,5 +92,5 @@ export async function prepareLaneFixture(kind: LaneKind, workDir: string, proc: 
   }
   const lockName = kind === 'npm' ? 'package-lock.json' : 'pnpm-lock.yaml';
   const lockDigest = sha256Digest(readFileSync(join(dest, lockName), 'utf8')).slice('sha256:'.length, 'sha256:'.length + 8);
-  return { name: `${name}@1+${lockDigest}`, sourceDir: dest };
+  return { name: `${name}@${LANE_FIXTURE_VERSION}+${lockDigest}`, sourceDir: dest };
 }

@@ -1,9 +1,11 @@
-// The fileops fixture: the fixed base files, a relative symlink, a large pseudo-random file and a
-// tree of many small files, generated once per parameter set inside a run's work dir.
+// The fileops fixture: the fixed base files, a relative symlink, a large pseudo-random file, a
+// tree of many small files and one entry of each contract kind under kinds/ (version 2), generated
+// once per parameter set inside a run's work dir.
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { commitFixture } from '../commit-fixture.js';
+import { writeEntryKinds } from '../entry-kinds.js';
 import type { Fixture, ProcessRunner } from '../types.js';
 import {
   BASE_FILES,
@@ -23,7 +25,7 @@ export async function prepareFileopsFixture(workDir: string, params: Record<stri
   const p = readParams(params);
   // The name identifies the fixture exactly (it is reused by name within a run's work dir).
   const large = p.largeFileBytes % MiB === 0 ? `${p.largeFileBytes / MiB}m` : `${p.largeFileBytes}b`;
-  const name = `fileops@1-${p.smallFiles}f-${large}`;
+  const name = `fileops@2-${p.smallFiles}f-${large}`;
   const dir = join(workDir, name);
   const done = join(workDir, `${name}.ready`);
   if (existsSync(done)) return { name, sourceDir: dir };
@@ -43,6 +45,7 @@ export async function prepareFileopsFixture(workDir: string, params: Record<stri
     if (i % 100 === 0) await mkdir(join(dir, smallPath(i), '..'), { recursive: true });
     await writeFile(join(dir, smallPath(i)), smallContent(i));
   }
+  await writeEntryKinds(dir);
   await commitFixture(dir, proc);
   await writeFile(done, '');
   return { name, sourceDir: dir };

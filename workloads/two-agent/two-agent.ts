@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { PdbError } from '../../model/errors.js';
 import { countMismatches, totalMismatches, type Entry } from '../../model/snapshot.js';
 import { commitFixture } from '../commit-fixture.js';
+import { addEntryKinds, writeEntryKinds } from '../entry-kinds.js';
 import { TreeModel } from '../tree-model.js';
 import type { Fixture, ProcessResult, ProcessRunner, Step, Workload, WorkloadCheck } from '../types.js';
 
@@ -42,6 +43,7 @@ export function twoAgentBaseEntries(): Entry[] {
   const m = new TreeModel([]);
   for (const [rel, content] of Object.entries(TWO_AGENT_BASE)) m.write(rel, content, false);
   m.symlink(BASE_LINK.path, BASE_LINK.target);
+  addEntryKinds(m);
   return m.result();
 }
 
@@ -115,7 +117,7 @@ function nested(params: Record<string, unknown>): number {
 }
 
 async function prepareTwoAgentFixture(workDir: string, _params: Record<string, unknown>, proc: ProcessRunner): Promise<Fixture> {
-  const name = 'two-agent@2';
+  const name = 'two-agent@3';
   const dir = join(workDir, name);
   const done = join(workDir, `${name}.ready`);
   if (existsSync(done)) return { name, sourceDir: dir };
@@ -127,6 +129,7 @@ async function prepareTwoAgentFixture(workDir: string, _params: Record<string, u
   }
   await mkdir(join(dir, 'links'), { recursive: true });
   await symlink(BASE_LINK.target, join(dir, BASE_LINK.path));
+  await writeEntryKinds(dir);
   await commitFixture(dir, proc);
   await writeFile(done, '');
   return { name, sourceDir: dir };

@@ -20,6 +20,7 @@ const MIRRORS: Record<string, string> = {
   BackendAvailability: '/$defs/backendAvailability',
   PhaseRecord: '/$defs/phaseRecord',
   CheckReference: '/$defs/checkReference',
+  SideCounts: '/$defs/sideCounts',
   CheckRecord: '/$defs/checkRecord',
   FailureRecord: '/$defs/failureRecord',
   FixtureRecord: '/$defs/fixtureRecord',

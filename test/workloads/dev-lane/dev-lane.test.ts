@@ -1,7 +1,6 @@
 // One real case of each developer lane on full-copy: a session made from the fixture, every step
 // through the real tools (install from the registry, tsc, tsserver, Vite, Next.js, Jest, Vitest),
 // a checkpoint compared with the expected sources, the lane's checks, and discard.
-import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -17,17 +16,10 @@ import { createProcessRunner } from '../../../workloads/process-runner.js';
 import { parseTsserverFrames } from '../../../workloads/tools/tsserver-client.js';
 import type { StepContext, Workload } from '../../../workloads/types.js';
 import { decodeFrames } from '../../../workloads/tools/vite-hmr.js';
-import { skipTest, tempDir } from '../../helpers/index.js';
+import { registryProblem, skipTest, tempDir } from '../../helpers/index.js';
 
 const t = tempDir('pdb-lane-');
 test.after(() => t.cleanup());
-
-/** The lanes install from the npm registry; without it they cannot run, and the test says so. */
-function registryProblem(): string | null {
-  const r = spawnSync('npm', ['view', 'typescript@5.9.3', 'version', '--prefer-online'], { encoding: 'utf8', timeout: 30_000 });
-  if (r.status === 0 && r.stdout.trim() === '5.9.3') return null;
-  return `the npm registry is unreachable (npm view exited ${r.status ?? r.signal}); the lanes install from it`;
-}
 
 const problem = registryProblem();
 

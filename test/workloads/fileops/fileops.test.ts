@@ -91,7 +91,7 @@ test('the expectation catches a step that was not done (mode) and a wrong base (
 
     // A session that does not hold the base's bytes fails the read step.
     await svc.create('s2', { from: fixture.sourceDir, backend: 'full-copy' });
-    assert.is(fixture.name, 'fileops@1-250f-3145745b');
+    assert.is(fixture.name, 'fileops@2-250f-3145745b');
     const { writeFileSync } = await import('node:fs');
     writeFileSync(join(svc.sessionRoot('s2'), 'tree/d0001/f000194.txt'), 'not the base\n');
     const read = fileopsWorkload.steps(PARAMS).find((s) => s.name === 'read')!;
