@@ -52,6 +52,10 @@ export interface BenchOptions {
   backendModules?: string[];
   /** Where the plan file is: its `backendModules` are relative to it (default: the current directory). */
   planDir?: string;
+  /** Run although the build is older than its sources: the receipt then says so and is not evidence. */
+  allowStaleBuild?: boolean;
+  /** The package whose build is checked and recorded (default: the pdb-env package root). */
+  buildRoot?: string;
   /** Test seam: take checks away to show what the oracle alone catches (never from a plan or the CLI). */
   checkSwitches?: CheckSwitches;
 }

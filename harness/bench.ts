@@ -23,7 +23,7 @@ import { hostFingerprint } from './receipt/host.js';
 import { createHarnessMemoryLog, createRssProbe } from './case/memory.js';
 import { checkPlan, planDigest, type Plan } from './plan/plan.js';
 import { requirePlanVars } from './plan/plan-vars.js';
-import { provenanceOf, readCheckoutState } from './receipt/provenance.js';
+import { provenanceOf, readBuildState, readCheckoutState, staleBuildError } from './receipt/provenance.js';
 import { silentProgress } from './progress.js';
 import { buildReceipt, writeReceipt } from './receipt/receipt.js';
 import type { BackendAvailability, HostFingerprint } from './receipt/receipt-types.js';
@@ -36,6 +36,9 @@ import { receiptMarkdown } from './receipt/summary-markdown.js';
 export { BenchInterrupted, type BenchOptions, type BenchResult } from './bench-run.js';
 
 export async function runBench(options: BenchOptions): Promise<BenchResult> {
+  // Before any filesystem work: a receipt must name the code that ran.
+  const stale = readBuildState(options.buildRoot ?? packageRoot()).stale;
+  if (stale && options.allowStaleBuild !== true) throw staleBuildError(stale);
   const workloads = options.workloads ?? (WORKLOADS as Record<string, Workload>);
   const outDir = resolve(options.outDir);
   mkdirSync(outDir, { recursive: true });
@@ -94,6 +97,7 @@ async function openJournal(
   workloads: Record<string, Workload>,
   outDir: string,
 ): Promise<{ journal: RunJournal; plan: Plan; seed: number }> {
+  const build = readBuildState(options.buildRoot ?? packageRoot());
   if (options.resume) {
     const journal = RunJournal.open(outDir, options.resume);
     const h = journal.header();
@@ -126,6 +130,7 @@ async function openJournal(
     startedAt: new Date().toISOString(),
     checkout: await readCheckoutState(options.provenanceRepo ?? packageRoot(), [outDir]),
     loadAverage: loadavg(),
+    build,
     ...(modules.length ? { backendModules: modules } : {}),
   });
   return { journal, plan, seed };
@@ -173,7 +178,11 @@ async function writeRunReceipt(
     seed: run.seed,
     startedAt: header.startedAt,
     // A journal written before provenance existed has no checkout: the run's start is then unknown.
-    provenance: provenanceOf(header.checkout ?? { commit: null, dirty: null, state: null }, end),
+    provenance: provenanceOf(header.checkout ?? { commit: null, dirty: null, state: null }, end, {
+      start: header.build ?? { digest: null, stale: null },
+      end: readBuildState(run.options.buildRoot ?? packageRoot()),
+      allowedStale: run.options.allowStaleBuild === true,
+    }),
     cases: run.finished.values(),
     harness: run.memory.record(),
   });

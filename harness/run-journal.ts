@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import type { Digest } from '../model/canonical-json.js';
 import { PdbError } from '../model/errors.js';
 import type { Plan } from './plan/plan.js';
-import type { CheckoutState } from './receipt/provenance.js';
+import type { BuildState, CheckoutState } from './receipt/provenance.js';
 import type { CaseRecord } from './receipt/receipt-types.js';
 
 export const RUNS_DIR = '.pdb-runs';
@@ -26,6 +26,8 @@ export interface RunHeader {
   loadAverage: number[];
   /** The plan's `${NAME}` values (local state: they may be absolute paths; never copied into the receipt). */
   vars?: Record<string, string>;
+  /** The build that ran when the run started (its digest, and the stale source if --allow-stale-build let it run). */
+  build?: BuildState;
   /** The backend modules the run loaded, by real path (local state, never in the receipt). */
   backendModules?: string[];
   /** Store and work directories of the latest attempt (removed by the next attempt). */

@@ -96,5 +96,20 @@ export function answerFor(
           : 'no correct backend was shown faster';
     fastest = { backend: baseline, medianRatio: 1, ci: null, blocks: Math.max(0, ...others.map((o) => o.c?.blocks ?? 0)), words };
   }
-  return { testbed: testbed.id, workload, fixture, backends: standings, fastest };
+  return { testbed: testbed.id, workload, fixture, backends: standings, fastest, compared: comparedWords(backends.flatMap(casesOf)) };
+}
+
+const SCOPE_WORDS: Record<string, string> = { source: 'the source files', installed: 'the installed tree', build: 'the build output' };
+
+/** What the oracle compared for a fixture, in words: the scopes its checks recorded, each read from the bytes. */
+export function comparedWords(cases: ReportCase[]): string {
+  const checks = cases.flatMap((c) => c.checks.filter((k) => k.name === 'oracle' && k.evaluated));
+  if (checks.length === 0) return 'nothing (no oracle comparison was evaluated)';
+  const scopes = new Set<string>(checks.flatMap((k) => k.scope ?? []));
+  if (scopes.size === 0) return 'the source files as each checkpoint recorded them (not re-read from their bytes)';
+  const words = ['source', 'installed', 'build'].filter((x) => scopes.has(x)).map((x) => SCOPE_WORDS[x]!);
+  const all = checks.every(
+    (k) => k.files && k.filesHashed && k.filesHashed.case === k.files.case && k.filesHashed.reference === k.files.reference,
+  );
+  return `${words.join(', ')}${all ? ', every file hashed from its bytes on both sides' : ' (not every file was hashed)'}`;
 }

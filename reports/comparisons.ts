@@ -111,8 +111,9 @@ export function attemptedCases(cs: CaseRecord[]): CaseRecord[] {
   return cs.filter((c) => c.outcome !== 'unavailable' && c.outcome !== 'environment');
 }
 
+/** Failure, mismatch (and fallback) rates of measured cases: warm-up blocks are left out, as from every statistic. */
 export function rateRows(where: { testbed: string; backend: string; workload: string; fixture: string }, cs: CaseRecord[]): RateRow[] {
-  const attempted = attemptedCases(cs);
+  const attempted = attemptedCases(cs.filter((c) => !c.warmup));
   const failures = attempted.filter((c) => c.outcome === 'failed' || c.outcome === 'timeout').length;
   const oracle = attempted.map((c) => c.checks.find((k) => k.name === 'oracle' && k.evaluated)).filter((k) => k !== undefined);
   const mismatches = oracle.filter((k) => !k.passed).length;

@@ -193,6 +193,8 @@ export interface Answer {
   backends: BackendStanding[];
   /** The fastest correct backend by whole-case time against the baseline, or the baseline when none is shown faster. */
   fastest: { backend: string; medianRatio: number | null; ci: BootstrapCi | null; blocks: number; words: string } | null;
+  /** What "correct here" covers: what the oracle compared, in words (source files, installed tree, build output). */
+  compared: string;
 }
 
 /** A case with where it ran: its receipt, its testbed's label, its fixture's label and its place in the testbed's run order. */

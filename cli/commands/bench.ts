@@ -249,6 +249,10 @@ const bench: DefineCommand = (cmd, ctx) =>
     .option('--out <dir>', 'where receipts go (default: receipts)')
     .option('--resume <run>', 'continue an interrupted run (same --out); finished cases are not repeated')
     .option('--summary', 'also write a Markdown summary next to the receipt')
+    .option(
+      '--allow-stale-build',
+      'run although the build is older than its sources (E_STALE_BUILD otherwise); the receipt is then not evidence',
+    )
     .option('--report', 'also write a report under --out (the one-line bench always does)')
     .addHelpText('after', HELP)
     .action(async (_o, command) => {
@@ -280,6 +284,7 @@ const bench: DefineCommand = (cmd, ctx) =>
         workloads,
         vars,
         backendModules: modules,
+        allowStaleBuild: o.allowStaleBuild === true,
         planDir: o.plan ? dirname(resolve(o.plan)) : undefined,
         // Progress goes to stderr, so it shows with --json too (stdout stays one JSON document).
         progress: createProgress(),

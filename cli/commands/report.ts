@@ -1,6 +1,7 @@
 import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { hasSchema, validateAgainst, formatIssues } from '../../model/schemas.js';
+import { inconsistencyError, receiptInconsistencies } from '../../harness/receipt/consistency.js';
 import type { Receipt } from '../../harness/receipt/receipt-types.js';
 import { PdbError } from '../../model/errors.js';
 import { analyzeReceipts } from '../../reports/analyze.js';
@@ -82,6 +83,11 @@ export async function loadReceipts(args: string[]): Promise<LoadedReceipts> {
         }
       }
       const receipt = doc as Receipt;
+      // Version 1 receipts have no derived fields of this shape; version 2 and 3 are held to theirs.
+      if ((receipt as { schemaVersion: number }).schemaVersion >= 2) {
+        const wrong = receiptInconsistencies(receipt);
+        if (wrong.length) throw inconsistencyError(shown(file), wrong);
+      }
       const seen = receipts.get(receipt.runId);
       if (seen) {
         if (seen.text.trim() !== text.trim() && JSON.stringify(JSON.parse(seen.text)) !== JSON.stringify(doc)) {

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { PdbError } from '../../model/errors.js';
 import { findPathIssues } from '../../harness/receipt/path-free.js';
+import { receiptInconsistencies } from '../../harness/receipt/consistency.js';
+import type { Receipt } from '../../harness/receipt/receipt-types.js';
 import { SCHEMA_NAMES, detectSchema, hasSchema, validateAgainst, type SchemaName } from '../../model/schemas.js';
 import { planIssues, type Plan } from '../../harness/plan/plan.js';
 import { planVarNames } from '../../harness/plan/plan-vars.js';
@@ -80,6 +82,14 @@ export function validateFile(file: string, forced?: SchemaName): FileReport {
     problems = [{ pointer: '', message: (err as Error).message }];
   }
   const warnings: FileReport['warnings'] = [];
+  // A receipt must also agree with itself: every derived field is recomputed from the cases.
+  if (schema === 'receipt' && problems.length === 0 && (doc as { schemaVersion?: number }).schemaVersion !== 1) {
+    for (const i of receiptInconsistencies(doc as Receipt))
+      problems.push({
+        pointer: i.pointer,
+        message: `E_RECEIPT_INCONSISTENT: recorded ${JSON.stringify(i.recorded)}, recomputed ${JSON.stringify(i.recomputed)}`,
+      });
+  }
   if (schema === 'plan' && problems.length === 0) {
     const more = planProblems(doc);
     problems.push(...more.problems);

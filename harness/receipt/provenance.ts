@@ -3,8 +3,10 @@
 // HEAD and the working tree are read again at the end, so a receipt says whether they changed in
 // between. The run's own output directory is left out: its receipts and journal are not the code.
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
+import type { Digest } from '../../model/canonical-json.js';
+import { PdbError } from '../../model/errors.js';
 import { runTool } from '../../model/os/run-tool.js';
 import type { Provenance } from './receipt-types.js';
 
@@ -50,12 +52,93 @@ export async function readCheckoutState(repo: string, ignore: string[] = []): Pr
   return { commit: head, dirty: status.length > 0, state };
 }
 
-/** The receipt's provenance from the checkout at the start and at the end of the run. */
-export function provenanceOf(start: CheckoutState, end: CheckoutState): Provenance {
+/**
+ * The receipt's provenance from the checkout at the start and at the end of the run, and the build
+ * that ran: a build replaced during the run counts as the code changing.
+ */
+export function provenanceOf(
+  start: CheckoutState,
+  end: CheckoutState,
+  build: { start: BuildState; end: BuildState; allowedStale: boolean } | null = null,
+): Provenance {
   const known = start.state !== null && end.state !== null;
+  const changed = known ? start.state !== end.state : start.commit === null ? null : start.commit !== end.commit ? true : null;
+  const rebuilt = build !== null && build.start.digest !== build.end.digest;
   return {
     commit: start.commit,
     dirty: start.dirty,
-    changedDuringRun: known ? start.state !== end.state : start.commit === null ? null : start.commit !== end.commit ? true : null,
+    changedDuringRun: rebuilt ? true : changed,
+    ...(build ? { buildDigest: build.start.digest, staleBuild: build.start.stale !== null && build.allowedStale } : {}),
   };
+}
+
+/** The built package that runs, and whether it is older than its sources. */
+export interface BuildState {
+  /** sha256 over every .js file under dist/ but the tests (path and bytes, in path order) and package.json; null without a build. */
+  digest: Digest | null;
+  /** The newest source file whose build output is missing or older than it; null when the build is fresh (or there are no sources). */
+  stale: { source: string; sourceMtime: string; builtAt: string | null } | null;
+}
+
+const SOURCE_SKIP = new Set(['node_modules', 'dist', 'test', '.git', 'fixtures']);
+
+function filesUnder(dir: string, keep: (name: string) => boolean, skip: Set<string>): string[] {
+  const out: string[] = [];
+  const visit = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      if (e.name.startsWith('.') && e.isDirectory()) continue;
+      const p = join(d, e.name);
+      if (e.isDirectory()) {
+        if (!skip.has(e.name)) visit(p);
+      } else if (e.isFile() && keep(e.name)) out.push(p);
+    }
+  };
+  if (existsSync(dir)) visit(dir);
+  return out;
+}
+
+/**
+ * Read the build of the package at `root`: a digest of what runs, and the newest TypeScript source
+ * (tests left out) whose compiled file in dist/ is missing or older than it. A package installed
+ * without its sources has nothing to be stale against.
+ */
+export function readBuildState(root: string): BuildState {
+  const dist = join(root, 'dist');
+  const built = filesUnder(dist, (n) => /\.m?js$/.test(n), new Set(['test']));
+  let digest: Digest | null = null;
+  if (built.length) {
+    const h = createHash('sha256');
+    for (const f of [...built, join(root, 'package.json')])
+      h.update(`${relative(root, f).split(sep).join('/')}\0`)
+        .update(readFileSync(f))
+        .update('\0');
+    digest = `sha256:${h.digest('hex')}`;
+  }
+  let stale: BuildState['stale'] = null;
+  for (const src of filesUnder(root, (n) => n.endsWith('.ts') && !n.endsWith('.d.ts'), SOURCE_SKIP)) {
+    const rel = relative(root, src);
+    const out = join(dist, rel.replace(/\.ts$/, '.js'));
+    const srcTime = statSync(src).mtimeMs;
+    const outTime = existsSync(out) ? statSync(out).mtimeMs : null;
+    if (outTime !== null && outTime >= srcTime) continue;
+    if (stale && Date.parse(stale.sourceMtime) >= srcTime) continue;
+    stale = {
+      source: rel.split(sep).join('/'),
+      sourceMtime: new Date(srcTime).toISOString(),
+      builtAt: outTime === null ? null : new Date(outTime).toISOString(),
+    };
+  }
+  return { digest, stale };
+}
+
+/** E_STALE_BUILD naming the newest stale source and its build time: a bench must run the code its sources say. */
+export function staleBuildError(stale: NonNullable<BuildState['stale']>): PdbError {
+  const built = stale.builtAt ? `its build is from ${stale.builtAt}` : 'it has no build';
+  return new PdbError(
+    'E_STALE_BUILD',
+    `the build is older than its sources: ${stale.source} changed at ${stale.sourceMtime} and ${built}`,
+    {
+      hint: 'Run npm run build first (a receipt must say which code ran); --allow-stale-build runs anyway and marks the receipt as not evidence.',
+    },
+  );
 }

@@ -37,7 +37,7 @@ export function answerBlocks(data: ReportData): Block[] {
   b.push({
     kind: 'paragraph',
     text:
-      `Correct here: attempted, no case mismatched its block's ${data.baseline} case (the oracle), failed or timed out. ` +
+      `Correct here: attempted, no case mismatched its block's ${data.baseline} case (the oracle), failed or timed out, over what the oracle compared (the column "compared": the source files, and for the lanes the installed tree and build output too, each file hashed from its bytes). ` +
       `Fastest: the correct backend with the lowest whole-case time against ${data.baseline}, paired per block, shown only when the paired test says it is faster; ` +
       `below ${MIN_BLOCKS_TO_TELL} paired blocks that is too few blocks to tell. Cases stopped by the environment (registry, credentials, network) are counted apart and judge nothing.`,
   });
@@ -50,7 +50,7 @@ export function answerBlocks(data: ReportData): Block[] {
       b.push({ kind: 'paragraph', text: `Not gate evidence: no receipt of ${t.id} may count toward a decision (see Receipts).` });
     b.push({
       kind: 'table',
-      header: ['workload', 'fixture', 'correct here', 'fastest correct', 'not correct', 'not judged', 'cannot run here'],
+      header: ['workload', 'fixture', 'correct here', 'compared', 'fastest correct', 'not correct', 'not judged', 'cannot run here'],
       rows: answers.map((a) => [
         a.workload,
         a.fixture,
@@ -58,6 +58,7 @@ export function answerBlocks(data: ReportData): Block[] {
           .filter((s) => s.status === 'correct')
           .map((s) => s.backend)
           .join(', ') || 'none',
+        a.compared,
         fastestText(a, data.baseline),
         list(a, 'incorrect'),
         list(a, 'not-judged'),
@@ -86,6 +87,7 @@ export function answerLines(data: ReportData): string[] {
         .join(', ');
     const parts = [
       ['correct', named('correct') || 'none'],
+      ['compared', a.compared],
       ['not correct', named('incorrect')],
       ['not judged', named('not-judged')],
       ['cannot run here', named('unavailable')],

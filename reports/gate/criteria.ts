@@ -4,7 +4,10 @@
 import { fmtPct as pct } from '../format.js';
 import type { FindingStatus, Policy } from './policy.js';
 import type { ReportCase as CaseRecord, ReportReceipt as Receipt } from '../receipts.js';
+import { rateRows } from '../comparisons.js';
 import { CLONE_FAILURE_CODES, type ReportData, type Testbed } from '../report-data.js';
+import type { RateBound } from '../statistics.js';
+import { matchesFixture } from './policy.js';
 
 /** What every criterion reads, and where it adds its findings. */
 export interface GateContext {
@@ -86,60 +89,84 @@ export function fixtureFindings(g: GateContext, countedIds: Set<string>): void {
   );
 }
 
-/** Correctness: oracle mismatches over all counted testbeds, then mismatch and failure rates per testbed. */
+/** One group the correctness rates are judged on: a fixture, or the pool a policy names. */
+interface FixtureGroup {
+  label: string;
+  cases: CaseRecord[];
+}
+
+/** The candidate's measured cases on a testbed (warm-ups out), by fixture, with the policy's pool merged into one group. */
+function fixtureGroups(g: GateContext, t: Testbed): FixtureGroup[] {
+  const { policy, candidate } = g;
+  const cases = g.admitted
+    .filter((r) => t.runIds.includes(r.runId))
+    .flatMap((r) => r.cases)
+    .filter((c) => c.backend === candidate && !c.warmup && policy.workloads.includes(c.workload));
+  const pool = policy.correctness.pool ?? [];
+  const pooled = (name: string) => pool.some((sel) => matchesFixture(sel, name));
+  const groups = new Map<string, FixtureGroup>();
+  for (const c of cases) {
+    const label = pooled(c.fixture.name) ? `pool (${pool.join(', ')})` : c.fixture.name;
+    const group = groups.get(label) ?? { label, cases: [] };
+    group.cases.push(c);
+    groups.set(label, group);
+  }
+  return [...groups.values()].sort((a, b) => a.label.localeCompare(b.label));
+}
+
+/**
+ * Correctness: oracle mismatches over all counted testbeds, then mismatch and failure rates per
+ * testbed and per fixture (a pool only where the policy names it), each over measured cases.
+ */
 export function correctnessFindings(g: GateContext, counted: Testbed[]): void {
   const { policy, candidate } = g;
   const limits = policy.correctness;
-  const rate = (tb: string, kind: 'failure' | 'mismatch' | 'fallback') =>
-    g.data.rates.find((r) => r.testbed === tb && r.backend === candidate && r.workload === '*' && r.kind === kind)?.bound;
-  let totalMismatches = 0;
-  for (const t of counted) totalMismatches += rate(t.id, 'mismatch')?.events ?? 0;
+  const byTestbed = counted.map((t) => ({ t, groups: fixtureGroups(g, t) }));
+  const rates = (cs: CaseRecord[]) => {
+    const rows = rateRows({ testbed: '', backend: candidate, workload: '*', fixture: '*' }, cs);
+    return { m: rows.find((r) => r.kind === 'mismatch')!.bound, f: rows.find((r) => r.kind === 'failure')!.bound };
+  };
+  const totalMismatches = byTestbed.reduce((n, x) => n + x.groups.reduce((k, grp) => k + rates(grp.cases).m.events, 0), 0);
   g.add(
     'mismatch',
     totalMismatches > limits.maxMismatches ? 'reject' : 'met',
-    `${totalMismatches} oracle mismatch(es) in ${candidate} cases (at most ${limits.maxMismatches} allowed)`,
+    `${totalMismatches} oracle mismatch(es) in ${candidate}'s measured cases (at most ${limits.maxMismatches} allowed)`,
   );
-  for (const t of counted) {
-    const m = rate(t.id, 'mismatch');
-    if (!m || m.trials === 0) g.add('mismatch', 'hold', `${t.id}: no ${candidate} case has an oracle check`, t.id);
-    else if ((m.upper95 ?? 1) > limits.maxMismatchUpper95) {
-      g.add(
-        'mismatch',
-        'hold',
-        `${t.id}: mismatch rate 95% upper bound ${pct(m.upper95)} > ${pct(limits.maxMismatchUpper95)} (${m.events} in ${m.trials}; more trials needed)`,
-        t.id,
-      );
-    } else
-      g.add(
-        'mismatch',
-        'met',
-        `${t.id}: mismatch rate 95% upper bound ${pct(m.upper95)} <= ${pct(limits.maxMismatchUpper95)} (${m.events} in ${m.trials})`,
-        t.id,
-      );
-    const f = rate(t.id, 'failure');
-    if (!f || f.trials === 0) g.add('failure', 'hold', `${t.id}: no attempted ${candidate} case`, t.id);
-    else if ((f.lower95 ?? 0) > limits.maxFailureUpper95) {
-      g.add(
-        'failure',
-        'reject',
-        `${t.id}: failure rate ${pct(f.rate)} (${f.events} in ${f.trials}); even its 95% lower bound ${pct(f.lower95)} exceeds ${pct(limits.maxFailureUpper95)}`,
-        t.id,
-      );
-    } else if ((f.upper95 ?? 1) > limits.maxFailureUpper95) {
-      g.add(
-        'failure',
-        'hold',
-        `${t.id}: failure rate 95% upper bound ${pct(f.upper95)} > ${pct(limits.maxFailureUpper95)} (${f.events} in ${f.trials}; more trials needed)`,
-        t.id,
-      );
-    } else
-      g.add(
-        'failure',
-        'met',
-        `${t.id}: failure rate 95% upper bound ${pct(f.upper95)} <= ${pct(limits.maxFailureUpper95)} (${f.events} in ${f.trials})`,
-        t.id,
-      );
+  for (const { t, groups } of byTestbed) {
+    if (groups.length === 0) g.add('mismatch', 'hold', `${t.id}: no measured ${candidate} case of ${policy.workloads.join(', ')}`, t.id);
+    for (const grp of groups) {
+      const { m, f } = rates(grp.cases);
+      const at = `${t.id} ${grp.label}`;
+      if (m.trials === 0) g.add('mismatch', 'hold', `${at}: no ${candidate} case has an oracle check`, t.id);
+      else
+        g.add(
+          'mismatch',
+          (m.upper95 ?? 1) > limits.maxMismatchUpper95 ? 'hold' : 'met',
+          `${at}: mismatch rate 95% upper bound ${pct(m.upper95)} ${(m.upper95 ?? 1) > limits.maxMismatchUpper95 ? '>' : '<='} ${pct(limits.maxMismatchUpper95)} (${m.events} in ${m.trials}${(m.upper95 ?? 1) > limits.maxMismatchUpper95 ? '; more trials needed' : ''})`,
+          t.id,
+        );
+      failureFinding(g, at, t.id, f);
+    }
   }
+}
+
+function failureFinding(g: GateContext, at: string, testbed: string, f: RateBound): void {
+  const limit = g.policy.correctness.maxFailureUpper95;
+  if (f.trials === 0) g.add('failure', 'hold', `${at}: no attempted ${g.candidate} case`, testbed);
+  else if ((f.lower95 ?? 0) > limit)
+    g.add(
+      'failure',
+      'reject',
+      `${at}: failure rate ${pct(f.rate)} (${f.events} in ${f.trials}); even its 95% lower bound ${pct(f.lower95)} exceeds ${pct(limit)}`,
+      testbed,
+    );
+  else
+    g.add(
+      'failure',
+      (f.upper95 ?? 1) > limit ? 'hold' : 'met',
+      `${at}: failure rate 95% upper bound ${pct(f.upper95)} ${(f.upper95 ?? 1) > limit ? '>' : '<='} ${pct(limit)} (${f.events} in ${f.trials}${(f.upper95 ?? 1) > limit ? '; more trials needed' : ''})`,
+      testbed,
+    );
 }
 
 /** Clone observation and typed failures, straight from the candidate's cases, then the fallback evidence. */

@@ -18,7 +18,8 @@ export interface Policy {
   minFixtures: number;
   excludeSyntheticReceipts?: boolean;
   alpha?: number;
-  correctness: { maxMismatches: number; maxMismatchUpper95: number; maxFailureUpper95: number };
+  /** Judged per testbed and per fixture over measured cases; `pool` names fixtures judged as one. */
+  correctness: { maxMismatches: number; maxMismatchUpper95: number; maxFailureUpper95: number; pool?: string[] };
   clone: { requireObserved: boolean; requireTypedFailures: boolean; requireFallbackEvidence: boolean };
   /** Which fixtures each speed rule judges (names, or prefixes ending in *): ratios for sizeable ones, an absolute slack for tiny ones. */
   fixtures: { ratio: string[]; slack: string[] };
@@ -49,6 +50,11 @@ export interface GateResult {
   /** Receipts left out of the decision, with the reason. */
   ignoredReceipts: { runId: string; reason: string }[];
   findings: Finding[];
+}
+
+/** Whether a fixture name matches a policy's selector: the exact name, or a prefix ending in "*". */
+export function matchesFixture(selector: string, name: string): boolean {
+  return selector.endsWith('*') ? name.startsWith(selector.slice(0, -1)) : selector === name;
 }
 
 export function policySchema(): Record<string, unknown> {

@@ -3,15 +3,11 @@
 // a tiny one (fixtures.slack), where a ratio of milliseconds means nothing, may be at most
 // slack.maxSlowerMs slower than the baseline. Blocks are counted per fixture, never pooled.
 import type { GateContext } from './criteria.js';
+import { matchesFixture } from './policy.js';
 import { fmtRatio } from '../format.js';
 import type { Comparison, Testbed } from '../report-data.js';
 
 export type SpeedRule = 'ratio' | 'slack';
-
-/** Whether a fixture name matches a selector: the exact name, or a prefix ending in "*". */
-export function matchesFixture(selector: string, name: string): boolean {
-  return selector.endsWith('*') ? name.startsWith(selector.slice(0, -1)) : selector === name;
-}
 
 /** The rule a fixture (by its recorded name) falls under in this policy, or null when the policy does not judge it. */
 export function ruleFor(g: GateContext, fixtureName: string): SpeedRule | null {

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { CaseRecord, CheckRecord, PhaseRecord, Provenance, Receipt, ReceiptV1 } from '../../harness/receipt/receipt-types.js';
 import { createRandom } from '../../reports/statistics.js';
+import { summarize } from '../../harness/receipt/receipt.js';
 
 /** A stable fake digest derived from a label. */
 export function fakeDigest(label: string): `sha256:${string}` {
@@ -15,7 +16,11 @@ export const CLEAN: Provenance = { commit: 'c'.repeat(40), dirty: false, changed
 
 /** A passed check of the version 2 shape. */
 export function passedCheck(name: string, reference: CheckRecord['reference'] = null): CheckRecord {
-  return { name, passed: true, evaluated: true, mismatches: 0, counts: null, paths: [], reference, detail: null };
+  const check: CheckRecord = { name, passed: true, evaluated: true, mismatches: 0, counts: null, paths: [], reference, detail: null };
+  // An oracle check of schema version 3: both sides' files counted and hashed, its scope named.
+  if (name === 'oracle')
+    Object.assign(check, { files: { case: 40, reference: 40 }, filesHashed: { case: 40, reference: 40 }, scope: ['source'] });
+  return check;
 }
 
 export interface SyntheticOptions {
@@ -60,6 +65,8 @@ export function syntheticReceipt(o: SyntheticOptions): Receipt {
   };
   const jitter = (x: number): number => x * Math.exp(sigma * gauss());
   const cases: CaseRecord[] = [];
+  // Cases start one after the other from the run's start, each taking its wall time.
+  let clock = Date.parse(o.startedAt ?? '2026-01-01T00:00:00.000Z');
   const blockRecords: Receipt['blocks'] = [];
   let index = 0;
   for (const workload of workloads) {
@@ -99,8 +106,8 @@ export function syntheticReceipt(o: SyntheticOptions): Receipt {
           warmup: isWarm,
           backend,
           workload,
-          startedAt: o.startedAt ?? '2026-01-01T00:00:00.000Z',
-          finishedAt: o.startedAt ?? '2026-01-01T00:00:00.000Z',
+          startedAt: new Date(clock).toISOString(),
+          finishedAt: new Date(clock + sum + 5).toISOString(),
           fixture: {
             name: fixtureName,
             workload,
@@ -124,13 +131,13 @@ export function syntheticReceipt(o: SyntheticOptions): Receipt {
           overheadMs: 5,
           metrics: {},
         };
+        clock += Math.ceil(sum + 5);
         o.mutate?.(c);
         cases.push(c);
       });
       index++;
     }
   }
-  const count = (f: (c: CaseRecord) => boolean): number => cases.filter(f).length;
   return {
     schemaVersion: 3,
     kind: 'pdb-env-receipt',
@@ -177,20 +184,12 @@ export function syntheticReceipt(o: SyntheticOptions): Receipt {
     ],
     blocks: blockRecords,
     cases,
-    summary: {
-      planned: cases.length,
-      ok: count((c) => c.outcome === 'ok'),
-      mismatch: count((c) => c.outcome === 'mismatch'),
-      failed: count((c) => c.outcome === 'failed'),
-      environment: count((c) => c.outcome === 'environment'),
-      timeout: count((c) => c.outcome === 'timeout'),
-      unavailable: count((c) => c.outcome === 'unavailable'),
-      oracleChecked: count((c) => c.checks.some((k) => k.name === 'oracle' && k.evaluated)),
-      oracleMismatches: count((c) => c.checks.some((k) => k.name === 'oracle' && k.evaluated && !k.passed)),
-      oracleNotEvaluated: count((c) => c.checks.some((k) => k.name === 'oracle' && !k.evaluated)),
-      overheadShareMedian: null,
-      overheadShareMax: null,
-    },
+    // Counted as the harness counts them (a receipt's derived fields must follow from its cases).
+    summary: summarize(
+      cases,
+      blockRecords.reduce((n, b) => n + b.order.length, 0),
+      (o.unavailable ?? []).length * blockRecords.length,
+    ),
   };
 }
 

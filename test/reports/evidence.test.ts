@@ -159,11 +159,47 @@ test('environment cases count in no rate and no statistic; they are counted apar
   });
   const data = analyzeReceipts([r]);
   const failure = data.rates.find((x) => x.backend === 'reflink' && x.workload === '*' && x.kind === 'failure')!.bound;
-  assert.equal([failure.events, failure.trials], [0, 5]);
+  assert.equal([failure.events, failure.trials], [0, 4]); // 5 attempted, one of them the warm-up
   const total = data.cells.find((c) => c.backend === 'reflink' && c.phase === 'total')!;
   assert.equal([total.completed, total.environment, total.failed], [4, 6, 0]);
   const answer = data.answers.find((a) => a.workload === 'fileops')!;
   assert.match(answer.backends.find((b) => b.backend === 'reflink')!.detail, '6 environment');
+});
+
+test('a schema version 2 receipt (its oracle trusted recorded signatures) is shown, never gate evidence', () => {
+  const v3 = run({ runId: '20260101T000000Z-0000a3', fixtures: { fileops: 'big@1' } });
+  const v2 = { ...run({ runId: '20260102T000000Z-0000a2', fixtures: { fileops: 'big@1' } }), schemaVersion: 2 as const };
+  const gate = evaluateGate([v3, v2], policy());
+  assert.ok(
+    gate.ignoredReceipts.some((r) => r.runId === v2.runId && /schema version 2/.test(r.reason)),
+    JSON.stringify(gate.ignoredReceipts),
+  );
+  assert.not.ok(gate.ignoredReceipts.some((r) => r.runId === v3.runId));
+  const stale = run({
+    runId: '20260103T000000Z-0000a4',
+    fixtures: { fileops: 'big@1' },
+    provenance: { commit: 'c'.repeat(40), dirty: false, changedDuringRun: false, staleBuild: true },
+  });
+  assert.ok(evaluateGate([stale], policy()).ignoredReceipts.some((r) => /older than its sources/.test(r.reason)));
+});
+
+test('correctness is judged per fixture over measured cases: four small fixtures are not one large sample, unless the policy pools them', () => {
+  // Four fixtures of 11 blocks each (1 warm-up): 0 mismatches in 10 measured cases each, an upper bound of 25.9%.
+  const runs = ['f1', 'f2', 'f3', 'f4'].map((f, i) => run({ runId: `2026010${i + 1}T000000Z-0000b${i}`, fixtures: { fileops: `${f}@1` } }));
+  const limits = { maxMismatches: 0, maxMismatchUpper95: 0.1, maxFailureUpper95: 0.1 };
+  const each = evaluateGate(runs, policy({ correctness: limits, fixtures: { ratio: ['f*'], slack: [] } }));
+  const perFixture = each.findings.filter((f) => f.criterion === 'mismatch' && f.testbed !== null);
+  assert.is(perFixture.length, 4, JSON.stringify(perFixture));
+  assert.ok(
+    perFixture.every((f) => f.status === 'hold' && /0 in 10;/.test(f.message)),
+    JSON.stringify(perFixture),
+  );
+  assert.is(each.verdict, 'HOLD');
+  const pooled = evaluateGate(runs, policy({ correctness: { ...limits, pool: ['f*'] }, fixtures: { ratio: ['f*'], slack: [] } }));
+  const pool = pooled.findings.filter((f) => f.criterion === 'mismatch' && f.testbed !== null);
+  assert.is(pool.length, 1);
+  assert.match(pool[0]!.message, /pool \(f\*\).*0 in 40\)/);
+  assert.is(pool[0]!.status, 'met');
 });
 
 test.run();

@@ -97,7 +97,10 @@ test('the answer comes first: per testbed and fixture, correct backends and the 
   );
   assert.is(a.fastest?.backend, 'reflink');
   const md = renderMarkdown(input).markdown;
-  assert.match(md, /\| fileops \| fileops-small@1 \| full-copy, reflink \| reflink: 0\.\d{3}x full-copy's whole-case time, 95% CI/);
+  assert.match(
+    md,
+    /\| fileops \| fileops-small@1 \| full-copy, reflink \| the source files as each checkpoint recorded them \(not re-read from their bytes\) \| reflink: 0\.\d{3}x full-copy's whole-case time, 95% CI/,
+  );
 });
 
 test('"too few blocks to tell" is said in words; a policy line only on a chart holding its candidate', () => {
