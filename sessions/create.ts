@@ -4,7 +4,7 @@
 // it undoes what was made, so a failed or killed create leaves nothing gc cannot explain.
 import { lstat, mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { loadBackendModule } from '../backends/module.js';
+import { loadBackendModule, moduleBackend } from '../backends/module.js';
 import { getBackend } from '../backends/registry.js';
 import type { AnyBackendName, Backend, BackendContext, CreatedSession } from '../backends/types.js';
 import { isDigest, type Digest } from '../model/canonical-json.js';
@@ -109,7 +109,8 @@ async function checkRequest(store: ObjectStore, name: string, options: CreateOpt
   }
   // Early and cheap, so a taken name is not found only after a long import; claimName decides.
   if (await lstat(sessionDir(store, name)).catch(() => null)) throw sessionExists(name);
-  return { name, backend, module: module?.file ?? null, sourceDir, bctx, options };
+  // A module backend loaded earlier in this process (a bench's) is recorded by its file too, so a later process can load it.
+  return { name, backend, module: module?.file ?? moduleBackend(backend.name)?.file ?? null, sourceDir, bctx, options };
 }
 
 /** A Snapshot document; E_USAGE when the digest names something else (a file object, a Changeset). */

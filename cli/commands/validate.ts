@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { PdbError } from '../../model/errors.js';
 import { findPathIssues } from '../../harness/receipt/path-free.js';
 import { receiptInconsistencies } from '../../harness/receipt/consistency.js';
 import type { Receipt } from '../../harness/receipt/receipt-types.js';
 import { SCHEMA_NAMES, detectSchema, hasSchema, validateAgainst, type SchemaName } from '../../model/schemas.js';
-import { planIssues, type Plan } from '../../harness/plan/plan.js';
+import { loadPlanModules, planIssues, readPlanDocument, type Plan } from '../../harness/plan/plan.js';
 import { planVarNames } from '../../harness/plan/plan-vars.js';
 import { WORKLOADS } from '../../workloads/registry.js';
 import type { Workload } from '../../workloads/types.js';
@@ -133,7 +134,18 @@ Example:
       if (forced !== undefined && !(SCHEMA_NAMES as readonly string[]).includes(forced)) {
         throw new PdbError('E_USAGE', `--schema must be one of ${SCHEMA_NAMES.join(', ')}, got "${forced}"`);
       }
-      const reports = files.map((f) => validateFile(f, forced as SchemaName | undefined));
+      // A plan's backend modules are loaded first, as bench loads them: the plan may name their backends.
+      const moduleProblems = new Map<string, string>();
+      for (const f of files) {
+        const doc = readPlanDocument(f);
+        if ((doc as { kind?: unknown } | null)?.kind !== 'pdb-env-plan') continue;
+        await loadPlanModules(doc, dirname(resolve(f))).catch((err: Error) => moduleProblems.set(f, err.message));
+      }
+      const reports = files.map((f) => {
+        const r = validateFile(f, forced as SchemaName | undefined);
+        const problem = moduleProblems.get(f);
+        return problem ? { ...r, valid: false, problems: [{ pointer: '/backendModules', message: problem }, ...r.problems] } : r;
+      });
       emit(o.json === true, { valid: reports.every((r) => r.valid), files: reports }, () =>
         reports
           .map(

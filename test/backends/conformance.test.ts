@@ -102,7 +102,7 @@ test('negative control: the hard-link farm fails the oracle checks', async () =>
   assert.not.ok(o.siblingUnchanged, 'an in-place edit through a shared inode reaches the sibling');
   assert.not.ok(o.baseUnchanged, 'and the base');
   // It is never offered to users.
-  assert.throws(() => getBackend('hardlink-farm'), /unknown backend/);
+  assert.throws(() => getBackend('hardlink-farm'), /is a test-only backend/);
 });
 
 test('agentfs (an external, pinned AgentFS binary) matches the oracle, re-mounted after its mount is gone', async () => {

@@ -62,7 +62,7 @@ test('the default plan is valid', async () => {
   const plan = JSON.parse(readFileSync(new URL('../../../plans/default.json', import.meta.url), 'utf8'));
   assert.equal(validateAgainst('plan', plan), []);
   assert.ok(validateAgainst('plan', { ...plan, blocks: 0 }).some((i) => i.pointer === '/blocks'));
-  assert.ok(validateAgainst('plan', { ...plan, backends: ['full-copy', 'nfs-magic'] }).some((i) => i.pointer === '/backends/1'));
+  assert.ok(validateAgainst('plan', { ...plan, backends: ['full-copy', 'NFS magic'] }).some((i) => i.pointer === '/backends/1'));
 });
 
 test.run();

@@ -21,7 +21,7 @@ function caseRecord(): CaseRecord {
     backend: 'full-copy',
     workload: 'fileops',
     startedAt: '2026-11-30T01:02:04.000Z',
-    finishedAt: '2026-11-30T01:02:05.000Z',
+    finishedAt: '2026-11-30T01:02:04.020Z',
     fixture: { name: 'fileops@1-10f-1m', workload: 'fileops', version: '1', paramsDigest: DIGEST, baseSnapshot: DIGEST },
     outcome: 'ok',
     failure: null,

@@ -74,7 +74,7 @@ async function runLaneCase(kind: LaneKind): Promise<void> {
   for (const d of [work, shared, scratch]) mkdirSync(d, { recursive: true });
   const proc = createProcessRunner();
   const fixture = await lane.prepareFixture(work, lane.defaultParams, proc);
-  assert.match(fixture.name, new RegExp(`^${kind}-app@1\\+[0-9a-f]{8}$`));
+  assert.match(fixture.name, new RegExp(`^${kind}-app@2\\+[0-9a-f]{8}$`));
 
   const svc = await SessionService.open(join(dir, 'store'), { create: true });
   const made = await svc.create('lane', { from: fixture.sourceDir, backend: 'full-copy' });

@@ -1,6 +1,6 @@
-// The lanes' fixture is composed from one shared dev app and a per-package-manager overlay. The
-// composed trees must stay byte-identical to the npm-app and pnpm-app fixtures they replaced:
-// receipts name those fixtures ("npm-app@1+73eddfd2") and their base Snapshots.
+// The lanes' fixture is composed from one shared dev app, a per-package-manager overlay and one
+// entry of each contract kind (kinds/). Receipts name the fixture ("npm-app@2+73eddfd2") and its
+// base Snapshot, so the composed tree is pinned: a change to it must bump the fixture's version.
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -10,18 +10,18 @@ import { composeLaneFixture, prepareLaneFixture, readLaneFixtureFile, type LaneK
 import { createProcessRunner } from '../../../workloads/process-runner.js';
 import { tempDir } from '../../helpers/index.js';
 
-/** Computed from workloads/fixtures/npm-app and pnpm-app before they were split into shared + overlay. */
+/** The composed fixtures of version 2 (version 1 had no kinds/). */
 const PINNED: Record<LaneKind, { name: string; base: string; entries: number; overlay: string[] }> = {
   npm: {
-    name: 'npm-app@1+73eddfd2',
-    base: 'sha256:2b66da594870343c94395f7155646e66c50bdd5e926b1d1f7add4055d5c69db3',
-    entries: 31,
+    name: 'npm-app@2+73eddfd2',
+    base: 'sha256:6155fd5676391d5bd3ae08962c5f0240faaab630cc35d0d96c3b3c2fe6efada6',
+    entries: 36,
     overlay: ['package-lock.json', 'package.json'],
   },
   pnpm: {
-    name: 'pnpm-app@1+46ef2db9',
-    base: 'sha256:8a0ce20900c4b090fab5f13c650311eef3ce3ad7350b196932ad50c8ae9aa2da',
-    entries: 31,
+    name: 'pnpm-app@2+46ef2db9',
+    base: 'sha256:db7f668f55d661c18c852b9949362f4e4046bbe19a43923eb347cdb8017c9b1d',
+    entries: 36,
     overlay: ['package.json', 'pnpm-lock.yaml'],
   },
 };
