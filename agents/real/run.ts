@@ -265,3 +265,29 @@ export async function runRealAgent(o: RealAgentRunOptions): Promise<RealAgentRes
     durationMs: Math.round(performance.now() - t0),
   };
 }
+
+/** The class of a run's failure, kept apart from filesystem mismatches (which the harness's checks find). */
+export function failureClassOf(
+  code: string | null,
+): 'none' | 'agent-crash' | 'protocol-mismatch' | 'step-failure' | 'incomplete' | 'timeout' | 'not-installed' | 'harness' {
+  switch (code) {
+    case null:
+    case 'ok':
+      return 'none';
+    case 'E_AGENT_CRASHED':
+      return 'agent-crash';
+    case 'E_MODEL_PROTOCOL':
+      return 'protocol-mismatch';
+    case 'E_AGENT_STEP_FAILED':
+      return 'step-failure';
+    case 'E_AGENT_CONTRACT':
+      return 'incomplete';
+    case 'E_AGENT_TIMEOUT':
+    case 'E_TIMEOUT':
+      return 'timeout';
+    case 'E_AGENT_NOT_INSTALLED':
+      return 'not-installed';
+    default:
+      return 'harness';
+  }
+}
