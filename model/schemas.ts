@@ -153,9 +153,10 @@ export function validateAgainst(name: SchemaName, doc: unknown): SchemaIssue[] {
   if (v(doc)) return [];
   const seen = new Set<string>();
   const out: SchemaIssue[] = [];
-  // anyOf/oneOf branches repeat their inner errors; keep one line per pointer + message.
+  // anyOf/oneOf branches repeat their inner errors, and a failed if/then says only that its "then"
+  // failed after the inner errors; keep one line per pointer + message.
   for (const e of v.errors ?? []) {
-    if (e.keyword === 'anyOf' || e.keyword === 'oneOf') continue;
+    if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue;
     const issue = describe(e);
     const key = `${issue.pointer} ${issue.message}`;
     if (!seen.has(key)) {

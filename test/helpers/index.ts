@@ -5,6 +5,8 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, chmodSync }
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { requiredAgents } from '../../agents/real/catalog.js';
+import { agentsCacheDir, findInstalled } from '../../agents/real/install.js';
 import { readProcStat } from '../../model/os/proc.js';
 import { removeOwner, writeOwner } from './stale-temp.js';
 
@@ -99,6 +101,7 @@ export const CAPABILITIES = [
   'agentfs', // a pinned AgentFS binary that passes its probe (never installed by CI: none is pinned)
   'procfs', // Linux /proc (a resettable VmHWM, for the harness's own peak RSS per phase)
   'cgroup2', // a cgroup v2 hierarchy (mounted in a private mount namespace as root), for per-session cgroup tracking
+  'real-agents', // the pinned agent CLIs in the agent cache (pdb-env agent install), for the real-agent runs
 ] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 
@@ -146,4 +149,10 @@ export async function until<T>(what: string, fn: () => T | null | undefined | fa
     if (v) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
   }
+}
+
+/** Why the real-agents capability is missing (the pinned agents not all in the agent cache), or null when it is there. */
+export function realAgentsMissing(env: NodeJS.ProcessEnv = process.env): string | null {
+  const missing = requiredAgents().filter((a) => !findInstalled(a, env));
+  return missing.length ? `${missing.join(', ')} not installed in ${agentsCacheDir(env)} (pdb-env agent install)` : null;
 }
