@@ -8,6 +8,7 @@ import { describeStep, type Cassette, type CassetteStep } from '../cassette/cass
 import type { Conversation, HistoryCall, Reply, ToolResultText } from './conversation.js';
 import {
   addFilePatch,
+  okMarker,
   parseRead,
   patchCommand,
   patchSafe,
@@ -23,11 +24,13 @@ import {
 } from './step-tools.js';
 import { describeCatalog, findCwd, toolCatalog, type ToolCatalog } from './tools.js';
 
-/** Read first (r), act (a), act again outside the agent's sandbox (e). */
-type Phase = 'r' | 'a' | 'e';
+/** Read first (r), act (a), act again outside the agent's sandbox (e), poll a command still running (p1, p2, ...). */
+type Phase = 'r' | 'a' | 'e' | `p${number}`;
 
 interface PlannedCall {
   phase: Phase;
+  /** The phase whose shell marker the result must show (a poll reads on the output of the call it polls). */
+  marks: Phase;
   kind: ResultKind;
   name: string;
   type: 'function' | 'custom';
@@ -36,6 +39,7 @@ interface PlannedCall {
 
 interface PhaseResult {
   phase: Phase;
+  marks: Phase;
   kind: ResultKind;
   result: ToolResultText;
 }
@@ -66,7 +70,7 @@ function shellCall(c: Ctx, phase: Phase, body: string, escalate: string | null =
   const shell = c.tools.shell;
   if (!shell) return null;
   const input = shellArgs(shell, wrapShell(body, token(c, phase), c.cwd), escalate);
-  return { phase, kind: 'shell', name: shell.name, type: 'function', input };
+  return { phase, marks: phase, kind: 'shell', name: shell.name, type: 'function', input };
 }
 
 function patchCall(c: Ctx, patch: string): PlannedCall | null {
@@ -75,18 +79,19 @@ function patchCall(c: Ctx, patch: string): PlannedCall | null {
   if (p.via === 'tool')
     return {
       phase: 'a',
+      marks: 'a',
       kind: 'patch',
       name: p.name,
       type: p.custom ? 'custom' : 'function',
       input: p.custom ? patch : { [p.arg!]: patch },
     };
   const shell = c.tools.shell!;
-  return { phase: 'a', kind: 'patch', name: shell.name, type: 'function', input: shellArgs(shell, patchCommand(patch), null) };
+  return { phase: 'a', marks: 'a', kind: 'patch', name: shell.name, type: 'function', input: shellArgs(shell, patchCommand(patch), null) };
 }
 
 function readToolCall(c: Ctx, path: string): PlannedCall | null {
   const r = c.tools.read;
-  return r ? { phase: 'r', kind: 'read', name: r.name, type: 'function', input: { [r.path]: toolPath(c.cwd, path) } } : null;
+  return r ? { phase: 'r', marks: 'r', kind: 'read', name: r.name, type: 'function', input: { [r.path]: toolPath(c.cwd, path) } } : null;
 }
 
 const orUnmappable = (call: PlannedCall | null, what: string): Next =>
@@ -114,6 +119,7 @@ function writeCall(c: Ctx): PlannedCall {
   const step = c.step as Extract<CassetteStep, { action: 'write' }>;
   return {
     phase: 'a',
+    marks: 'a',
     kind: 'file-tool',
     name: w.name,
     type: 'function',
@@ -126,6 +132,7 @@ function editCall(c: Ctx): PlannedCall {
   const step = c.step as Extract<CassetteStep, { action: 'edit' }>;
   return {
     phase: 'a',
+    marks: 'a',
     kind: 'file-tool',
     name: e.name,
     type: 'function',
@@ -156,15 +163,30 @@ function nextPhase(c: Ctx, prior: PhaseResult[]): Next {
     if (c.tools.edit) return { kind: 'call', call: editCall(c) };
     return editAfterRead(c, last.result);
   }
-  const ok = resultOk(last.kind, last.result, token(c, last.phase));
+  const poll = pollCall(c, last, prior);
+  if (poll) return { kind: 'call', call: poll };
+  const ok = resultOk(last.kind, last.result, token(c, last.marks));
   if (denied) return ok ? { kind: 'failed', reason: 'the step was to be denied, but it succeeded' } : { kind: 'done' };
   if (ok) return { kind: 'done' };
   // A shell step the agent's read-only sandbox refused: ask to run it outside, as a model would.
-  if (last.phase === 'a' && last.kind === 'shell' && c.tools.shell?.escalation && sandboxRefused(last.result.output)) {
+  if (last.marks === 'a' && last.kind === 'shell' && c.tools.shell?.escalation && sandboxRefused(last.result.output)) {
     const why = `pdb-env cassette step ${describeStep(c.step, c.index)}`;
     return orUnmappable(shellCall(c, 'e', bodyOfLast(c, prior), why), 'run a shell command');
   }
   return { kind: 'failed', reason: `the tool result was a failure: ${excerpt(last.result.output)}` };
+}
+
+const RUNNING = /Process running with session ID (\d+)/;
+
+/** A command the agent's shell left running (Codex yields after yield_time_ms): read on until it ends. */
+function pollCall(c: Ctx, last: PhaseResult, prior: PhaseResult[]): PlannedCall | null {
+  const poll = c.tools.poll;
+  const m = RUNNING.exec(last.result.output);
+  if (!poll || last.kind !== 'shell' || !m || last.result.output.includes(okMarker(token(c, last.marks)))) return null;
+  const n = prior.filter((p) => p.phase.startsWith('p')).length + 1;
+  const input: Record<string, unknown> = { [poll.session]: Number(m[1]), [poll.chars]: '' };
+  if (poll.yieldMs) input[poll.yieldMs] = 30_000;
+  return { phase: `p${n}`, marks: last.marks, kind: 'shell', name: poll.name, type: 'function', input };
 }
 
 /** The shell body the last action ran (an edit's new text comes from its read). */
@@ -183,7 +205,7 @@ export function excerpt(text: string, max = 400): string {
   return `${t.slice(0, head)} ... ${t.slice(t.length - (max - head))}`;
 }
 
-const PHASE_OF = /pdb_(\d+)_([rae])$/;
+const PHASE_OF = /pdb_(\d+)_([rae]|p\d+)$/;
 
 function ourCalls(calls: HistoryCall[]): Map<string, HistoryCall> {
   const out = new Map<string, HistoryCall>();
@@ -235,7 +257,7 @@ export function decide(cassette: Cassette, conv: Conversation, options: { root?:
         };
       if (!had.result)
         return { kind: 'unmappable', step: index, stepsDone: index, reason: `the request has no result for the call ${had.id}` };
-      prior.push({ phase: call.phase, kind: call.kind, result: had.result });
+      prior.push({ phase: call.phase, marks: call.marks, kind: call.kind, result: had.result });
     }
   }
   return { kind: 'final', stepsDone: cassette.steps.length, reply: { kind: 'text', text: cassette.final } };

@@ -22,8 +22,18 @@ export interface FileTool {
   path: string;
 }
 
+/** Reads more output of a shell command still running (Codex: write_stdin {session_id, chars: ""}). */
+export interface PollTool {
+  name: string;
+  session: string;
+  chars: string;
+  /** How long the poll may wait, when the tool takes it. */
+  yieldMs: string | null;
+}
+
 export interface ToolCatalog {
   shell: ShellTool | null;
+  poll: PollTool | null;
   write: (FileTool & { content: string }) | null;
   edit: (FileTool & { old: string; new: string }) | null;
   read: FileTool | null;
@@ -76,6 +86,14 @@ function shellOf(t: ToolSpec): ShellTool | null {
   };
 }
 
+function pollOf(t: ToolSpec): PollTool | null {
+  if (t.type !== 'function') return null;
+  const props = properties(t);
+  const session = ['session_id', 'sessionId'].find((k) => isType(props[k], 'number') || isType(props[k], 'integer'));
+  if (!session || !isType(props.chars, 'string')) return null;
+  return { name: t.name, session, chars: 'chars', yieldMs: isType(props.yield_time_ms, 'number') ? 'yield_time_ms' : null };
+}
+
 function fileToolOf(t: ToolSpec): { path: string; props: Record<string, Record<string, unknown>> } | null {
   if (t.type !== 'function') return null;
   const props = properties(t);
@@ -98,8 +116,10 @@ export function toolCatalog(tools: ToolSpec[], text: string): ToolCatalog {
   const edits: NonNullable<ToolCatalog['edit']>[] = [];
   const reads: FileTool[] = [];
   let patch: ToolCatalog['patch'] = null;
+  let poll: PollTool | null = null;
   for (const t of tools) {
     patch ??= patchOf(t);
+    poll ??= pollOf(t);
     const shell = shellOf(t);
     if (shell) shells.push(shell);
     const file = fileToolOf(t);
@@ -115,6 +135,7 @@ export function toolCatalog(tools: ToolSpec[], text: string): ToolCatalog {
   if (!patch && shell && /apply_patch/.test(text) && /\*\*\* Begin Patch/.test(text)) patch = { via: 'shell' };
   return {
     shell,
+    poll,
     write: pick(writes, /^write/i),
     edit: pick(edits, /^(edit|replace|str_replace)/i),
     read: pick(reads, /^read/i),

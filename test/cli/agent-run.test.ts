@@ -142,6 +142,14 @@ test("a step the agent's own tools refuse (a write outside the root, as a comman
   }
 });
 
+test("a shell step that outlasts Codex's 10 s yield is read on through its write_stdin tool", async () => {
+  if (missing) return skipTest('a long shell step', 'real-agents', missing);
+  const { code, out } = run('slow-codex', 'codex', cassetteFile([{ action: 'shell', command: 'sleep 11 && echo slow > slow.txt' }]));
+  assert.is(code, 0, JSON.stringify(out.failure));
+  assert.ok(out.turns >= 2, 'the command, then at least one poll');
+  assert.ok(existsSync(join((await sessionTree('slow-codex')).root, 'slow.txt')));
+});
+
 test('ACP agents: .env and outside the root are refused by the workspace policy (E_POLICY_DENIED) and the agent goes on', async () => {
   if (missing) return skipTest('ACP policy denials', 'real-agents', missing);
   const steps = [

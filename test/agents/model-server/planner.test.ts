@@ -183,6 +183,25 @@ test("a shell step Codex's read-only sandbox refused is asked again outside the 
   assert.is(codexTurn(c, h).kind, 'step-failed');
 });
 
+test('a command Codex left running is read on through write_stdin until its marker shows', () => {
+  const c = cassette([{ action: 'shell', command: 'sleep 20' }]);
+  const h: Parameters<typeof codexTurn>[1] = [];
+  h.push({
+    call: asCall(codexTurn(c, h)),
+    output: 'Chunk ID: 1\nWall time: 10.0 seconds\nProcess running with session ID 4242\nOutput:\n',
+  });
+  const poll = asCall(codexTurn(c, h));
+  assert.equal(
+    [poll.phase, poll.reply.name, poll.reply.input],
+    ['p1', 'write_stdin', { session_id: 4242, chars: '', yield_time_ms: 30_000 }],
+  );
+  h.push({ call: poll, output: 'Process running with session ID 4242\n' });
+  const again = asCall(codexTurn(c, h));
+  assert.is(again.phase, 'p2');
+  h.push({ call: again, output: `Process exited with code 0\nOutput:\n${okMarker('0-a')}\n` });
+  assert.is(codexTurn(c, h).kind, 'final');
+});
+
 test('a step no offered tool can do is unmappable, naming the tools it saw', () => {
   const c = cassette([{ action: 'symlink', path: 'l', target: 't' }]);
   const body = {
