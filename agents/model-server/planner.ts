@@ -24,8 +24,8 @@ import {
 } from './step-tools.js';
 import { describeCatalog, findCwd, toolCatalog, type ToolCatalog } from './tools.js';
 
-/** Read first (r), act (a), act again outside the agent's sandbox (e), poll a command still running (p1, p2, ...). */
-type Phase = 'r' | 'a' | 'e' | `p${number}`;
+/** Read first (r, then r1, r2... for the rest of a large file), act (a), act again outside the agent's sandbox (e), poll a command still running (p1, p2...). */
+type Phase = 'r' | `r${number}` | 'a' | 'e' | `p${number}`;
 
 interface PlannedCall {
   phase: Phase;
@@ -108,7 +108,9 @@ function firstCall(c: Ctx): Next {
   if (step.action === 'edit') {
     if (tools.edit) return { kind: 'call', call: readToolCall(c, step.path) ?? editCall(c) };
     // Without an edit tool, read the bytes through the shell, then patch or write the new text.
-    if (tools.shell) return orUnmappable(shellCall(c, 'r', readBody(step.path)), 'edit a file');
+    if (tools.shell) {
+      return orUnmappable(shellCall(c, 'r', readBody(step.path)), 'edit a file');
+    }
     return { kind: 'unmappable', reason: 'no tool of this agent can edit a file (no edit tool, no shell to read it)' };
   }
   return orUnmappable(shellCall(c, 'a', shellBody(step)), `${step.action} (no shell tool)`);
@@ -140,11 +142,34 @@ function editCall(c: Ctx): PlannedCall {
   };
 }
 
-/** After the shell read of an edit: the new text through the patch tool, or written by the shell. */
-function editAfterRead(c: Ctx, read: ToolResultText): Next {
+const isRead = (p: PhaseResult) => p.phase === 'r' || /^r\d+$/.test(p.phase);
+
+/** What the shell reads of an edit's file came to: the whole text, the offset to read next, or why it could not be read. */
+function readSoFar(prior: PhaseResult[]): { text: string } | { next: number } | { error: string } {
+  const pieces: Buffer[] = [];
+  let size = 0;
+  for (const p of prior.filter(isRead)) {
+    const piece = parseRead(p.result.output);
+    if (!piece) return { error: excerpt(p.result.output) };
+    size = piece.size;
+    pieces.push(piece.bytes);
+    if (piece.bytes.length === 0) break;
+  }
+  const bytes = Buffer.concat(pieces);
+  return bytes.length < size ? { next: bytes.length } : { text: bytes.toString('utf8') };
+}
+
+/** After the shell reads of an edit: the next piece, or the new text through the patch tool, or written by the shell. */
+function editAfterRead(c: Ctx, prior: PhaseResult[]): Next {
   const step = c.step as Extract<CassetteStep, { action: 'edit' }>;
-  const text = parseRead(read.output);
-  if (text === null) return { kind: 'failed', reason: `could not read ${step.path} through the shell: ${excerpt(read.output)}` };
+  const read = readSoFar(prior);
+  if ('error' in read) return { kind: 'failed', reason: `could not read ${step.path} through the shell: ${read.error}` };
+  if ('next' in read) {
+    const n = prior.filter(isRead).length;
+    const call = shellCall(c, `r${n}`, readBody(step.path, read.next));
+    return orUnmappable(call, 'read a file');
+  }
+  const text = read.text;
   const n = countOccurrences(text, step.old);
   if (n !== 1) return { kind: 'failed', reason: `the old text occurs ${n} times in ${step.path}, not once` };
   const after = text.replace(step.old, () => step.new);
@@ -158,10 +183,10 @@ function nextPhase(c: Ctx, prior: PhaseResult[]): Next {
   const last = prior[prior.length - 1];
   if (!last) return firstCall(c);
   const denied = c.step.expect === 'denied';
-  if (last.phase === 'r') {
+  if (isRead(last)) {
     if (c.step.action === 'write') return { kind: 'call', call: writeCall(c) };
     if (c.tools.edit) return { kind: 'call', call: editCall(c) };
-    return editAfterRead(c, last.result);
+    return editAfterRead(c, prior);
   }
   const poll = pollCall(c, last, prior);
   if (poll) return { kind: 'call', call: poll };
@@ -192,9 +217,12 @@ function pollCall(c: Ctx, last: PhaseResult, prior: PhaseResult[]): PlannedCall 
 /** The shell body the last action ran (an edit's new text comes from its read). */
 function bodyOfLast(c: Ctx, prior: PhaseResult[]): string {
   if (c.step.action !== 'edit') return shellBody(c.step);
-  const read = prior.find((p) => p.phase === 'r');
-  const text = read ? parseRead(read.result.output) : null;
-  return shellBody(c.step, text === null ? '' : text.replace(c.step.old, () => (c.step as { new: string }).new));
+  const read = readSoFar(prior);
+  const text = 'text' in read ? read.text : '';
+  return shellBody(
+    c.step,
+    text.replace(c.step.old, () => (c.step as { new: string }).new),
+  );
 }
 
 /** One line of `text` for a message: its start and its end (where tools put the reason), at most `max` characters. */
@@ -205,7 +233,7 @@ export function excerpt(text: string, max = 400): string {
   return `${t.slice(0, head)} ... ${t.slice(t.length - (max - head))}`;
 }
 
-const PHASE_OF = /pdb_(\d+)_([rae]|p\d+)$/;
+const PHASE_OF = /pdb_(\d+)_([rae]|[rp]\d+)$/;
 
 function ourCalls(calls: HistoryCall[]): Map<string, HistoryCall> {
   const out = new Map<string, HistoryCall>();

@@ -71,15 +71,27 @@ export function shellBody(step: CassetteStep, newContent?: string): string {
   }
 }
 
-/** Reads a file through the shell so that its bytes survive any output framing: base64 between markers. */
-export function readBody(path: string): string {
-  return `printf 'pdb-env-%s:' read; base64 -w0 -- ${shq(path)}; printf ':%s\\n' end`;
+/**
+ * Bytes of a file read through the shell per call. Measured: Codex 0.171.0, running a model it has
+ * no metadata for, cuts a call's output at about 10 KB ("Warning: truncated output"), whatever
+ * max_output_tokens asks; 6 KiB is 8 KiB of base64, so larger files are read in pieces.
+ */
+export const READ_CHUNK_BYTES = 6 * 1024;
+
+/**
+ * Reads a piece of a file through the shell so that its bytes survive any output framing: its size,
+ * then base64, between markers (tail's complaint when head has read enough is silenced: it would
+ * land between them).
+ */
+export function readBody(path: string, offset = 0): string {
+  const p = shq(path);
+  return `printf 'pdb-env-%s:%s:' read "$(wc -c < ${p} | tr -d ' ')"; tail -c +${offset + 1} -- ${p} 2>/dev/null | head -c ${READ_CHUNK_BYTES} | base64 -w0; printf ':%s\\n' end`;
 }
 
-/** The file's text from a readBody result, or null when the markers are not there (not read, or cut short). */
-export function parseRead(output: string): string | null {
-  const m = /pdb-env-read:([A-Za-z0-9+/=]*):end/.exec(output);
-  return m ? Buffer.from(m[1]!, 'base64').toString('utf8') : null;
+/** The file's size and the piece's bytes from a readBody result, or null when the markers are not there (not read, or cut short). */
+export function parseRead(output: string): { size: number; bytes: Buffer } | null {
+  const m = /pdb-env-read:(\d+):([A-Za-z0-9+/=]*):end/.exec(output);
+  return m ? { size: Number(m[1]), bytes: Buffer.from(m[2]!, 'base64') } : null;
 }
 
 /** Whether apply_patch can carry `text` exactly: it writes whole lines, each ended by "\n". */

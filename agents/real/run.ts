@@ -171,7 +171,13 @@ export function classifyRun(
   const stopped = `after ${s.stepsDone} of ${steps} steps`;
   if (end.timedOut)
     return { code: 'E_AGENT_TIMEOUT', message: `the agent did not finish before its deadline (${stopped}, ${s.turns} turns)` };
-  if (s.stepFailure) return { code: 'E_AGENT_STEP_FAILED', message: s.stepFailure };
+  if (s.stepFailure) {
+    const refused = end.acp?.denials ?? [];
+    const why = refused.length
+      ? ` (the workspace policy refused ${refused.map((d) => `${d.access} ${d.path}: ${d.rule}`).join('; ')})`
+      : '';
+    return { code: 'E_AGENT_STEP_FAILED', message: `${s.stepFailure}${why}` };
+  }
   if (s.protocolErrors.length && !s.finalServed) return { code: 'E_MODEL_PROTOCOL', message: s.protocolErrors[0]! };
   const acp = end.acp;
   if (acp && acp.phase !== 'done')

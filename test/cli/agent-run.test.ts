@@ -23,6 +23,8 @@ writeTree(src, {
   'plain.sh': '#!/bin/sh\necho plain\n',
   'gone.txt': 'delete me\n',
   'old name.txt': 'rename me\n',
+  // Larger than one read through Codex's shell (its output is cut at about 10 KB).
+  'big.txt': Array.from({ length: 1000 }, (_, i) => `line ${i} of a larger file\n`).join(''),
   docs: { 'guide.md': '# guide\n', ünï: { '数据.md': 'Unicode\nfile\n' } },
 });
 const env = { PDB_ENV_STORE: join(t.dir, 'store') };
@@ -49,6 +51,7 @@ const EVERYTHING = [
   { action: 'mkdir', path: 'empty/deeper' },
   { action: 'shell', command: "printf '%s\\n' \"$(ls docs | sort | tr '\\n' ,)\" > shell-saw.txt && test -x plain.sh" },
   { action: 'write', path: 'no-newline.txt', content: 'the end, without a newline' },
+  { action: 'edit', path: 'big.txt', old: 'line 900 of a larger file\n', new: 'line 900, edited\n' },
 ];
 
 /** The tree pdb-env itself makes from the cassette on a copy of the base (what the agent must match). */

@@ -9,7 +9,7 @@ import { parseCassette, type Cassette } from '../../../agents/cassette/cassette.
 import { parseMessagesRequest } from '../../../agents/model-server/messages.js';
 import { decide, type Decision } from '../../../agents/model-server/planner.js';
 import { parseResponsesRequest } from '../../../agents/model-server/responses.js';
-import { addFilePatch, okMarker, updatePatch } from '../../../agents/model-server/step-tools.js';
+import { addFilePatch, okMarker, READ_CHUNK_BYTES, updatePatch } from '../../../agents/model-server/step-tools.js';
 import { toolCatalog, findCwd } from '../../../agents/model-server/tools.js';
 import { parseChatRequest } from '../../../agents/model-server/chat.js';
 import { REPO_ROOT } from '../../helpers/index.js';
@@ -99,9 +99,9 @@ test('Codex: a write is an apply_patch Add File, an edit reads the bytes first t
   assert.is(cmdOf(d1), `apply_patch <<'EOF'\n${addFilePatch('dé/new.txt', 'one\ntwo\n')}\nEOF`);
   h.push({ call: d1, output: 'Exit code: 0\nOutput:\nSuccess. Updated the following files:\nA dé/new.txt\n' });
   const d2 = asCall(codexTurn(c, h));
-  assert.match(cmdOf(d2), /base64 -w0 -- 'multi\.txt'/);
+  assert.match(cmdOf(d2), /tail -c \+1 -- 'multi\.txt' 2>\/dev\/null \| head -c 6144 \| base64 -w0/);
   assert.match(cmdOf(d2), /^cd -- '\/srv\/session' \|\| exit 1/);
-  h.push({ call: d2, output: `Process exited with code 0\nOutput:\npdb-env-read:${Buffer.from('a\nb\nc\n').toString('base64')}:end\n` });
+  h.push({ call: d2, output: `Process exited with code 0\nOutput:\npdb-env-read:6:${Buffer.from('a\nb\nc\n').toString('base64')}:end\n` });
   const d3 = asCall(codexTurn(c, h));
   assert.is(cmdOf(d3), `apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: multi.txt\n@@\n a\n-b\n+B1\n+B2\n c\n*** End Patch\nEOF`);
   h.push({ call: d3, output: 'Success. Updated the following files:\nM multi.txt\n' });
@@ -110,6 +110,28 @@ test('Codex: a write is an apply_patch Add File, an edit reads the bytes first t
   h.push({ call: d4, output: `Process exited with code 0\nOutput:\nx\n${okMarker('2-a')}\n` });
   const end = codexTurn(c, h);
   assert.equal(end, { kind: 'final', stepsDone: 3, reply: { kind: 'text', text: 'all done' } });
+});
+
+test('Codex: a file larger than one read is read in pieces before the patch', () => {
+  const big = Array.from({ length: 3000 }, (_, i) => `line ${i} of a big file\n`).join('');
+  const c = cassette([{ action: 'edit', path: 'big.txt', old: 'line 2500 of a big file\n', new: 'EDITED\n' }]);
+  const h: Parameters<typeof codexTurn>[1] = [];
+  const size = Buffer.byteLength(big);
+  for (let offset = 0; offset < size; offset += READ_CHUNK_BYTES) {
+    const d = asCall(codexTurn(c, h));
+    assert.is(d.phase, offset === 0 ? 'r' : `r${offset / READ_CHUNK_BYTES}`);
+    assert.match(cmdOf(d), new RegExp(`tail -c \\+${offset + 1} -- 'big\\.txt'`));
+    const piece = Buffer.from(big)
+      .subarray(offset, offset + READ_CHUNK_BYTES)
+      .toString('base64');
+    h.push({ call: d, output: `Output:\npdb-env-read:${size}:${piece}:end\n` });
+  }
+  assert.ok(h.length >= 3);
+  const patch = cmdOf(asCall(codexTurn(c, h)));
+  assert.match(
+    patch,
+    /\*\*\* Update File: big\.txt\n@@\n line 2497 of a big file\n line 2498 of a big file\n line 2499 of a big file\n-line 2500 of a big file\n\+EDITED\n/,
+  );
 });
 
 test('Claude Code: Read before Write and Edit (its read-before-write rule), absolute paths under its working directory', () => {
