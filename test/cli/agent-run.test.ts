@@ -153,6 +153,47 @@ test("a shell step that outlasts Codex's 10 s yield is read on through its write
   assert.ok(existsSync(join((await sessionTree('slow-codex')).root, 'slow.txt')));
 });
 
+test("the agent runs through pdb-env run: the session's name, TMPDIR and port, a private HOME, no real credentials", async () => {
+  if (missing) return skipTest('the runtime of an agent run', 'real-agents', missing);
+  const cmd = 'printf "%s\\n" "$PDB_ENV_SESSION" "$TMPDIR" "$PORT" "$HOME" "${OPENAI_API_KEY:-none}" > env.txt';
+  for (const agent of ['codex', 'claude'] as const) {
+    const name = `env-${agent}`;
+    const { code, out } = run(name, agent, cassetteFile([{ action: 'shell', command: cmd }]));
+    assert.is(code, 0, JSON.stringify(out.failure));
+    const session = JSON.parse(cli(['list', '--json'], { env }).stdout).sessions.find((x: { name: string }) => x.name === name);
+    const { root } = await sessionTree(name);
+    const [sname, tmp, port, home, key] = readFileSync(join(root, 'env.txt'), 'utf8').trim().split('\n');
+    assert.equal([sname, tmp, Number(port), key], [name, session.tmpDir, session.ports[0], 'none']);
+    assert.ok(home!.startsWith(join(t.dir, 'store')) && !home!.startsWith(root), `a private home outside the root: ${home}`);
+    assert.equal(JSON.parse(cli(['ps', name, '--json'], { env }).stdout).processes, [], 'nothing left running');
+  }
+});
+
+test('the deadline ends a run that does not finish: E_AGENT_TIMEOUT, and nothing of it keeps running', async () => {
+  if (missing) return skipTest('the deadline', 'real-agents', missing);
+  assert.is(cli(['create', 'late', '--from', src], { env }).code, 0);
+  const t0 = Date.now();
+  const r = cli(
+    [
+      'agent',
+      'run',
+      'late',
+      '--agent',
+      'claude',
+      '--cassette',
+      cassetteFile([{ action: 'shell', command: 'sleep 120' }]),
+      '--timeout',
+      '8000',
+      '--json',
+    ],
+    { env },
+  );
+  const out = JSON.parse(r.stdout);
+  assert.is(out.outcome, 'E_AGENT_TIMEOUT');
+  assert.ok(Date.now() - t0 < 40_000, `ended after ${Date.now() - t0} ms`);
+  assert.equal(JSON.parse(cli(['ps', 'late', '--json'], { env }).stdout).processes, []);
+});
+
 test('ACP agents: .env and outside the root are refused by the workspace policy (E_POLICY_DENIED) and the agent goes on', async () => {
   if (missing) return skipTest('ACP policy denials', 'real-agents', missing);
   const steps = [
