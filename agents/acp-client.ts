@@ -263,7 +263,7 @@ export interface AcpRunResult {
 async function spawnAgent(o: AcpRunOptions): Promise<{ child: ChildProcess; stderr(): string }> {
   const child = spawn(o.command, o.args, {
     cwd: o.root,
-    env: { ...process.env, NO_COLOR: '1', ...o.env, PDB_ENV_SESSION: o.sessionName },
+    env: { ...process.env, NO_COLOR: '1', ...o.env, PDB_ENV_SESSION: o.sessionName, PWD: o.root },
     stdio: ['pipe', 'pipe', 'pipe'],
     detached: true,
   });

@@ -79,8 +79,8 @@ export const REAL_AGENTS = {
 
 export type RealAgentName = keyof typeof REAL_AGENTS;
 
-/** The agents `pdb-env agent run` can drive against the scripted model (the optional two install only). */
-export const RUNNABLE_AGENTS = ['codex', 'claude', 'codex-acp', 'claude-acp'] as const;
+/** The agents `pdb-env agent run` can drive against the scripted model (gemini installs only: the server does not speak its protocol). */
+export const RUNNABLE_AGENTS = ['codex', 'claude', 'codex-acp', 'claude-acp', 'opencode'] as const;
 export type RunnableAgent = (typeof RUNNABLE_AGENTS)[number];
 
 export function isRealAgentName(v: unknown): v is RealAgentName {

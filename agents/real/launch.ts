@@ -83,6 +83,28 @@ function claudeEnv(i: LaunchInput): Record<string, string> {
   };
 }
 
+/**
+ * opencode 1.18.33 through @ai-sdk/openai-compatible (Chat Completions), configured inline.
+ * Measured in a loopback-only namespace: it still looks for plugin and model metadata and goes on
+ * without them (its first request comes about 8 s after start); the OPENCODE_DISABLE_* switches
+ * keep it from updating, sharing, fetching models.dev and reading ~/.claude.
+ */
+function opencodeEnv(i: LaunchInput): Record<string, string> {
+  const provider = {
+    npm: '@ai-sdk/openai-compatible',
+    name: 'pdb-env scripted model',
+    options: { baseURL: `${i.url}/v1`, apiKey: 'pdb-env-scripted-model' },
+    models: { [MODEL]: { name: MODEL } },
+  };
+  const config = { provider: { pdbenv: provider }, model: `pdbenv/${MODEL}`, autoupdate: false, share: 'disabled' };
+  const off = ['AUTOUPDATE', 'MODELS_FETCH', 'DEFAULT_PLUGINS', 'SHARE', 'LSP_DOWNLOAD', 'CLAUDE_CODE'];
+  return {
+    ...privateDirs(i.home),
+    OPENCODE_CONFIG_CONTENT: JSON.stringify(config),
+    ...Object.fromEntries(off.map((k) => [`OPENCODE_DISABLE_${k}`, '1'])),
+  };
+}
+
 export function agentLaunch(i: LaunchInput): Launch {
   const codexEnv = { ...privateDirs(i.home), CODEX_HOME: join(i.home, '.codex') };
   switch (i.agent) {
@@ -128,6 +150,8 @@ export function agentLaunch(i: LaunchInput): Launch {
     case 'claude-acp':
       // default: every write and command asks the client, whose workspace policy decides.
       return { command: i.program, args: [], env: claudeEnv(i), mode: 'default' };
+    case 'opencode':
+      return { command: i.program, args: ['run', '--format', 'json', i.prompt], env: opencodeEnv(i), mode: null };
     default: {
       const never: never = i.agent;
       throw new Error(`unknown agent ${String(never)}`);

@@ -145,7 +145,12 @@ interface CommandOutcome {
 
 /** The command boundary: the agent's CLI through `pdb-env run`, stdin closed, under the deadline. */
 async function runCommand(argv: string[], env: Record<string, string | undefined>, o: RealAgentRunOptions): Promise<CommandOutcome> {
-  const child = spawn(argv[0]!, argv.slice(1), { cwd: o.session.root, env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  const child = spawn(argv[0]!, argv.slice(1), {
+    cwd: o.session.root,
+    env: { ...env, PWD: o.session.root },
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+  });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-16_000)));
   let timedOut = false;

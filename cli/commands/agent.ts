@@ -38,7 +38,7 @@ const run = (cmd: Parameters<DefineCommand>[0], ctx: CliContext) =>
     .command('run')
     .description('run a real agent CLI in a session against a cassette played by the scripted model')
     .argument('<name>', 'the session')
-    .requiredOption('--agent <agent>', 'codex | claude | codex-acp | claude-acp')
+    .requiredOption('--agent <agent>', 'codex | claude | codex-acp | claude-acp | opencode')
     .requiredOption('--cassette <file>', 'the cassette the scripted model plays (schemas/cassette.schema.json)')
     .option('--timeout <ms>', "the agent's deadline (default 300000)")
     .option('--policy <file>', 'narrow the workspace policy for the ACP agents (see check-path)')
@@ -48,7 +48,7 @@ const run = (cmd: Parameters<DefineCommand>[0], ctx: CliContext) =>
 Starts the scripted model server (pdb-env model serve) and the pinned agent, installed by
 pdb-env agent install, in session NAME through pdb-env run: the session's ports, private
 TMPDIR and tracked processes, a private HOME and config directory, and only 127.0.0.1 as
-its model. codex and claude run as commands; codex-acp and claude-acp over the Agent
+its model. codex, claude and opencode run as commands; codex-acp and claude-acp over the Agent
 Client Protocol with pdb-env as the client, their writes and commands decided by the
 session's workspace policy (a refusal is E_POLICY_DENIED and the agent goes on). As root
 the agent runs in a network namespace with only loopback (network: loopback-only);

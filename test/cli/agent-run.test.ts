@@ -10,6 +10,7 @@ import * as assert from 'uvu/assert';
 import { parseCassette } from '../../agents/cassette/cassette.js';
 import { replayCassette } from '../../agents/cassette/replay.js';
 import { RUNNABLE_AGENTS, type RunnableAgent } from '../../agents/real/catalog.js';
+import { findInstalled } from '../../agents/real/install.js';
 import { scanTree } from '../../model/scan/scan.js';
 import { diffEntries } from '../../model/snapshot.js';
 import { cli, isRoot, realAgentsMissing, skipTest, tempDir, writeTree } from '../helpers/index.js';
@@ -28,6 +29,10 @@ writeTree(src, {
   docs: { 'guide.md': '# guide\n', ünï: { '数据.md': 'Unicode\nfile\n' } },
 });
 const env = { PDB_ENV_STORE: join(t.dir, 'store') };
+let sourceBefore: Awaited<ReturnType<typeof scanTree>>['entries'] = [];
+test.before(async () => {
+  sourceBefore = (await scanTree(src, { excludes: [] })).entries;
+});
 const missing = realAgentsMissing();
 
 let n = 0;
@@ -77,6 +82,8 @@ async function sessionTree(name: string) {
 
 for (const agent of RUNNABLE_AGENTS) {
   test(`${agent} plays a cassette it has never seen through its own tools, and its session equals the cassette's tree`, async () => {
+    if (agent === 'opencode' && !findInstalled('opencode'))
+      return skipTest('opencode agent run', 'opencode', 'the optional opencode is not installed (pdb-env agent install opencode)');
     if (missing) return skipTest(`${agent} agent run`, 'real-agents', missing);
     const file = cassetteFile(EVERYTHING);
     const { code, out } = run(`all-${agent}`, agent, file);
@@ -94,6 +101,7 @@ for (const agent of RUNNABLE_AGENTS) {
     const got = await sessionTree(`all-${agent}`);
     assert.equal(diffEntries(want.entries, got.entries), [], 'the session equals the tree the cassette describes');
     assert.ok(out.changes.some((c: { kind: string; path: string }) => c.kind === 'mode' && c.path === 'plain.sh'));
+    assert.equal(diffEntries(sourceBefore, (await scanTree(src, { excludes: [] })).entries), [], 'the source is unchanged');
     assert.is(cli(['discard', `all-${agent}`], { env }).code, 0);
   });
 }

@@ -40,7 +40,7 @@ test('agent run without the agent installed is E_AGENT_NOT_INSTALLED naming the 
   assert.equal(JSON.parse(diff.stdout).changes, []);
   // Bad options fail first, with the choices.
   const bad = cli(['agent', 'run', 'x', '--agent', 'gpt', '--cassette', cassette, '--json'], { env });
-  assert.match(JSON.parse(bad.stdout).error.message, /--agent must be one of codex, claude, codex-acp, claude-acp/);
+  assert.match(JSON.parse(bad.stdout).error.message, /--agent must be one of codex, claude, codex-acp, claude-acp, opencode/);
   const badCassette = join(t.dir, 'bad.json');
   writeFileSync(badCassette, '{"kind":"pdb-env-cassette","version":1,"steps":[{"action":"write","path":"../x","content":""}],"final":"f"}');
   const br = cli(['agent', 'run', 'x', '--agent', 'claude', '--cassette', badCassette, '--json'], { env });

@@ -102,6 +102,7 @@ export const CAPABILITIES = [
   'procfs', // Linux /proc (a resettable VmHWM, for the harness's own peak RSS per phase)
   'cgroup2', // a cgroup v2 hierarchy (mounted in a private mount namespace as root), for per-session cgroup tracking
   'real-agents', // the pinned agent CLIs in the agent cache (pdb-env agent install), for the real-agent runs
+  'opencode', // the optional opencode CLI in the agent cache (pdb-env agent install opencode; CI does not install it)
 ] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 
