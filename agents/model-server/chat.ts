@@ -5,24 +5,21 @@
 import { randomBytes } from 'node:crypto';
 import {
   asRecord,
+  createHistory,
+  declaredTools,
   contentText,
   ProtocolError,
   roughTokens,
   sse,
   type Conversation,
-  type HistoryCall,
   type Reply,
   type ToolSpec,
 } from './conversation.js';
 
-function tools(body: Record<string, unknown>): ToolSpec[] {
-  const out: ToolSpec[] = [];
-  for (const t of Array.isArray(body.tools) ? body.tools : []) {
-    const f = asRecord(asRecord(t)?.function);
-    if (!f || typeof f.name !== 'string') continue;
-    out.push({ name: f.name, type: 'function', description: String(f.description ?? ''), parameters: asRecord(f.parameters) });
-  }
-  return out;
+function toolSpec(t: Record<string, unknown>): ToolSpec | null {
+  const f = asRecord(t.function);
+  if (!f || typeof f.name !== 'string') return null;
+  return { name: f.name, type: 'function', description: String(f.description ?? ''), parameters: asRecord(f.parameters) };
 }
 
 export function parseChatRequest(body: unknown): Conversation {
@@ -30,8 +27,7 @@ export function parseChatRequest(body: unknown): Conversation {
   if (!b) throw new ProtocolError(400, 'the request body is not a JSON object');
   if (!Array.isArray(b.messages)) throw new ProtocolError(400, 'a Chat Completions request needs a messages array');
   const text: string[] = [];
-  const calls: HistoryCall[] = [];
-  const byId = new Map<string, HistoryCall>();
+  const history = createHistory();
   for (const m of b.messages) {
     const msg = asRecord(m);
     if (!msg) continue;
@@ -39,21 +35,18 @@ export function parseChatRequest(body: unknown): Conversation {
       for (const tc of Array.isArray(msg.tool_calls) ? msg.tool_calls : []) {
         const r = asRecord(tc);
         if (!r || typeof r.id !== 'string') continue;
-        const call: HistoryCall = { id: r.id, name: String(asRecord(r.function)?.name ?? ''), result: null };
-        calls.push(call);
-        byId.set(call.id, call);
+        history.call(r.id, String(asRecord(r.function)?.name ?? ''));
       }
     } else if (msg.role === 'tool' && typeof msg.tool_call_id === 'string') {
-      const call = byId.get(msg.tool_call_id);
-      if (call) call.result = { output: contentText(msg.content), isError: null };
+      history.result(msg.tool_call_id, { output: contentText(msg.content), isError: null });
     } else text.push(contentText(msg.content));
   }
   return {
     protocol: 'chat',
     model: String(b.model ?? 'pdb-env-scripted'),
     stream: b.stream === true,
-    tools: tools(b),
-    calls,
+    tools: declaredTools(b, toolSpec),
+    calls: history.calls,
     text: text.join('\n'),
   };
 }

@@ -74,6 +74,34 @@ export function contentText(content: unknown): string {
     .join('\n');
 }
 
+/** The tool calls of a request's history, in order, each given the result that names its id. */
+export function createHistory(): {
+  calls: HistoryCall[];
+  call(id: string, name: string): void;
+  result(id: string, r: ToolResultText): void;
+} {
+  const calls: HistoryCall[] = [];
+  const byId = new Map<string, HistoryCall>();
+  return {
+    calls,
+    call(id, name) {
+      const c: HistoryCall = { id, name, result: null };
+      calls.push(c);
+      byId.set(id, c);
+    },
+    result(id, r) {
+      const c = byId.get(id);
+      if (c) c.result = r;
+    },
+  };
+}
+
+/** The tools a request declares: `spec` turns each entry of its `tools` array into a ToolSpec, or null to skip it. */
+export function declaredTools(body: Record<string, unknown>, spec: (t: Record<string, unknown>) => ToolSpec | null): ToolSpec[] {
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  return tools.map((t) => asRecord(t)).flatMap((t) => (t ? (spec(t) ?? []) : []));
+}
+
 /** A rough token count (4 bytes a token), for usage fields and count_tokens. */
 export function roughTokens(text: string): number {
   return Math.max(1, Math.ceil(Buffer.byteLength(text) / 4));

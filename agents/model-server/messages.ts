@@ -6,25 +6,21 @@
 import { randomBytes } from 'node:crypto';
 import {
   asRecord,
+  createHistory,
+  declaredTools,
   contentText,
   ProtocolError,
   roughTokens,
   sse,
   type Conversation,
-  type HistoryCall,
   type Reply,
   type ToolSpec,
 } from './conversation.js';
 
-function tools(body: Record<string, unknown>): ToolSpec[] {
-  const out: ToolSpec[] = [];
-  for (const t of Array.isArray(body.tools) ? body.tools : []) {
-    const r = asRecord(t);
-    // Server tools (web_search_...) have a type and no input_schema: not the agent's own tools.
-    if (!r || typeof r.name !== 'string' || !asRecord(r.input_schema)) continue;
-    out.push({ name: r.name, type: 'function', description: String(r.description ?? ''), parameters: asRecord(r.input_schema) });
-  }
-  return out;
+/** Server tools (web_search_...) have a type and no input_schema: not the agent's own tools. */
+function toolSpec(r: Record<string, unknown>): ToolSpec | null {
+  if (typeof r.name !== 'string' || !asRecord(r.input_schema)) return null;
+  return { name: r.name, type: 'function', description: String(r.description ?? ''), parameters: asRecord(r.input_schema) };
 }
 
 function blocks(content: unknown): Record<string, unknown>[] {
@@ -37,19 +33,15 @@ export function parseMessagesRequest(body: unknown): Conversation {
   if (!b) throw new ProtocolError(400, 'the request body is not a JSON object');
   if (!Array.isArray(b.messages)) throw new ProtocolError(400, 'a Messages request needs a messages array');
   const text: string[] = [contentText(b.system)];
-  const calls: HistoryCall[] = [];
-  const byId = new Map<string, HistoryCall>();
+  const history = createHistory();
   for (const m of b.messages) {
     const msg = asRecord(m);
     if (!msg) continue;
     for (const block of blocks(msg.content)) {
       if (block.type === 'tool_use' && typeof block.id === 'string') {
-        const call: HistoryCall = { id: block.id, name: String(block.name ?? ''), result: null };
-        calls.push(call);
-        byId.set(call.id, call);
+        history.call(block.id, String(block.name ?? ''));
       } else if (block.type === 'tool_result' && typeof block.tool_use_id === 'string') {
-        const call = byId.get(block.tool_use_id);
-        if (call) call.result = { output: contentText(block.content), isError: block.is_error === true };
+        history.result(block.tool_use_id, { output: contentText(block.content), isError: block.is_error === true });
       } else if (block.type === 'text' && msg.role !== 'assistant' && typeof block.text === 'string') text.push(block.text);
     }
   }
@@ -57,8 +49,8 @@ export function parseMessagesRequest(body: unknown): Conversation {
     protocol: 'messages',
     model: String(b.model ?? 'pdb-env-scripted'),
     stream: b.stream === true,
-    tools: tools(b),
-    calls,
+    tools: declaredTools(b, toolSpec),
+    calls: history.calls,
     text: text.join('\n'),
   };
 }

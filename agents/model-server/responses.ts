@@ -6,26 +6,22 @@
 import { randomBytes } from 'node:crypto';
 import {
   asRecord,
+  createHistory,
+  declaredTools,
   contentText,
   ProtocolError,
   roughTokens,
   sse,
   type Conversation,
-  type HistoryCall,
   type Reply,
   type ToolSpec,
 } from './conversation.js';
 
-function tools(body: Record<string, unknown>): ToolSpec[] {
-  const out: ToolSpec[] = [];
-  for (const t of Array.isArray(body.tools) ? body.tools : []) {
-    const r = asRecord(t);
-    if (!r || typeof r.name !== 'string') continue;
-    if (r.type === 'function')
-      out.push({ name: r.name, type: 'function', description: String(r.description ?? ''), parameters: asRecord(r.parameters) });
-    else if (r.type === 'custom') out.push({ name: r.name, type: 'custom', description: String(r.description ?? ''), parameters: null });
-  }
-  return out;
+function toolSpec(r: Record<string, unknown>): ToolSpec | null {
+  if (typeof r.name !== 'string') return null;
+  const description = String(r.description ?? '');
+  if (r.type === 'function') return { name: r.name, type: 'function', description, parameters: asRecord(r.parameters) };
+  return r.type === 'custom' ? { name: r.name, type: 'custom', description, parameters: null } : null;
 }
 
 function outputText(output: unknown): string {
@@ -41,8 +37,7 @@ export function parseResponsesRequest(body: unknown): Conversation {
       ? [{ type: 'message', role: 'user', content: b.input }]
       : null;
   if (!items) throw new ProtocolError(400, 'a Responses request needs an input array');
-  const calls: HistoryCall[] = [];
-  const byId = new Map<string, HistoryCall>();
+  const history = createHistory();
   const text: string[] = typeof b.instructions === 'string' ? [b.instructions] : [];
   for (const it of items) {
     const r = asRecord(it);
@@ -50,20 +45,17 @@ export function parseResponsesRequest(body: unknown): Conversation {
     const type = r.type ?? (r.role ? 'message' : undefined);
     if (type === 'message' && r.role !== 'assistant') text.push(contentText(r.content));
     else if ((type === 'function_call' || type === 'custom_tool_call') && typeof r.call_id === 'string') {
-      const call: HistoryCall = { id: r.call_id, name: String(r.name ?? ''), result: null };
-      calls.push(call);
-      byId.set(call.id, call);
+      history.call(r.call_id, String(r.name ?? ''));
     } else if ((type === 'function_call_output' || type === 'custom_tool_call_output') && typeof r.call_id === 'string') {
-      const call = byId.get(r.call_id);
-      if (call) call.result = { output: outputText(r.output), isError: null };
+      history.result(r.call_id, { output: outputText(r.output), isError: null });
     }
   }
   return {
     protocol: 'responses',
     model: String(b.model ?? 'pdb-env-scripted'),
     stream: b.stream !== false,
-    tools: tools(b),
-    calls,
+    tools: declaredTools(b, toolSpec),
+    calls: history.calls,
     text: text.join('\n'),
   };
 }
