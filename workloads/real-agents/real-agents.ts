@@ -191,6 +191,9 @@ function realAgentSteps(defaults: RealAgentsParams) {
             throw new PdbError(
               failed.record.outcome as PdbErrorCode,
               `agent ${failed.record.role} (${failed.record.product} ${failed.record.version}): ${msg}`,
+              {
+                hint: `pdb-env agent run SESSION --agent ${failed.record.agent} --cassette <${failed.record.cassette}> replays it; docs/agents.md lists the failure classes.`,
+              },
             );
           }
           return { milestones: Object.fromEntries(runs.map(({ record }) => [`agent${record.role.toUpperCase()}Ms`, record.durationMs])) };
