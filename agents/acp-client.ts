@@ -4,13 +4,15 @@
 // symlink inside the root pointing out) is refused with an error. The agent is trusted; this is
 // workspace confinement of what the client does on the agent's behalf, not a security sandbox.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { lstat, mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
+import { dirname, relative, sep } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { client, ndJsonStream, PROTOCOL_VERSION, RequestError, type ClientApp, type ClientContext } from '@agentclientprotocol/sdk';
 import { PdbError, osErrorCode, type PdbErrorCode } from '../model/errors.js';
+import { resolveInsideRoot } from './acp-confine.js';
 import { createTerminals, killGroup, type Terminals } from './acp-terminals.js';
 import { checkPath, defaultPolicy, type Access, type WorkspacePolicy } from '../model/workspace-policy.js';
+import { decidePermission, type PermissionRequest, type PolicyDenial } from './acp-permissions.js';
 
 /** Counts only: the transcript itself is never kept. */
 export interface AcpClientStats {
@@ -23,6 +25,8 @@ export interface AcpClientStats {
   permissionRequests: number;
   /** Requests refused because their path resolved outside the root. */
   refusedOutsideRoot: number;
+  /** Requests (fs, terminal or permission) the workspace policy refused (E_POLICY_DENIED). */
+  policyDenials: number;
 }
 
 export function emptyStats(): AcpClientStats {
@@ -35,6 +39,7 @@ export function emptyStats(): AcpClientStats {
     terminals: 0,
     permissionRequests: 0,
     refusedOutsideRoot: 0,
+    policyDenials: 0,
   };
 }
 
@@ -42,56 +47,6 @@ function countUpdate(stats: AcpClientStats, kind: string): void {
   stats.sessionUpdates++;
   if (kind === 'agent_message_chunk') stats.messageChunks++;
   else if (kind === 'tool_call') stats.toolCalls++;
-}
-
-function isInside(root: string, p: string): boolean {
-  const rel = relative(root, p);
-  return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
-}
-
-/**
- * Resolve `requested` (absolute, or relative to the root) to a real path inside `root`, or throw
- * E_PATH_OUTSIDE_ROOT. The deepest existing ancestor is resolved with realpath, so a symlink in the
- * root that points out is caught; for a write, an existing target that is a symlink is resolved too.
- */
-export async function resolveInsideRoot(root: string, requested: string): Promise<string> {
-  const realRoot = await realpath(root);
-  const lexical = resolve(realRoot, requested);
-  const refuse = () =>
-    new PdbError(
-      'E_PATH_OUTSIDE_ROOT',
-      `the agent asked for a path outside its session root (${isAbsolute(requested) ? 'absolute path' : 'relative path'} ${JSON.stringify(requested)})`,
-      {
-        hint: 'Agents get only their session root; ask for paths under the session/new cwd.',
-      },
-    );
-  // `requested` may name the root through a different spelling of it (e.g. /tmp vs /private/tmp).
-  const viaRoot =
-    isAbsolute(requested) && isInside(resolve(root), resolve(requested))
-      ? join(realRoot, relative(resolve(root), resolve(requested)))
-      : lexical;
-  if (!isInside(realRoot, viaRoot)) throw refuse();
-  let probe = viaRoot;
-  const tail: string[] = [];
-  for (;;) {
-    try {
-      const real = await realpath(probe);
-      const full = tail.length ? join(real, ...tail.reverse()) : real;
-      if (!isInside(realRoot, full)) throw refuse();
-      return full;
-    } catch (err) {
-      if (err instanceof PdbError) throw err;
-      const code = osErrorCode(err);
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
-      // A dangling symlink is still a way out: refuse it unless its target resolves inside.
-      const st = await lstat(probe).catch(() => null);
-      if (st?.isSymbolicLink()) throw refuse();
-      const parent = dirname(probe);
-      if (parent === probe) throw refuse();
-      tail.push(basename(probe));
-      probe = parent;
-    }
-  }
 }
 
 function toRequestError(err: unknown): RequestError {
@@ -105,6 +60,8 @@ function toRequestError(err: unknown): RequestError {
 export interface RootClient {
   app: ClientApp;
   stats: AcpClientStats;
+  /** Every request the workspace policy refused, in order (path-free). */
+  denials: PolicyDenial[];
   /** Kill and forget every terminal the agent left behind. */
   closeTerminals(): Promise<void>;
 }
@@ -120,15 +77,18 @@ const wrap =
     }
   };
 
-/** Resolves a requested path inside the root and checks it against the workspace policy, as every handler must before touching it. */
-type Confine = (path: string, access: Access) => Promise<string>;
+/**
+ * Resolves a requested path inside the root and checks it against the workspace policy, as every
+ * handler must before touching it; `via` names the request, so a denial is recorded.
+ */
+type Confine = (path: string, access: Access, via?: PolicyDenial['via']) => Promise<string>;
 
 function serveFiles(app: ClientApp, confined: Confine, stats: AcpClientStats): void {
   app
     .onRequest(
       'fs/read_text_file',
       wrap(async (p) => {
-        const abs = await confined(p.path, 'read');
+        const abs = await confined(p.path, 'read', 'fs/read_text_file');
         stats.fsReads++;
         let content = await readFile(abs, 'utf8');
         if (p.line != null || p.limit != null) {
@@ -142,7 +102,7 @@ function serveFiles(app: ClientApp, confined: Confine, stats: AcpClientStats): v
     .onRequest(
       'fs/write_text_file',
       wrap(async (p) => {
-        const abs = await confined(p.path, 'write');
+        const abs = await confined(p.path, 'write', 'fs/write_text_file');
         await mkdir(dirname(abs), { recursive: true });
         // mkdir may have followed nothing new, but re-check the final path after creating parents.
         await confined(abs, 'write');
@@ -158,7 +118,7 @@ function serveTerminals(app: ClientApp, terminals: Terminals, confined: Confine,
     .onRequest(
       'terminal/create',
       wrap(async (p) => {
-        const terminalId = terminals.create(await confined(p.cwd ?? root, 'read'), p);
+        const terminalId = terminals.create(await confined(p.cwd ?? root, 'read', 'terminal/create'), p);
         stats.terminals++;
         return { terminalId };
       }),
@@ -202,7 +162,12 @@ export function createRootClient(
   const stats = emptyStats();
   const terminals = createTerminals(options.env);
   const policies = options.policies?.length ? options.policies : [defaultPolicy()];
-  const confined: Confine = async (path, access) => {
+  const denials: PolicyDenial[] = [];
+  const deny = (d: Omit<PolicyDenial, 'code'>) => {
+    stats.policyDenials++;
+    denials.push({ code: 'E_POLICY_DENIED', ...d });
+  };
+  const confined: Confine = async (path, access, via) => {
     let full: string;
     try {
       full = await resolveInsideRoot(root, path);
@@ -216,6 +181,7 @@ export function createRootClient(
         .split(sep)
         .join('/') || '.';
     const d = checkPath(policies, rel, access);
+    if (!d.allowed && via) deny({ access, path: rel, rule: d.rule, via });
     if (!d.allowed)
       throw new PdbError(
         'E_POLICY_DENIED',
@@ -234,13 +200,15 @@ export function createRootClient(
       'session/request_permission',
       wrap(async (p) => {
         stats.permissionRequests++;
-        const allow = p.options.find((o) => o.kind === 'allow_once') ?? p.options.find((o) => o.kind === 'allow_always');
-        return { outcome: allow ? { outcome: 'selected' as const, optionId: allow.optionId } : { outcome: 'cancelled' as const } };
+        // The agent's own tools write without fs requests: the policy decides here what they may touch.
+        const d = await decidePermission(root, policies, p as PermissionRequest, (path, access) => confined(path, access));
+        for (const x of d.denials) deny(x);
+        return { outcome: d.outcome };
       }),
     )
     // Updates of the prompted session are counted from its ActiveSession queue in runAcpAgent.
     .onNotification('session/update', () => {});
-  return { app, stats, closeTerminals: () => terminals.closeAll() };
+  return { app, stats, denials, closeTerminals: () => terminals.closeAll() };
 }
 
 export interface AcpRunOptions {
@@ -257,6 +225,13 @@ export interface AcpRunOptions {
   timeoutMs: number;
   /** Aborting (e.g. the case timed out) ends the run like its own timeout. */
   signal?: AbortSignal;
+  /** A session mode to set before the prompt (session/set_mode), when the agent offers it (codex-acp: read-only). */
+  mode?: string | null;
+  /**
+   * How many times to prompt again after a turn the agent ended as cancelled because the policy
+   * refused one of its requests (codex-acp can only abort a refused tool call). Default 0.
+   */
+  continueAfterDenial?: number;
 }
 
 export interface AcpRunResult {
@@ -276,13 +251,19 @@ export interface AcpRunResult {
   error: { rpcCode: number | null; message: string } | null;
   /** Agent stderr (for classification only; never written to a receipt). */
   stderr: string;
+  /** Every request the workspace policy refused. */
+  denials: PolicyDenial[];
+  /** Prompts sent: the task, then one for each turn a denial cancelled. */
+  prompts: number;
+  /** The session mode set, or null when none was asked for or the agent does not offer it. */
+  mode: string | null;
 }
 
 /** Start the agent program in the root, its own process group; E_AGENT_NOT_INSTALLED when it cannot start at all. */
 async function spawnAgent(o: AcpRunOptions): Promise<{ child: ChildProcess; stderr(): string }> {
   const child = spawn(o.command, o.args, {
     cwd: o.root,
-    env: { ...process.env, NO_COLOR: '1', ...o.env, PDB_ENV_SESSION: o.sessionName },
+    env: { ...process.env, NO_COLOR: '1', ...o.env, PDB_ENV_SESSION: o.sessionName, PWD: o.root },
     stdio: ['pipe', 'pipe', 'pipe'],
     detached: true,
   });
@@ -307,8 +288,14 @@ async function spawnAgent(o: AcpRunOptions): Promise<{ child: ChildProcess; stde
   return { child, stderr: () => stderr };
 }
 
-/** One turn with the agent: initialize, a session with cwd = root, the prompt, every update counted until the turn ends. */
-async function converse(agent: ClientContext, o: AcpRunOptions, result: AcpRunResult): Promise<void> {
+/** The prompt that lets an agent go on after the policy refused a request and it cancelled its turn. */
+export function continuationPrompt(denials: readonly PolicyDenial[]): string {
+  const what = denials.map((d) => `${d.access} ${d.path} (${d.code}: ${d.rule})`).join('; ');
+  return `pdb-env: the workspace policy refused ${what}. That request stays refused; go on with the rest of the task.`;
+}
+
+/** Initialize, a session with cwd = root (in the requested mode), the prompt (and continuations), every update counted. */
+async function converse(agent: ClientContext, o: AcpRunOptions, rc: RootClient, result: AcpRunResult): Promise<void> {
   const init = await agent.request('initialize', {
     protocolVersion: PROTOCOL_VERSION,
     clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
@@ -321,13 +308,25 @@ async function converse(agent: ClientContext, o: AcpRunOptions, result: AcpRunRe
   result.phase = 'session/new';
   const session = await agent.buildSession(o.root).start();
   try {
+    if (o.mode && session.modes?.availableModes.some((m) => m.id === o.mode)) {
+      await agent.request('session/set_mode', { sessionId: session.sessionId, modeId: o.mode });
+      result.mode = o.mode;
+    }
     result.phase = 'prompt';
-    const response = await session.prompt(o.prompt);
-    // The active session queued every update of the turn before its stop message: count them here,
-    // in arrival order (the app-level handler may run after the response has resolved).
-    for (let m = await session.nextUpdate(); m.kind !== 'stop'; m = await session.nextUpdate())
-      countUpdate(result.stats, m.update.sessionUpdate);
-    result.stopReason = response.stopReason;
+    let prompt = o.prompt;
+    for (;;) {
+      const denied = rc.denials.length;
+      result.prompts++;
+      const response = await session.prompt(prompt);
+      // The active session queued every update of the turn before its stop message: count them here,
+      // in arrival order (the app-level handler may run after the response has resolved).
+      for (let m = await session.nextUpdate(); m.kind !== 'stop'; m = await session.nextUpdate())
+        countUpdate(result.stats, m.update.sessionUpdate);
+      result.stopReason = response.stopReason;
+      const refused = rc.denials.slice(denied);
+      if (response.stopReason !== 'cancelled' || refused.length === 0 || result.prompts > (o.continueAfterDenial ?? 0)) break;
+      prompt = continuationPrompt(refused);
+    }
     result.phase = 'done';
   } finally {
     session.dispose();
@@ -365,6 +364,9 @@ function emptyResult(stats: AcpClientStats): AcpRunResult {
     phase: 'initialize',
     error: null,
     stderr: '',
+    denials: [],
+    prompts: 0,
+    mode: null,
   };
 }
 
@@ -396,7 +398,7 @@ export async function runAcpAgent(o: AcpRunOptions): Promise<AcpRunResult> {
     );
   });
   try {
-    await Promise.race([limit, agentGone, rc.app.connectWith(stream, (agent) => converse(agent, o, result))]);
+    await Promise.race([limit, agentGone, rc.app.connectWith(stream, (agent) => converse(agent, o, rc, result))]);
   } catch (err) {
     if (err instanceof RequestError)
       result.error = { rpcCode: err.code, message: `${err.message}${err.data ? ` ${JSON.stringify(err.data)}` : ''}` };
@@ -406,6 +408,8 @@ export async function runAcpAgent(o: AcpRunOptions): Promise<AcpRunResult> {
     agentGone.catch(() => {}); // settled by the race above or moot once the run is over
     limit.catch(() => {});
     child.stdin!.end();
+    // An ACP agent ends on stdin's end; TERM only what has not gone within a moment.
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 1500))]);
     killGroup(child, 'SIGTERM');
     const hard = setTimeout(() => killGroup(child, 'SIGKILL'), 2000);
     const s = await exited;
@@ -415,6 +419,7 @@ export async function runAcpAgent(o: AcpRunOptions): Promise<AcpRunResult> {
     result.exitCode = s.exitCode;
     result.signal = s.signal;
     result.stderr = stderr();
+    result.denials = [...rc.denials];
     result.durationMs = performance.now() - t0;
   }
   return result;

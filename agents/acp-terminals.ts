@@ -49,7 +49,7 @@ export interface Terminals {
 function startTerminal(cwd: string, env: Record<string, string | undefined>, p: TerminalRequest): Terminal {
   // Agents send either a program and its arguments or one shell command line.
   const [cmd, args] = (p.args?.length ?? 0) === 0 && /\s/.test(p.command) ? ['/bin/sh', ['-c', p.command]] : [p.command, p.args ?? []];
-  const child = spawn(cmd, args, { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cmd, args, { cwd, env: { ...env, PWD: cwd }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   const limit = p.outputByteLimit ?? null;
   const state = { output: Buffer.alloc(0), truncated: false, exited: null as TerminalExit | null };
   const append = (d: Buffer) => {

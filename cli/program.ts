@@ -22,6 +22,8 @@ const bench = () => import('./commands/bench.js');
 const validate = () => import('./commands/validate.js');
 const report = () => import('./commands/report.js');
 const wayBack = () => import('./commands/way-back.js');
+const agent = () => import('./commands/agent.js');
+const model = () => import('./commands/model.js');
 
 /** Every command, in the order `pdb-env --help` lists them. */
 export const COMMANDS: readonly CommandEntry[] = [
@@ -59,6 +61,8 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   { name: 'validate', summary: 'check receipts, plans and policies against their schemas and the path-free rule', load: validate },
   { name: 'report', summary: 'roll receipts from one or many hosts into a decision report (Markdown, HTML, JSON)', load: report },
+  { name: 'agent', summary: 'real agent CLIs: install the pinned versions, or run one in a session against a cassette', load: agent },
+  { name: 'model', summary: 'the scripted model server: serve a cassette to real agents on 127.0.0.1', load: model },
 ];
 
 export function createProgram(ctx: CliContext): ReturnType<typeof rootCommand> {

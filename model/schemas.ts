@@ -1,7 +1,7 @@
 // The JSON Schemas under the package's schemas/ dir, by name, compiled by one ajv instance in
 // strict mode (JSON Schema 2020-12, with ajv-formats). Every layer that validates a document
 // (plans, receipts, policies, Snapshots, Changesets, workspace policies, the AgentFS pin, the
-// benchmark scripts' receipts) validates here, and only against a name in SCHEMA_NAMES.
+// benchmark scripts' receipts, the scripted model's cassettes) validates here, and only against a name in SCHEMA_NAMES.
 import { existsSync, readFileSync } from 'node:fs';
 import ajv2020 from 'ajv/dist/2020.js';
 import ajvFormats from 'ajv-formats';
@@ -27,6 +27,7 @@ export const SCHEMA_NAMES = [
   'bench-receipt',
   'workspace-policy',
   'agentfs-config',
+  'cassette',
 ] as const;
 export type SchemaName = (typeof SCHEMA_NAMES)[number];
 
@@ -47,6 +48,8 @@ export function detectSchema(doc: unknown): SchemaName | null {
       return 'policy';
     case 'pdb-env-bench-receipt':
       return 'bench-receipt';
+    case 'pdb-env-cassette':
+      return 'cassette';
     default:
       break;
   }
@@ -150,9 +153,10 @@ export function validateAgainst(name: SchemaName, doc: unknown): SchemaIssue[] {
   if (v(doc)) return [];
   const seen = new Set<string>();
   const out: SchemaIssue[] = [];
-  // anyOf/oneOf branches repeat their inner errors; keep one line per pointer + message.
+  // anyOf/oneOf branches repeat their inner errors, and a failed if/then says only that its "then"
+  // failed after the inner errors; keep one line per pointer + message.
   for (const e of v.errors ?? []) {
-    if (e.keyword === 'anyOf' || e.keyword === 'oneOf') continue;
+    if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue;
     const issue = describe(e);
     const key = `${issue.pointer} ${issue.message}`;
     if (!seen.has(key)) {

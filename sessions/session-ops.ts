@@ -109,7 +109,9 @@ export async function runInSession(
         cwd: s.root,
         stdio,
         reject: false,
-        env: { ...options.env, ...runtimeEnv(ctx.store, name, rt) },
+        // PWD names the root too: some tools (opencode on Bun) take their working directory from it,
+        // and an inherited PWD would point them at wherever pdb-env was started (measured: the source).
+        env: { ...options.env, ...runtimeEnv(ctx.store, name, rt), PWD: s.root },
         windowsHide: true,
         detached: !interactive,
       }),

@@ -4,6 +4,7 @@ import { npmLane, pnpmLane } from './dev-lane/dev-lane.js';
 import { agentWorkload } from './agent/agent.js';
 import { devServersWorkload } from './dev-servers/dev-servers.js';
 import { fileopsWorkload } from './fileops/fileops.js';
+import { realAgentsAcpWorkload, realAgentsWorkload } from './real-agents/real-agents.js';
 import { repoWorkload } from './repo/repo.js';
 import { twoAgentWorkload } from './two-agent/two-agent.js';
 import type { Workload } from './types.js';
@@ -16,6 +17,8 @@ export const WORKLOADS = {
   'pnpm-lane': pnpmLane,
   repo: repoWorkload,
   'dev-servers': devServersWorkload,
+  'real-agents': realAgentsWorkload,
+  'real-agents-acp': realAgentsAcpWorkload,
 } as const satisfies Record<string, Workload>;
 
 export type WorkloadName = keyof typeof WORKLOADS;

@@ -69,6 +69,29 @@ export interface StepContext {
   signal?: AbortSignal;
   /** The base Snapshot's entries (what every session started from). */
   baseEntries?: Entry[];
+  /** Record a real agent's run on the case (receipts list them under `agents`: product, version, model "scripted"...). */
+  recordAgent?(record: AgentRunRecord): void;
+}
+
+/** One real agent run of a case, as the receipt records it (harness/receipt/receipt-types.ts AgentRecord). */
+export interface AgentRunRecord {
+  role: string;
+  agent: string;
+  product: string;
+  version: string;
+  boundary: 'command' | 'acp';
+  protocol: string;
+  model: 'scripted';
+  cassette: string;
+  cassetteDigest: string;
+  turns: number;
+  steps: number;
+  stepsDone: number;
+  network: 'loopback-only' | 'not-enforced';
+  policyDenials: number;
+  outcome: string;
+  failureClass: 'none' | 'agent-crash' | 'protocol-mismatch' | 'step-failure' | 'incomplete' | 'timeout' | 'not-installed' | 'harness';
+  durationMs: number;
 }
 
 export interface StepOutcome {

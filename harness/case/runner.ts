@@ -17,7 +17,7 @@ import { classifyCase, notJudgedReason } from './outcome.js';
 import type { RssProbe } from './memory.js';
 import { scrubText } from '../../model/scrub.js';
 import { keepOracleTree, scanOracleTree, trustedOracleTree, type OracleTree } from './oracle-tree.js';
-import type { CaseRecord, CheckRecord, FailureRecord, FixtureRecord, ProjectionRecord } from '../receipt/receipt-types.js';
+import type { AgentRecord, CaseRecord, CheckRecord, FailureRecord, FixtureRecord, ProjectionRecord } from '../receipt/receipt-types.js';
 import type { ScheduledCase } from '../plan/scheduler.js';
 
 export interface CaseEnv extends CheckEnv {
@@ -109,6 +109,8 @@ interface CaseRun {
   oracleTree: (() => OracleTree) | null;
   /** Why the case was stopped from outside, if it was. */
   stopped: 'timeout' | 'interrupted' | null;
+  /** The real agents the workload ran, as it recorded them. */
+  agents: AgentRecord[];
 }
 
 export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResult> {
@@ -170,6 +172,7 @@ async function startCase(env: CaseEnv, input: CaseInput): Promise<CaseRun> {
     projection: null,
     oracleTree: null,
     stopped: null,
+    agents: [],
   };
   return run;
 }
@@ -332,6 +335,7 @@ function stepContext(run: CaseRun): StepContext {
     log: env.log,
     signal: run.abort.signal,
     baseEntries: run.input.base.entries,
+    recordAgent: (r) => void run.agents.push({ ...r, outcome: scrubText(r.outcome) }),
   };
 }
 
@@ -391,6 +395,7 @@ function caseRecord(run: CaseRun, wallMs: number): CaseRecord {
     overheadMs: Math.max(0, wallMs - inPhases),
     metrics,
     projection: run.projection,
+    ...(run.agents.length ? { agents: run.agents } : {}),
   };
   return { ...record, ...classifyCase(record, run.failures, input.workload) };
 }

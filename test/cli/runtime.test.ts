@@ -101,6 +101,10 @@ test('run sets the runtime variables for a plain command too', () => {
     (s) => s.name === 'b',
   )!;
   assert.is(r.stdout.trim(), `${b.ports[0]} ${b.ports[0]} ${b.ports.join(',')} ${b.tmpDir} ${b.root}`);
+  // PWD names the root, not wherever pdb-env was started: opencode takes its working directory
+  // from PWD, and an inherited one had it write into the source instead of the session.
+  const pwd = cli(['run', 'b', '--', 'node', '-e', 'process.stdout.write(process.env.PWD)'], { env: { ...env, PWD: src } });
+  assert.is(pwd.stdout, b.root);
 });
 
 test.run();

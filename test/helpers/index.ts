@@ -5,6 +5,8 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, chmodSync }
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { requiredAgents } from '../../agents/real/catalog.js';
+import { agentsCacheDir, findInstalled } from '../../agents/real/install.js';
 import { readProcStat } from '../../model/os/proc.js';
 import { removeOwner, writeOwner } from './stale-temp.js';
 
@@ -99,6 +101,8 @@ export const CAPABILITIES = [
   'agentfs', // a pinned AgentFS binary that passes its probe (never installed by CI: none is pinned)
   'procfs', // Linux /proc (a resettable VmHWM, for the harness's own peak RSS per phase)
   'cgroup2', // a cgroup v2 hierarchy (mounted in a private mount namespace as root), for per-session cgroup tracking
+  'real-agents', // the pinned agent CLIs in the agent cache (pdb-env agent install), for the real-agent runs
+  'opencode', // the optional opencode CLI in the agent cache (pdb-env agent install opencode; CI does not install it)
 ] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 
@@ -153,4 +157,10 @@ export function registryProblem(): string | null {
   const r = spawnSync('npm', ['view', 'typescript@5.9.3', 'version', '--prefer-online'], { encoding: 'utf8', timeout: 30_000 });
   if (r.status === 0 && r.stdout.trim() === '5.9.3') return null;
   return `the npm registry is unreachable (npm view exited ${r.status ?? r.signal}); the lanes install from it`;
+}
+
+/** Why the real-agents capability is missing (the pinned agents not all in the agent cache), or null when it is there. */
+export function realAgentsMissing(env: NodeJS.ProcessEnv = process.env): string | null {
+  const missing = requiredAgents().filter((a) => !findInstalled(a, env));
+  return missing.length ? `${missing.join(', ')} not installed in ${agentsCacheDir(env)} (pdb-env agent install)` : null;
 }

@@ -27,6 +27,7 @@ const MIRRORS: Record<string, string> = {
   VolatileDrop: '/$defs/volatileDrop',
   ProjectionRecord: '/$defs/projectionRecord',
   CaseRecord: '/$defs/caseRecord',
+  AgentRecord: '/$defs/agentRecord',
   HarnessPhaseMemory: '/$defs/harnessPhaseMemory',
   HarnessMemory: '/$defs/harnessMemory',
   BlockRecord: '/$defs/blockRecord',
