@@ -5,7 +5,8 @@
 // no empty directory, so git-worktree, which carries only what is committed, drops kinds/empty.
 import { chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { TreeModel } from './tree-model.js';
+import type { Entry } from '../model/snapshot.js';
+import { TreeModel } from './tree-model.js';
 
 export const ENTRY_KINDS = {
   text: { path: 'kinds/notes.md', content: '# kinds\n\nOne entry of each kind of the source contract.\n' },
@@ -31,4 +32,11 @@ export function addEntryKinds(model: TreeModel): void {
   model.write(k.text.path, k.text.content, false);
   model.write(k.exec.path, k.exec.content, true);
   model.symlink(k.link.path, k.link.target);
+}
+
+/** The entries ENTRY_KINDS adds to a tree, as a scan of a fixture holding them records them. */
+export function entryKindEntries(): Entry[] {
+  const m = new TreeModel([]);
+  addEntryKinds(m);
+  return m.result();
 }

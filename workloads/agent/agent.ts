@@ -34,8 +34,9 @@ import {
 } from '../../agents/contract.js';
 import { PdbError, toPdbError, type PdbErrorCode } from '../../model/errors.js';
 import { scanTree } from '../../model/scan/scan.js';
-import { diffEntries, type Entry } from '../../model/snapshot.js';
+import { diffEntries, sortEntries, type Entry } from '../../model/snapshot.js';
 import { commitFixture } from '../commit-fixture.js';
+import { writeEntryKinds } from '../entry-kinds.js';
 import type { ProcessResult, SessionHandle, Step, StepContext, Workload, WorkloadCheck } from '../types.js';
 
 export interface AgentParams {
@@ -330,12 +331,13 @@ export const agentWorkload: Workload = {
   defaultParams: { ...AGENT_DEFAULTS },
   async prepareFixture(workDir, params, proc) {
     agentParams(params);
-    const name = 'agent-contract@2';
+    const name = 'agent-contract@3';
     const dir = join(workDir, 'agent-contract');
     const done = join(workDir, 'agent-contract.ready');
     if (existsSync(done)) return { name, sourceDir: dir };
     await rm(dir, { recursive: true, force: true });
     writeContractBase(dir);
+    await writeEntryKinds(dir);
     // A committed git fixture lets git-worktree run this lane too.
     await commitFixture(dir, proc);
     await writeFile(done, '');
@@ -345,9 +347,11 @@ export const agentWorkload: Workload = {
   project: projectAgentResult,
   projectionNote:
     "scripted agents: the case session's result without the agents' reports (they name each session's own root and name, checked by identity-a/b); real agents: the same reduced to its shape (paths, kinds, exec bits, symlink targets), since model text varies and the contract checks judge content",
-  async expected(_base, params) {
-    // The contract's result for role a, known in advance from the fixture (it equals a scan of it).
-    return projectAgentResult(expectedEntries('a'), params);
+  async expected(base, params) {
+    // The contract's result for role a, known in advance from the fixture (it equals a scan of it),
+    // with the fixture's entry kinds (kinds/), which no agent touches.
+    const kinds = base.filter((e) => e.path === 'kinds' || e.path.startsWith('kinds/'));
+    return projectAgentResult(sortEntries([...expectedEntries('a'), ...kinds]), params);
   },
   check: checkAgentResults,
   classifyFailure: classifyAgentCase,

@@ -18,6 +18,7 @@ import { packageFile } from '../../model/paths.js';
 import { scanTree } from '../../model/scan/scan.js';
 import { countMismatches, diffEntries, totalMismatches, type Entry } from '../../model/snapshot.js';
 import { commitFixture } from '../commit-fixture.js';
+import { writeEntryKinds } from '../entry-kinds.js';
 import type { AgentRunRecord, ParamIssue, SessionHandle, Step, StepContext, Workload, WorkloadCheck } from '../types.js';
 import { writeRealAgentsBase } from './base.js';
 
@@ -285,6 +286,7 @@ export function createRealAgentsWorkload(name: string, defaults: RealAgentsParam
       if (!existsSync(ready)) {
         await rm(source, { recursive: true, force: true });
         writeRealAgentsBase(source);
+        await writeEntryKinds(source);
         await commitFixture(source, proc);
         await writeFile(ready, '');
       }
@@ -294,7 +296,7 @@ export function createRealAgentsWorkload(name: string, defaults: RealAgentsParam
         await mkdir(dirname(file), { recursive: true });
         await writeFile(file, JSON.stringify(await describedTree(source, join(dir, `real-agents-replay-${role}`), c)));
       }
-      return { name: 'real-agents@1', sourceDir: source };
+      return { name: 'real-agents@2', sourceDir: source };
     },
     steps: realAgentSteps(defaults),
     project: (entries) => entries,

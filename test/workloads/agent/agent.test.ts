@@ -3,10 +3,11 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { baseEntries, expectedEntries } from '../../../agents/contract.js';
+import { sortEntries, type Entry } from '../../../model/snapshot.js';
+import { entryKindEntries } from '../../../workloads/entry-kinds.js';
 import type { Digest } from '../../../model/canonical-json.js';
 import { isPdbError } from '../../../model/errors.js';
 import { scanTree } from '../../../model/scan/scan.js';
-import type { Entry } from '../../../model/snapshot.js';
 import { SessionService } from '../../../sessions/service.js';
 import { agentParams, agentWorkload, classifyAgentCase } from '../../../workloads/agent/agent.js';
 import { createProcessRunner } from '../../../workloads/process-runner.js';
@@ -84,6 +85,9 @@ async function discard(r: CaseRun) {
   for (const s of r.ctx.sessions) await svc.discard(s.name);
 }
 
+/** The contract's entries with the fixture's entry kinds (kinds/), in contract order. */
+const withKinds = (entries: Entry[]): Entry[] => sortEntries([...entries, ...entryKindEntries()]);
+
 async function assertProof(r: CaseRun) {
   assert.is(r.error, null, String(r.error));
   const checks = await agentWorkload.check!(r.ctx, r.results);
@@ -96,14 +100,14 @@ async function assertProof(r: CaseRun) {
     ['contract-a', 'identity-a', 'contract-b', 'identity-b', 'distinct-sessions'],
   );
   // The case session is exactly role a's contract result; the peer exactly role b's.
-  assert.equal(agentWorkload.project(r.results[0]!, r.ctx.params), await agentWorkload.expected!(baseEntries(), r.ctx.params));
+  assert.equal(agentWorkload.project(r.results[0]!, r.ctx.params), await agentWorkload.expected!(withKinds(baseEntries()), r.ctx.params));
   assert.equal(
     r.results[1]!.filter((e) => !e.path.endsWith('report.json')),
-    expectedEntries('b'),
+    withKinds(expectedEntries('b')),
   );
-  // The base did not change: the source still scans to the contract's base, and the store's base Snapshot is intact.
-  assert.equal((await scanTree(fixtureDir, { excludes: [] })).entries, baseEntries());
-  assert.equal(svc.readSnapshot(r.base).entries, baseEntries());
+  // The base did not change: the source still scans to the contract's base (and the fixture's kinds/), and the store's base Snapshot is intact.
+  assert.equal((await scanTree(fixtureDir, { excludes: [] })).entries, withKinds(baseEntries()));
+  assert.equal(svc.readSnapshot(r.base).entries, withKinds(baseEntries()));
   assert.is(r.metrics.agentAOutcome, 'ok');
   assert.is(r.metrics.agentBOutcome, 'ok');
   assert.is(r.metrics.agentAName, 'pdb-env-scripted-agent');
