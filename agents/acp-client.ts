@@ -4,11 +4,12 @@
 // symlink inside the root pointing out) is refused with an error. The agent is trusted; this is
 // workspace confinement of what the client does on the agent's behalf, not a security sandbox.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { lstat, mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { client, ndJsonStream, PROTOCOL_VERSION, RequestError, type ClientApp, type ClientContext } from '@agentclientprotocol/sdk';
 import { PdbError, osErrorCode, type PdbErrorCode } from '../model/errors.js';
+import { confinedPath } from './confine.js';
 import { createTerminals, killGroup, type Terminals } from './acp-terminals.js';
 import { checkPath, defaultPolicy, type Access, type WorkspacePolicy } from '../model/workspace-policy.js';
 
@@ -42,56 +43,6 @@ function countUpdate(stats: AcpClientStats, kind: string): void {
   stats.sessionUpdates++;
   if (kind === 'agent_message_chunk') stats.messageChunks++;
   else if (kind === 'tool_call') stats.toolCalls++;
-}
-
-function isInside(root: string, p: string): boolean {
-  const rel = relative(root, p);
-  return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
-}
-
-/**
- * Resolve `requested` (absolute, or relative to the root) to a real path inside `root`, or throw
- * E_PATH_OUTSIDE_ROOT. The deepest existing ancestor is resolved with realpath, so a symlink in the
- * root that points out is caught; for a write, an existing target that is a symlink is resolved too.
- */
-export async function resolveInsideRoot(root: string, requested: string): Promise<string> {
-  const realRoot = await realpath(root);
-  const lexical = resolve(realRoot, requested);
-  const refuse = () =>
-    new PdbError(
-      'E_PATH_OUTSIDE_ROOT',
-      `the agent asked for a path outside its session root (${isAbsolute(requested) ? 'absolute path' : 'relative path'} ${JSON.stringify(requested)})`,
-      {
-        hint: 'Agents get only their session root; ask for paths under the session/new cwd.',
-      },
-    );
-  // `requested` may name the root through a different spelling of it (e.g. /tmp vs /private/tmp).
-  const viaRoot =
-    isAbsolute(requested) && isInside(resolve(root), resolve(requested))
-      ? join(realRoot, relative(resolve(root), resolve(requested)))
-      : lexical;
-  if (!isInside(realRoot, viaRoot)) throw refuse();
-  let probe = viaRoot;
-  const tail: string[] = [];
-  for (;;) {
-    try {
-      const real = await realpath(probe);
-      const full = tail.length ? join(real, ...tail.reverse()) : real;
-      if (!isInside(realRoot, full)) throw refuse();
-      return full;
-    } catch (err) {
-      if (err instanceof PdbError) throw err;
-      const code = osErrorCode(err);
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
-      // A dangling symlink is still a way out: refuse it unless its target resolves inside.
-      const st = await lstat(probe).catch(() => null);
-      if (st?.isSymbolicLink()) throw refuse();
-      const parent = dirname(probe);
-      if (parent === probe) throw refuse();
-      tail.push(basename(probe));
-      probe = parent;
-    }
-  }
 }
 
 function toRequestError(err: unknown): RequestError {
@@ -203,18 +154,15 @@ export function createRootClient(
   const terminals = createTerminals(options.env);
   const policies = options.policies?.length ? options.policies : [defaultPolicy()];
   const confined: Confine = async (path, access) => {
-    let full: string;
+    let resolved: { full: string; rel: string };
     try {
-      full = await resolveInsideRoot(root, path);
+      resolved = await confinedPath(root, path);
     } catch (err) {
       if (err instanceof PdbError && err.code === 'E_PATH_OUTSIDE_ROOT') stats.refusedOutsideRoot++;
       throw err;
     }
     // The policy sees the resolved path, so a link inside the root cannot rename its way past a deny.
-    const rel =
-      relative(await realpath(root), full)
-        .split(sep)
-        .join('/') || '.';
+    const { rel, full } = resolved;
     const d = checkPath(policies, rel, access);
     if (!d.allowed)
       throw new PdbError(

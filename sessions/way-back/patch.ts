@@ -7,6 +7,7 @@ import { rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Digest } from '../../model/canonical-json.js';
 import { PdbError, toPdbError } from '../../model/errors.js';
+import { mountContaining } from '../../model/os/mounts.js';
 import type { Change, Changeset, Entry } from '../../model/snapshot.js';
 import { git, treeOf, withTempRepo } from './git-plumbing.js';
 import { readSession, type StoreContext } from '../records.js';
@@ -19,6 +20,8 @@ export interface ChangesOf {
   base: Digest;
   result: Digest | null;
   changes: Change[];
+  /** The Changeset they come from (none for a live diff). */
+  changeset?: Digest;
   /** A live session root to read bytes the store does not have (diff installs nothing). */
   root?: string;
 }
@@ -31,7 +34,7 @@ export async function lastCheckpointChanges(ctx: StoreContext, name: string): Pr
       hint: `Run pdb-env checkpoint ${name} first.`,
     });
   const cs = ctx.store.getDocument<Changeset>(rec.lastCheckpoint.changeset, 'Changeset');
-  return { session: name, base: cs.base, result: cs.result, changes: cs.changes };
+  return { session: name, base: cs.base, result: cs.result, changes: cs.changes, changeset: rec.lastCheckpoint.changeset };
 }
 
 /** git's patch (or --stat) from the before to the after side of `changes`. */
@@ -54,7 +57,7 @@ export async function writeBeside(file: string, bytes: Buffer): Promise<void> {
     await rename(tmp, file);
   } catch (err) {
     await rm(tmp, { force: true }).catch(() => undefined); // rollback of our own temporary file
-    throw toPdbError(err, 'E_IO', { action: 'writing the patch', path: file });
+    throw toPdbError(err, 'E_IO', { action: 'writing the patch', path: file, filesystem: mountContaining(dirname(file))?.mountPoint });
   }
 }
 

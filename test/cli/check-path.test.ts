@@ -80,14 +80,15 @@ test('links inside the root are resolved as the ACP client resolves them, and th
   assert.is(out.code, 1, out.stdout);
   assert.is(JSON.parse(out.stdout).allowed, false);
   assert.match(JSON.parse(out.stdout).rule, /outside-root/);
+  // (the test before gave the root a pdb-env.json policy: the rules are its)
   const envl = JSON.parse(check('envlink').stdout);
-  assert.equal([envl.allowed, envl.rule, envl.resolved], [false, 'default:credential .env', '.env']);
+  assert.equal([envl.allowed, envl.rule, envl.resolved], [false, 'pdb-env.json:credential .env', '.env']);
   const nm = JSON.parse(check('nmlink/index.js', '--write').stdout);
-  assert.equal([nm.allowed, nm.rule, nm.resolved], [false, 'default:never-writable node_modules', 'node_modules/x/index.js']);
+  assert.equal([nm.allowed, nm.rule, nm.resolved], [false, 'pdb-env.json:never-writable node_modules', 'node_modules/x/index.js']);
   const ok = JSON.parse(check('srclink/a.ts', '--write').stdout);
   assert.equal([ok.allowed, ok.resolved], [true, 'src/a.ts']);
   const text = cli(['check-path', 's', 'envlink'], { env });
-  assert.match(text.stdout, /denied  read  default:credential \.env\tenvlink -> \.env/);
+  assert.match(text.stdout, /denied  read  pdb-env\.json:credential \.env\tenvlink -> \.env/);
 });
 
 test.run();

@@ -1,7 +1,7 @@
 // run, enter and checkpoint work only in the directory the store made: a session root replaced by a
 // link (to / or anywhere) and a removed temp dir replaced by a link are E_SESSION_DAMAGED, and
 // nothing runs in, is walked in or is written to where the link points.
-import { mkdirSync, readdirSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -32,7 +32,11 @@ test('a session root replaced by a link: run, enter and checkpoint are E_SESSION
     assert.equal(readdirSync(elsewhere), [], 'nothing ran where the link points');
     rmSync(root);
   }
-  mkdirSync(root);
+  writeFileSync(join(elsewhere, 'keep.txt'), 'keep\n');
+  symlinkSync(elsewhere, root);
+  const discard = pdb(store, ['discard', 's']);
+  assert.is(discard.code, 0, discard.stderr);
+  assert.equal(readdirSync(elsewhere), ['keep.txt'], 'discard removed the link, not what it points to');
 });
 
 test('a removed temp dir replaced by a link: run is E_SESSION_DAMAGED and writes nothing where it points', () => {

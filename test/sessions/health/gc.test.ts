@@ -140,7 +140,7 @@ test('a recovery step that fails is reported with its path and skipped: gc does 
   await svc.create('tampered', { from: src });
   const rec = JSON.parse(readFileSync(join(svc.sessionDir('tampered'), 'session.json'), 'utf8'));
   writeFileSync(join(svc.sessionDir('tampered'), 'session.json'), JSON.stringify({ ...rec, backend: 'no-such-backend' }));
-  intent(svc, 'd-stuck', { op: 'discard', session: 'tampered' });
+  intent(svc, 'd-stuck', { op: 'discard', session: 'tampered', startedAt: new Date(Date.now() + 60_000).toISOString() });
   // Work gc can do after it: an interrupted create to undo, a dead temp file, an unreachable object.
   await svc.create('undo', { from: src });
   const undo = JSON.parse(readFileSync(join(svc.sessionDir('undo'), 'session.json'), 'utf8'));

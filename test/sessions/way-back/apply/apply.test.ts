@@ -79,9 +79,10 @@ test('a crash between the staged renames (SIGKILL) is finished by gc: the result
   assert.is(crashed.signal, 'SIGKILL', crashed.stderr);
   assert.ok(existsSync(join(src, '.pdb')), 'the staging is there after the crash');
   const findings = await svc.doctor();
+  // The apply's intent, and its lock on DIR (both of a process that is gone).
   assert.equal(
     findings.map((f) => f.kind),
-    ['abandoned-intent'],
+    ['abandoned-intent', 'stale-lock'],
   );
   const gc = await svc.gc();
   assert.ok(
