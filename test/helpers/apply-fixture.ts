@@ -2,7 +2,7 @@
 // to apply into, a directory OUTSIDE it that nothing may touch, and the one check that matters
 // after any fault: the target is untouched (the base) or fully applied (the result), nothing else.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { scanTree } from '../../model/scan/scan.js';
 import { diffEntries, type Entry } from '../../model/snapshot.js';
@@ -56,29 +56,16 @@ export async function changedSession(c: ApplyCase, name: string, edit: (root: st
   return c.svc.checkpoint(name);
 }
 
-/** The tree under `dir` as contract entries, hashed from its bytes (admin roots such as .pdb left out). */
-export async function filesOf(dir: string): Promise<Entry[]> {
-  return (await scanTree(dir, { excludes: [] })).entries;
+/** The tree under `dir` as contract entries, hashed from its bytes (admin roots such as .pdb left out, and `excludes`). */
+export async function filesOf(dir: string, excludes: string[] = []): Promise<Entry[]> {
+  return (await scanTree(dir, { excludes })).entries;
 }
 
 /** "untouched", "applied", or what differs from both. */
-export async function targetState(target: string, base: Entry[], result: Entry[]): Promise<string> {
-  const now = await filesOf(target);
+export async function targetState(target: string, base: Entry[], result: Entry[], excludes: string[] = []): Promise<string> {
+  const now = await filesOf(target, excludes);
   if (diffEntries(base, now).length === 0) return 'untouched';
   if (diffEntries(result, now).length === 0) return 'applied';
   const show = (cs: ReturnType<typeof diffEntries>) => cs.map((c) => `${c.kind} ${c.path}`).join(', ');
   return `neither: from the base ${show(diffEntries(base, now))}; from the result ${show(diffEntries(result, now))}`;
-}
-
-/** The entries of the OUTSIDE directory, to compare before and after. */
-export function listing(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string, rel: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      out.push(`${rel}${e.name}${e.isDirectory() ? '/' : ''}`);
-      if (e.isDirectory()) walk(join(d, e.name), `${rel}${e.name}/`);
-    }
-  };
-  if (existsSync(dir)) walk(dir, '');
-  return out.sort();
 }

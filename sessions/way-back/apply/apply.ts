@@ -16,7 +16,7 @@ import { lastCheckpointChanges } from '../patch.js';
 import { applyDetail, applySteps, type ApplyPhase, type Step } from './plan.js';
 import { copyOut, openStaging, removeStaging, stagedFile, stagingOf } from './staging.js';
 import { rollBack, runForward, type StepRun } from './steps.js';
-import { checkTarget, openTarget, withTargetLock, type Target } from './target.js';
+import { checkTarget, openTarget, retypedPaths, withTargetLock, type Target } from './target.js';
 
 export interface ApplyResult {
   session: string;
@@ -71,7 +71,8 @@ async function stageAll(run: StepRun): Promise<void> {
 
 /** A failure part way: roll back what was done and drop the intent, or keep it for gc when the rollback fails too. */
 async function undo(ctx: StoreContext, run: StepRun, intent: Intent, err: unknown): Promise<never> {
-  await setPhase(ctx, intent, 'rolling-back');
+  // Best effort: a store too full to record the phase still gets its rollback (after a crash, gc then finishes forward).
+  await setPhase(ctx, intent, 'rolling-back').catch(() => undefined);
   let kept: string[];
   try {
     kept = await rollBack(run);
@@ -103,16 +104,16 @@ export async function applySession(ctx: StoreContext, name: string, options: { t
     if (check.conflicts.length > 0) throw conflictError(name, t.dir, check.conflicts);
     const result = { session: name, dir: t.dir, changes: of.changes.length, written: 0, deleted: 0, alreadyApplied: check.done };
     if (check.done) return result;
-    return { ...result, ...(await applyChanges(ctx, name, t, of.changeset!, steps)) };
+    return { ...result, ...(await applyChanges(ctx, name, t, of.changeset!, steps, retypedPaths(of.changes))) };
   });
 }
 
 /** Stage, move the phase to applying, run every step; a failure part way is rolled back. */
-async function applyChanges(ctx: StoreContext, name: string, t: Target, changeset: Digest, steps: Step[]) {
+async function applyChanges(ctx: StoreContext, name: string, t: Target, changeset: Digest, steps: Step[], retyped: Set<string>) {
   const detail = applyDetail({ dir: t.dir, dev: String(t.dev), ino: String(t.ino), changeset, phase: 'staging' });
   const intent = await ctx.journal.begin('apply', { session: name, detail });
   crashPoint('apply:after-intent');
-  const run: StepRun = { store: ctx.store, t, s: stagingOf(t, intent.id), steps, verify: false, kept: [] };
+  const run: StepRun = { store: ctx.store, t, s: stagingOf(t, intent.id), steps, retyped, kept: [] };
   try {
     await stageAll(run);
     // The point of no return: with the phase at applying, gc finishes (or rolls back); before it, gc removes the staging.

@@ -9,6 +9,7 @@
 // shallowest first (a directory before what it holds); then the remaining deletes, deepest first.
 import { isDigest, type Digest } from '../../../model/canonical-json.js';
 import { PdbError, isPdbError } from '../../../model/errors.js';
+import { ADMIN_ROOTS } from '../../../model/scan/scan.js';
 import { assertContractPath, entryKey, type Change, type Changeset, type Entry } from '../../../model/snapshot.js';
 import type { Intent } from '../../journal.js';
 
@@ -32,6 +33,15 @@ const depth = (p: string) => p.split('/').length;
 /** Throws unless `c` is a change the contract allows: a contract path, entries of that path, digests where files are. */
 function assertChange(c: Change, i: number): void {
   assertContractPath(c.path);
+  const top = c.path.split('/')[0]!;
+  if ((ADMIN_ROOTS as readonly string[]).includes(top))
+    throw new PdbError(
+      'E_BAD_PATH',
+      `change ${i} names ${c.path}, inside the admin root ${top}, which no scan records and apply never writes`,
+      {
+        path: c.path,
+      },
+    );
   for (const e of [c.before, c.after]) {
     if (e === null) continue;
     const ok =

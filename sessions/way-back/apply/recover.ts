@@ -10,10 +10,10 @@ import { mountContaining } from '../../../model/os/mounts.js';
 import type { Intent } from '../../journal.js';
 import type { StoreContext } from '../../records.js';
 import { setPhase } from './apply.js';
-import { readApplyIntent, type ApplyDetail, type Step } from './plan.js';
+import { readApplyIntent, type ApplyDetail } from './plan.js';
 import { openStaging, removeStaging, stagingOf } from './staging.js';
 import { rollBack, runForward, type StepRun } from './steps.js';
-import { lstatOr, withTargetLock, type Target } from './target.js';
+import { lstatOr, retypedPaths, withTargetLock, type Target } from './target.js';
 
 export interface ApplyRecovery {
   /** What was done (or, dry run, would be), one line. */
@@ -56,7 +56,7 @@ export async function recoverApply(ctx: StoreContext, intent: Intent, dryRun: bo
   const who = intent.session ?? '?';
   if ('foreign' in read)
     return { action: `quarantine apply intent ${intent.id}: ${read.foreign}; nothing was run`, quarantine: read.foreign };
-  const { detail, steps } = read;
+  const { detail, steps, changes } = read;
   const t = await targetOf(detail);
   if (t === 'gone') return { action: `nothing to finish for the apply of ${who}: ${detail.dir} is gone` };
   if (t === 'replaced') {
@@ -69,7 +69,7 @@ export async function recoverApply(ctx: StoreContext, intent: Intent, dryRun: bo
     ctx,
     t,
     async () => {
-      const run: StepRun = { store: ctx.store, t, s: stagingOf(t, intent.id), steps: steps as Step[], verify: true, kept: [] };
+      const run: StepRun = { store: ctx.store, t, s: stagingOf(t, intent.id), steps, retyped: retypedPaths(changes), kept: [] };
       let out: ApplyRecovery;
       if (detail.phase === 'staging') out = { action: `remove the staging of an apply into ${t.dir}` };
       else if (detail.phase === 'applying') out = await finish(ctx, intent, run, who);

@@ -24,8 +24,8 @@ export interface StepRun {
   t: Target;
   s: Staging;
   steps: Step[];
-  /** Hash staged files before use (recovery: the staging is in the target, where anything may have changed it). */
-  verify: boolean;
+  /** Paths the apply retypes: below one that is not a directory, nothing exists (see stateAt). */
+  retyped: ReadonlySet<string>;
   /** What a rollback left as it is, and why. */
   kept: string[];
 }
@@ -113,12 +113,9 @@ async function place(run: StepRun, st: Step): Promise<void> {
     });
     return;
   }
+  // The staged bytes are checked again right before they go in: the staging is in DIR, where anything may touch it.
   const f = stagedFile(run.s, st.index);
-  const st0 = run.verify ? null : await lstatOr(f);
-  const ready = run.verify
-    ? await holds(f, e)
-    : !!st0 && (e.kind === 'file' ? st0.isFile() && Number(st0.size) === e.size : st0.isSymbolicLink());
-  if (!ready) {
+  if (!(await holds(f, e))) {
     await clearStaged(run.t, f);
     await copyOut(run.store, run.t, [{ entry: e, dst: f }]);
   }
@@ -128,7 +125,7 @@ async function place(run: StepRun, st: Step): Promise<void> {
 /** One step forward; true when it changed something. */
 async function forward(run: StepRun, st: Step): Promise<boolean> {
   await recheckTarget(run.t);
-  const cur = await stateAt(run.t, st.path);
+  const cur = await stateAt(run.t, st.path, run.retyped);
   if ('blocked' in cur) throw conflict(run, st, cur.blocked);
   if (same(cur.entry, st.final) || same(cur.entry, st.post)) return false;
   if (same(cur.entry, st.pre)) {
@@ -210,7 +207,7 @@ async function restore(run: StepRun, st: Step): Promise<void> {
 
 /** One step back. */
 async function backward(run: StepRun, st: Step): Promise<void> {
-  const cur = await stateAt(run.t, st.path);
+  const cur = await stateAt(run.t, st.path, run.retyped);
   if ('blocked' in cur) {
     run.kept.push(`${st.path}: left as it is (${cur.blocked})`);
     return;

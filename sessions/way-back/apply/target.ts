@@ -82,10 +82,11 @@ const what = (st: BigIntStats, t: Target) =>
   st.isSymbolicLink() ? 'a symlink' : !st.isDirectory() ? 'not a directory' : st.dev !== t.dev ? 'on another filesystem (a mount)' : '';
 
 /**
- * The state of `path` in DIR. `becomesDir` names parents the apply itself turns into directories
- * (below one, nothing exists yet); any other parent that is not a real directory of DIR blocks.
+ * The state of `path` in DIR. `retyped` names the paths the apply itself turns from a directory
+ * into something else or back: while one is not a directory, nothing exists below it. Any other
+ * parent that is not a real directory of DIR blocks.
  */
-export async function stateAt(t: Target, path: string, becomesDir: (p: string) => boolean = () => false): Promise<PathState> {
+export async function stateAt(t: Target, path: string, retyped: ReadonlySet<string> = new Set()): Promise<PathState> {
   const parts = path.split('/');
   for (let i = 1; i < parts.length; i++) {
     const parent = parts.slice(0, i).join('/');
@@ -93,7 +94,7 @@ export async function stateAt(t: Target, path: string, becomesDir: (p: string) =
     if (!st) return { entry: null, parentGone: true };
     const wrong = what(st, t);
     if (!wrong) continue;
-    if (becomesDir(parent)) return { entry: null, parentGone: true };
+    if (retyped.has(parent) && !st.isDirectory()) return { entry: null, parentGone: true };
     return { blocked: `its parent ${parent} is ${wrong}` };
   }
   const full = join(t.dir, path);
@@ -107,6 +108,11 @@ export async function stateAt(t: Target, path: string, becomesDir: (p: string) =
   return { entry: { path, kind: 'file', digest: digest!, size: Number(st.size), exec: (st.mode & 0o111n) !== 0n }, parentGone: false };
 }
 
+/** The paths a Changeset retypes (a directory to a file or symlink, or back). */
+export function retypedPaths(changes: readonly Change[]): Set<string> {
+  return new Set(changes.filter((c) => c.before && c.after && c.before.kind !== c.after.kind).map((c) => c.path));
+}
+
 export const keyOf = (e: Entry | null | undefined): string => (e ? entryKey(e) : 'absent');
 
 /**
@@ -115,9 +121,9 @@ export const keyOf = (e: Entry | null | undefined): string => (e ? entryKey(e) :
  * path already holds the session's result (an apply that completed).
  */
 export async function checkTarget(t: Target, changes: readonly Change[]): Promise<{ conflicts: string[]; done: boolean }> {
-  const becomesDir = new Set(changes.filter((c) => c.after?.kind === 'dir' && c.before?.kind !== 'dir').map((c) => c.path));
+  const retyped = retypedPaths(changes);
   const states: PathState[] = [];
-  for (const c of changes) states.push(await stateAt(t, c.path, (p) => becomesDir.has(p)));
+  for (const c of changes) states.push(await stateAt(t, c.path, retyped));
   const now = (i: number) => ('blocked' in states[i]! ? 'blocked' : keyOf((states[i] as { entry: Entry | null }).entry));
   if (changes.every((c, i) => now(i) === keyOf(c.after))) return { conflicts: [], done: true };
   const touched = new Set(changes.map((c) => c.path));
