@@ -156,6 +156,7 @@ async function recover(pass: Pass, intent: Intent): Promise<void> {
       return;
     }
   }
+  if (intent.op === 'export') pass.actions.push(await (await import('../way-back/patch.js')).recoverExport(intent, pass.dryRun));
   pass.actions.push(`drop intent ${intent.id} (${intent.op})`);
   if (!pass.dryRun) await pass.ctx.journal.remove(intent.id);
 }

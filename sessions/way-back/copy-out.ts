@@ -1,54 +1,38 @@
 // Bytes leave the store hashed: every file object the way back copies out (apply's staging, the
-// blobs of a patch or an export commit) goes through the model's verified copy, which hashes the
-// bytes as they pass. An object that no longer matches its digest is E_OBJECT_CORRUPT naming the
-// path it was for, and is moved to the quarantine (the next import of a source that holds the
+// blobs of a patch or an export commit) is written by the model's materialize, whose copy hashes
+// the bytes as they pass. An object that no longer matches its digest is E_OBJECT_CORRUPT naming
+// the path it was for, and is moved to the quarantine (the next import of a source that holds the
 // bytes installs them again); an absent one is E_OBJECT_MISSING naming the path.
 import type { Digest } from '../../model/canonical-json.js';
 import { PdbError, isPdbError } from '../../model/errors.js';
-import { sharedFsPool } from '../../model/scan/fs-pool.js';
-import type { CopyItem } from '../../model/scan/fs-worker.js';
-import { REPAIR_HINT, type ObjectStore } from '../../model/store/object-store.js';
+import { materializeTree } from '../../model/store/materialize.js';
+import type { ObjectStore } from '../../model/store/object-store.js';
+import { SNAPSHOT_VERSION, type Entry } from '../../model/snapshot.js';
 
 export interface ObjectCopy {
   /** The contract path the bytes are for (errors name it). */
   path: string;
   digest: Digest;
+  size: number;
   exec: boolean;
-  /** Where the copy goes; it must not exist. */
-  dst: string;
+  /** The file name the copy gets in the directory; it must not exist there. */
+  name: string;
 }
 
-/** Copy file objects out of the store, verified. Other failures are thrown as the pool typed them (the caller names where). */
-export async function copyObjectsOut(store: ObjectStore, items: readonly ObjectCopy[]): Promise<void> {
-  const byDst = new Map(items.map((i) => [i.dst, i.path]));
-  const copies: CopyItem[] = items.map((i) => [
-    store.objectPath(i.digest),
-    i.dst,
-    i.exec ? 0o755 : 0o644,
-    i.digest.slice('sha256:'.length),
-  ]);
+/** Copy file objects out of the store into `dir`, verified. Other failures are thrown as the model typed them (the caller names where). */
+export async function copyObjectsOut(store: ObjectStore, dir: string, items: readonly ObjectCopy[]): Promise<void> {
+  if (items.length === 0) return;
+  const entries: Entry[] = items.map((i) => ({ path: i.name, kind: 'file', digest: i.digest, size: i.size, exec: i.exec }));
   try {
-    await sharedFsPool().map(copies, (batch) => ({ op: 'copy', items: batch }));
+    await materializeTree(store, { version: SNAPSHOT_VERSION, base: null, excludes: [], entries }, dir);
   } catch (err) {
-    throw objectError(store, err, byDst);
-  }
-}
-
-function objectError(store: ObjectStore, err: unknown, byDst: ReadonlyMap<string, string>): unknown {
-  if (!isPdbError(err, 'E_OBJECT_CORRUPT') && !isPdbError(err, 'E_OBJECT_MISSING')) return err;
-  const cause = err.cause as { path?: string; object?: string } | undefined;
-  const rel = (cause?.path && byDst.get(cause.path)) ?? '?';
-  const digest = (cause?.object ? `sha256:${cause.object.split('/').slice(-2).join('')}` : '?') as Digest;
-  if (err.code === 'E_OBJECT_MISSING')
-    return new PdbError('E_OBJECT_MISSING', `the object of ${rel} (${digest}) is missing from the store: nothing was written`, {
-      path: rel,
+    if (!isPdbError(err, 'E_OBJECT_CORRUPT') && !isPdbError(err, 'E_OBJECT_MISSING')) throw err;
+    // materialize names the copy's own name; say which path of the changes it was for.
+    const path = items.find((i) => i.name === err.path)?.path ?? '?';
+    throw new PdbError(err.code, `${err.message.replace(`of ${err.path} (`, `of ${path} (`)}; nothing was written`, {
+      path,
       cause: err,
-      hint: REPAIR_HINT,
+      hint: err.hint,
     });
-  const aside = store.quarantineObject(digest);
-  return new PdbError(
-    'E_OBJECT_CORRUPT',
-    `the object of ${rel} (${digest}) is corrupt: ${err.message}; nothing was written, and the object ${aside ? 'was moved' : 'is already'} in the quarantine`,
-    { path: rel, cause: err, hint: REPAIR_HINT },
-  );
+  }
 }

@@ -91,14 +91,14 @@ export async function writeBlobs(store: ObjectStore, t: GitTarget, entries: Entr
       const file = join(scratch, String(i));
       if (e.kind === 'file' && fallbackRoot && !store.has(e.digest)) paths.push(join(fallbackRoot, e.path));
       else if (e.kind === 'file') {
-        copies.push({ path: e.path, digest: e.digest, exec: e.exec, dst: file });
+        copies.push({ path: e.path, digest: e.digest, size: e.size, exec: e.exec, name: String(i) });
         paths.push(file);
       } else {
         await writeFile(file, e.kind === 'symlink' ? e.target : ''); // a symlink's blob is its target
         paths.push(file);
       }
     }
-    await copyObjectsOut(store, copies);
+    await copyObjectsOut(store, scratch, copies);
     if (paths.some((p) => p.includes('\n')))
       throw new PdbError('E_BAD_PATH', 'a file name with a newline cannot be passed to git hash-object', {
         hint: 'Checkpoint the session first.',

@@ -3,7 +3,7 @@
 // whole, a branch absent or at the right tree with the user's repository untouched, a head before
 // or exactly the merge, and the store whole (gc, doctor and verify clean).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as assert from 'uvu/assert';
 import { CRASH_POINTS } from '../../model/crash-point.js';
@@ -14,7 +14,7 @@ import { pdbAsync } from './fault-helpers.js';
 import { gitRun } from './way-back-fixture.js';
 
 /** A moment in the operation's run: uniform over how long it takes uncrashed (learnt from the runs that ended). */
-const delayFor = (c: Campaign, op: Op) => Math.round(c.random.next() * c.took[op]);
+const delayFor = (c: Campaign, op: Op) => Math.round(c.random.next() * c.took[op] * 1.1);
 
 function count(c: Campaign, op: Op, r: { killed: boolean; ms: number }): string {
   c.counts[op][r.killed ? 'killed' : 'finished']++;
@@ -70,6 +70,8 @@ async function patchKill(c: Campaign, i: number): Promise<string> {
   if (!r.killed) assert.is(r.code, 0, `${where}: ${r.stderr}`);
   await assertStoreWhole(c, where);
   if (!r.killed) assert.ok(existsSync(file), `${where}: no patch`);
+  const partial = readdirSync(join(c.dir, 'patches')).filter((n) => n.startsWith(`.${i}.patch.pdb-`));
+  assert.equal(partial, [], `${where}: a partial patch was left beside the file`);
   const whole = existsSync(file);
   if (whole) assert.ok(readFileSync(file).equals(c.patch), `${where}: the patch file is not the whole patch`);
   return `${where}: ${count(c, 'export-patch', r)}, ${whole ? 'whole patch' : 'no patch'}`;

@@ -14,7 +14,7 @@ import type { Intent } from '../../journal.js';
 import { readSession, type StoreContext } from '../../records.js';
 import { lastCheckpointChanges } from '../patch.js';
 import { applyDetail, applySteps, type ApplyPhase, type Step } from './plan.js';
-import { copyOut, openStaging, removeStaging, stagedFile, stagingOf } from './staging.js';
+import { copyOut, openStaging, removeStaging, stagingOf } from './staging.js';
 import { rollBack, runForward, type StepRun } from './steps.js';
 import { checkTarget, openTarget, retypedPaths, withTargetLock, type Target } from './target.js';
 
@@ -63,10 +63,8 @@ function conflictError(name: string, dir: string, bad: string[]): PdbError {
 /** Stage every file and symlink the steps bring in, hashed on their way out of the store. */
 async function stageAll(run: StepRun): Promise<void> {
   await openStaging(run.t, run.s, true);
-  const items = run.steps.flatMap((st: Step) =>
-    st.post && st.post.kind !== 'dir' ? [{ entry: st.post, dst: stagedFile(run.s, st.index) }] : [],
-  );
-  await copyOut(run.store, run.t, items);
+  const items = run.steps.flatMap((st: Step) => (st.post && st.post.kind !== 'dir' ? [{ entry: st.post, name: String(st.index) }] : []));
+  await copyOut(run.store, run.t, run.s.files, items);
 }
 
 /** A failure part way: roll back what was done and drop the intent, or keep it for gc when the rollback fails too. */

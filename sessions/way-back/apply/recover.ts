@@ -37,7 +37,8 @@ async function finish(ctx: StoreContext, intent: Intent, run: StepRun, who: stri
   try {
     await openStaging(run.t, run.s, true);
     await runForward(run);
-    return { action: `finish apply of ${who} into ${run.t.dir}` };
+    const kept = run.kept.length ? { note: `the apply of ${who} into ${run.t.dir} is finished; ${run.kept.join('; ')}` } : {};
+    return { action: `finish apply of ${who} into ${run.t.dir}`, ...kept };
   } catch (err) {
     if (!(err instanceof PdbError) || err.code === 'E_BAD_PATH' || err.code === 'E_CROSS_DEVICE') throw err; // the staging is not ours to use
     await setPhase(ctx, intent, 'rolling-back');

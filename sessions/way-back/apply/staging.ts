@@ -2,11 +2,13 @@
 // into place is a link or rename within one device. It holds bytes only, never instructions:
 // `files/<i>` the result's entry of change i, copied out of the store and hashed on the way (the
 // model's verified copy); `displaced/<i>` the base's entry moved aside, kept until the apply
-// commits so a rollback can put it back. Every staging directory is lstat'ed before use: a link,
+// commits so a rollback can put it back; `DIR/.pdb/kept/` what could not be put back and is
+// not known bytes (a user's edit moved aside just before a crash), kept and reported, never
+// deleted. Every staging directory is lstat'ed before use: a link,
 // a file or another device in its place is refused, never followed. What recovery finds there is
 // checked against the Changeset again, and staged anew from the store when it does not match.
-import { mkdir, readlink, rmdir, symlink, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, readlink, rename, rmdir, symlink, unlink } from 'node:fs/promises';
+import { basename, join } from 'node:path';
 import { PdbError, isPdbError, osErrorCode } from '../../../model/errors.js';
 import { removeTree } from '../../../model/os/remove-tree.js';
 import { hashPaths } from '../../../model/scan/scan.js';
@@ -23,12 +25,14 @@ export interface Staging {
   dir: string;
   files: string;
   displaced: string;
+  /** DIR/.pdb/kept: what an apply moved aside and could not put back (never deleted by pdb-env). */
+  kept: string;
 }
 
 export function stagingOf(t: Target, intentId: string): Staging {
   const root = join(t.dir, STAGING_ROOT);
   const dir = join(root, `apply-${intentId}`);
-  return { root, dir, files: join(dir, 'files'), displaced: join(dir, 'displaced') };
+  return { root, dir, files: join(dir, 'files'), displaced: join(dir, 'displaced'), kept: join(root, 'kept') };
 }
 
 export const stagedFile = (s: Staging, index: number) => join(s.files, String(index));
@@ -70,6 +74,19 @@ async function realDirs(t: Target, dirs: string[], make: boolean): Promise<boole
   return true;
 }
 
+/** Move `from` into DIR/.pdb/kept under a name of its own (apply-<id>.<change index>[.n]); where it went. */
+export async function keepAside(t: Target, s: Staging, from: string, index: number): Promise<string> {
+  await realDirs(t, [s.root, s.kept], true);
+  for (let n = 0; ; n++) {
+    const to = join(s.kept, `${basename(s.dir)}.${index}${n ? `.${n}` : ''}`);
+    if (await lstatOr(to)) continue;
+    await rename(from, to).catch((err: unknown) => {
+      throw targetError(t, err, 'keeping an entry the apply moved aside', from);
+    });
+    return to;
+  }
+}
+
 /** Remove the staging (when it is still ours: real directories of DIR), and DIR/.pdb once it is empty. */
 export async function removeStaging(t: Target, s: Staging): Promise<void> {
   if (await realDirs(t, [s.root, s.dir], false)) await removeTree(s.dir);
@@ -98,18 +115,19 @@ export async function clearStaged(t: Target, file: string): Promise<void> {
  * Copy the bytes of `items` (files and symlinks) out of the store into their staging paths; files
  * hashed on the way (copy-out.ts): E_OBJECT_CORRUPT or E_OBJECT_MISSING names the path.
  */
-export async function copyOut(store: ObjectStore, t: Target, items: Array<{ entry: Entry; dst: string }>): Promise<void> {
+export async function copyOut(store: ObjectStore, t: Target, dir: string, items: Array<{ entry: Entry; name: string }>): Promise<void> {
   const files: ObjectCopy[] = [];
-  for (const { entry: e, dst } of items) {
+  for (const { entry: e, name } of items) {
+    const dst = join(dir, name);
     if (e.kind === 'symlink')
       await symlink(e.target, dst).catch((err: unknown) => {
         throw targetError(t, err, `staging ${e.path}`, dst);
       });
-    else if (e.kind === 'file') files.push({ path: e.path, digest: e.digest, exec: e.exec, dst });
+    else if (e.kind === 'file') files.push({ path: e.path, digest: e.digest, size: e.size, exec: e.exec, name });
   }
-  await copyObjectsOut(store, files).catch((err: unknown) => {
+  await copyObjectsOut(store, dir, files).catch((err: unknown) => {
     throw isPdbError(err, 'E_OBJECT_CORRUPT') || isPdbError(err, 'E_OBJECT_MISSING')
       ? err
-      : targetError(t, err, 'staging the changes', t.dir);
+      : targetError(t, err, 'staging the changes', dir);
   });
 }

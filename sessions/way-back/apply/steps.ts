@@ -16,7 +16,7 @@ import { PdbError, osErrorCode } from '../../../model/errors.js';
 import type { ObjectStore } from '../../../model/store/object-store.js';
 import type { Entry } from '../../../model/snapshot.js';
 import type { Step } from './plan.js';
-import { clearStaged, copyOut, displacedFile, holds, stagedFile, type Staging } from './staging.js';
+import { clearStaged, copyOut, displacedFile, holds, keepAside, stagedFile, type Staging } from './staging.js';
 import { keyOf, lstatOr, recheckTarget, stateAt, targetError, type Target } from './target.js';
 
 export interface StepRun {
@@ -42,20 +42,26 @@ function conflict(run: StepRun, st: Step, why: string): PdbError {
   });
 }
 
+/** Look, then rename: where link(2) cannot be used (the one window left is between the two). */
+async function renameIfAbsent(t: Target, from: string, to: string): Promise<boolean> {
+  if (await lstatOr(to)) return false;
+  await rename(from, to).catch((e: unknown) => {
+    throw targetError(t, e, 'moving a staged entry into place', to);
+  });
+  return true;
+}
+
 /** Move `from` to `to` unless `to` exists (a link never replaces). False when `to` is there. */
 async function linkInto(t: Target, from: string, to: string): Promise<boolean> {
+  // link(2) of a symlink makes a link to the symlink on Linux only; elsewhere it may follow it.
+  if (process.platform !== 'linux' && (await lstatOr(from))?.isSymbolicLink()) return renameIfAbsent(t, from, to);
   try {
     await link(from, to);
   } catch (err) {
     const code = osErrorCode(err) ?? '';
     if (code === 'EEXIST') return false;
     if (!['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EMLINK'].includes(code)) throw targetError(t, err, 'moving a staged entry into place', to);
-    // A filesystem without hard links: look, then rename (the one window left is between the two).
-    if (await lstatOr(to)) return false;
-    await rename(from, to).catch((e: unknown) => {
-      throw targetError(t, e, 'moving a staged entry into place', to);
-    });
-    return true;
+    return renameIfAbsent(t, from, to); // a filesystem without hard links
   }
   await unlink(from).catch((err: unknown) => {
     if (osErrorCode(err) !== 'ENOENT') throw targetError(t, err, 'clearing the staging', from);
@@ -63,16 +69,29 @@ async function linkInto(t: Target, from: string, to: string): Promise<boolean> {
   return true;
 }
 
-/** Put a moved-aside entry back at `to`; if something took its place meanwhile, keep it beside, and say so. */
-async function putBack(run: StepRun, from: string, to: string, path: string): Promise<void> {
-  if (await linkInto(run.t, from, to)) return;
-  for (let i = 0; ; i++) {
-    const beside = `${to}.pdb-kept${i ? `-${i}` : ''}`;
-    if (await linkInto(run.t, from, beside)) {
-      run.kept.push(`${path}: changed twice meanwhile; the version moved aside is kept as ${beside}`);
-      return;
-    }
-  }
+/** Keep what is at `from` in DIR/.pdb/kept, and say so. */
+async function keep(run: StepRun, from: string, st: Step, why: string): Promise<void> {
+  run.kept.push(`${st.path}: ${why}; kept as ${await keepAside(run.t, run.s, from, st.index)}`);
+}
+
+/** Put a moved-aside entry back at `to`; if something took its place meanwhile, keep it, and say so. */
+async function putBack(run: StepRun, from: string, to: string, st: Step): Promise<void> {
+  if (!(await linkInto(run.t, from, to))) await keep(run, from, st, 'changed twice meanwhile, the version moved aside');
+}
+
+/**
+ * Free a staging slot before it is used. What is there goes only when it is known: `known`
+ * (whose bytes the store has) or another name of what is at the path now (a crash between a
+ * link and an unlink). Anything else was moved aside from the path just before a crash (an edit
+ * of someone else's): it is kept, never deleted.
+ */
+async function freeSlot(run: StepRun, slot: string, st: Step, known: Entry | null): Promise<void> {
+  const there = await lstatOr(slot);
+  if (!there) return;
+  const at = await lstatOr(join(run.t.dir, st.path));
+  const sameFile = at !== null && at.dev === there.dev && at.ino === there.ino;
+  if (sameFile || (known && (await holds(slot, known)))) await clearStaged(run.t, slot);
+  else await keep(run, slot, st, 'found in the staging, not what the apply put there');
 }
 
 /** Take the base's entry away: a directory is removed (it must be empty), a file or symlink moved aside and checked. */
@@ -90,7 +109,7 @@ async function displace(run: StepRun, st: Step): Promise<void> {
     return;
   }
   const d = displacedFile(run.s, st.index);
-  await clearStaged(run.t, d);
+  await freeSlot(run, d, st, st.pre);
   try {
     await rename(p, d);
   } catch (err) {
@@ -98,8 +117,19 @@ async function displace(run: StepRun, st: Step): Promise<void> {
     throw targetError(run.t, err, 'moving a path aside', p);
   }
   if (await holds(d, st.pre!)) return;
-  await putBack(run, d, p, st.path);
+  await putBack(run, d, p, st);
   throw conflict(run, st, 'it was changed just now');
+}
+
+/** Make the directory `p`; false when something else is there (a directory already there is fine: that is the goal). */
+async function makeDir(run: StepRun, p: string): Promise<boolean> {
+  try {
+    await mkdir(p);
+    return true;
+  } catch (err) {
+    if (osErrorCode(err) !== 'EEXIST') throw targetError(run.t, err, 'making a directory', p);
+    return (await lstatOr(p))?.isDirectory() === true;
+  }
 }
 
 /** Bring the result's entry: a directory made, a file or symlink linked in from the staging (staged anew when it does not match). */
@@ -107,17 +137,14 @@ async function place(run: StepRun, st: Step): Promise<void> {
   const p = join(run.t.dir, st.path);
   const e = st.post!;
   if (e.kind === 'dir') {
-    await mkdir(p).catch(async (err: unknown) => {
-      if (osErrorCode(err) !== 'EEXIST') throw targetError(run.t, err, 'making a directory', p);
-      if (!(await lstatOr(p))?.isDirectory()) throw conflict(run, st, 'something was put there just now');
-    });
+    if (!(await makeDir(run, p))) throw conflict(run, st, 'something was put there just now');
     return;
   }
   // The staged bytes are checked again right before they go in: the staging is in DIR, where anything may touch it.
   const f = stagedFile(run.s, st.index);
   if (!(await holds(f, e))) {
-    await clearStaged(run.t, f);
-    await copyOut(run.store, run.t, [{ entry: e, dst: f }]);
+    await freeSlot(run, f, st, null);
+    await copyOut(run.store, run.t, run.s.files, [{ entry: e, name: String(st.index) }]);
   }
   if (!(await linkInto(run.t, f, p))) throw conflict(run, st, 'something was put there just now');
 }
@@ -174,7 +201,7 @@ async function unplace(run: StepRun, st: Step): Promise<boolean> {
     }
   }
   const f = stagedFile(run.s, st.index);
-  await clearStaged(run.t, f);
+  await freeSlot(run, f, st, st.post);
   try {
     await rename(p, f);
   } catch (err) {
@@ -182,7 +209,7 @@ async function unplace(run: StepRun, st: Step): Promise<boolean> {
     throw targetError(run.t, err, 'moving a path aside', p);
   }
   if (await holds(f, st.post!)) return true; // the result's bytes are in the store: nothing to keep
-  await putBack(run, f, p, st.path);
+  await putBack(run, f, p, st);
   return false;
 }
 
@@ -191,16 +218,13 @@ async function restore(run: StepRun, st: Step): Promise<void> {
   const p = join(run.t.dir, st.path);
   const e = st.pre!;
   if (e.kind === 'dir') {
-    await mkdir(p).catch(async (err: unknown) => {
-      if (osErrorCode(err) !== 'EEXIST') throw targetError(run.t, err, 'making a directory again', p);
-      if (!(await lstatOr(p))?.isDirectory()) run.kept.push(`${st.path}: made by someone else meanwhile, left as it is`);
-    });
+    if (!(await makeDir(run, p))) run.kept.push(`${st.path}: made by someone else meanwhile, left as it is`);
     return;
   }
   const d = displacedFile(run.s, st.index);
   if (!(await holds(d, e))) {
-    await clearStaged(run.t, d);
-    await copyOut(run.store, run.t, [{ entry: e, dst: d }]);
+    await freeSlot(run, d, st, null);
+    await copyOut(run.store, run.t, run.s.displaced, [{ entry: e, name: String(st.index) }]);
   }
   if (!(await linkInto(run.t, d, p))) run.kept.push(`${st.path}: made by someone else meanwhile, left as it is`);
 }

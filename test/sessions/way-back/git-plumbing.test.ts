@@ -3,7 +3,7 @@
 // the object quarantined). A killed export leaves only temp names gc knows (owner pid and start),
 // and gc removes them once their process is gone.
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'uvu';
@@ -72,6 +72,23 @@ test('a killed export leaves temp names gc reads, and gc removes them', async ()
   const gc = pdb(store, ['gc', '--json']);
   assert.is(gc.code, 0, gc.stderr);
   assert.equal(readdirSync(join(store, 'tmp')), [], `left after gc (before: ${left.join(', ')})`);
+});
+
+test('a patch file cut short by a kill is removed by gc (its temp name is in the journal); other names beside it are not', async () => {
+  const { store } = await session('beside');
+  const dir = join(t.dir, 'beside-out');
+  mkdirSync(dir);
+  const partial = join(dir, '.out.patch.pdb-0a1b2c3d');
+  writeFileSync(partial, 'diff --git a/x b/x\n(cut short');
+  writeFileSync(join(dir, '.out.patch.pdb-mine'), 'not a name export writes');
+  writeFileSync(
+    join(store, 'journal', 'x-1.json'),
+    JSON.stringify({ id: 'x-1', op: 'export', pid: 4194305, pidStart: null, startedAt: '2020-01-01T00:00:00Z', detail: { temp: partial } }),
+  );
+  const gc = pdb(store, ['gc', '--json']);
+  assert.is(gc.code, 0, gc.stdout + gc.stderr);
+  assert.equal(readdirSync(dir), ['.out.patch.pdb-mine']);
+  assert.equal(json(pdb(store, ['doctor', '--json'])).findings, []);
 });
 
 test.run();

@@ -2,7 +2,7 @@
 // staged files replaced by links out, DIR/.pdb turned into a link, a forged intent in the journal.
 // Nothing outside DIR is ever moved, made or deleted; the real apply is finished from the store's
 // own Changeset, or refused and reported (gc goes on and exits non-zero), never run from the target.
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -67,6 +67,29 @@ test('staged files replaced by links out of DIR and by other bytes: gc stages th
   assert.is(gc.code, 0, gc.stdout + gc.stderr);
   await assertOutsideUntouched(c, outsideBefore);
   assert.is(await targetState(c.target, c.base, result), 'applied');
+  // What was found in the staging is kept (a link as a link), and gc says so.
+  assert.match(gc.stdout, /kept as/);
+  const kept = readdirSync(join(c.target, '.pdb', 'kept'));
+  assert.is(kept.length, 2, kept.join(','));
+  assert.ok(kept.some((k) => lstatSync(join(c.target, '.pdb', 'kept', k)).isSymbolicLink()));
+});
+
+test('an edit moved aside just before a crash (found in the staging, not the base) is kept, never deleted', async () => {
+  const { c, result, staging } = await crashedApply('edit-in-staging');
+  const cs = c.svc.store.getDocument<{ changes: Array<{ path: string }> }>((await c.svc.readSession('s')).lastCheckpoint!.changeset);
+  const index = cs.changes.findIndex((ch) => ch.path === 'a.txt');
+  // As if the apply had moved a.txt aside a moment after the user wrote it, and was killed then.
+  writeFileSync(join(c.target, 'a.txt'), 'the user wrote this just now\n');
+  renameSync(join(c.target, 'a.txt'), join(staging, 'displaced', String(index)));
+  const gc = pdb(c.store, ['gc', '--json']);
+  assert.is(gc.code, 0, gc.stdout + gc.stderr);
+  const kept = readdirSync(join(c.target, '.pdb', 'kept'));
+  assert.equal(
+    kept.map((k) => readFileSync(join(c.target, '.pdb', 'kept', k), 'utf8')),
+    ['the user wrote this just now\n'],
+  );
+  assert.match(gc.stdout, /kept as/);
+  assert.is(await targetState(c.target, c.base, result), 'untouched', 'rolled back around the lost edit');
 });
 
 test('DIR/.pdb replaced by a link to a planted staging: gc refuses it, goes on, exits 1; doctor names the fix; after it, gc finishes', async () => {
@@ -97,6 +120,24 @@ test('DIR/.pdb replaced by a link to a planted staging: gc refuses it, goes on, 
   assert.is(await targetState(c.target, c.base, result), 'applied');
   assert.equal(json(pdb(c.store, ['doctor', '--json'])).findings, []);
   void outsideBefore;
+});
+
+test('a session discarded after its apply crashed, and a gc that could not finish it and swept: the next gc still can', async () => {
+  const { c, result } = await crashedApply('discarded', 'apply:after-first-rename');
+  await c.svc.discard('s');
+  // The first gc cannot use the staging (a link), so it sweeps what no root keeps; the apply's Changeset is a root.
+  renameSync(join(c.target, '.pdb'), join(c.outside, 'moved-pdb'));
+  mkdirSync(join(c.outside, 'empty'));
+  symlinkSync(join(c.outside, 'empty'), join(c.target, '.pdb'));
+  const stuck = pdb(c.store, ['gc', '--json']);
+  assert.is(stuck.code, 1, stuck.stdout);
+  assert.not.match(stuck.stdout, /nothing swept/, 'the sweep ran');
+  rmSync(join(c.target, '.pdb'));
+  const gc = pdb(c.store, ['gc', '--json']);
+  assert.is(gc.code, 0, gc.stdout + gc.stderr);
+  assert.is(await targetState(c.target, c.base, result), 'applied');
+  assert.equal(json(pdb(c.store, ['doctor', '--json'])).findings, []);
+  assert.is(pdb(c.store, ['verify']).code, 0);
 });
 
 test('a forged apply intent in the journal is quarantined and reported, never run', async () => {
