@@ -5,6 +5,7 @@
 // does not match. The target must still be the directory the apply started in (device and inode);
 // an intent that is not one this store could have written, or whose directory was replaced, is
 // quarantined and reported, never run.
+import { dirname } from 'node:path';
 import { PdbError } from '../../../model/errors.js';
 import { mountContaining } from '../../../model/os/mounts.js';
 import type { Intent } from '../../journal.js';
@@ -24,11 +25,26 @@ export interface ApplyRecovery {
   quarantine?: string;
 }
 
-/** The target of an intent, when it is still the directory the apply started in. */
-async function targetOf(detail: ApplyDetail): Promise<Target | 'gone' | 'replaced'> {
+/**
+ * The target of an intent, when it is still the directory the apply started in. Gone from a
+ * filesystem that is there: removed (nothing to finish). On another device, or gone with its
+ * filesystem: maybe not mounted (E_SOURCE_MISSING: gc keeps the intent and tries again). Another
+ * inode on the same device: replaced or moved (the intent is quarantined, nothing run).
+ */
+async function targetOf(detail: ApplyDetail, id: string): Promise<Target | 'gone' | 'replaced'> {
   const st = await lstatOr(detail.dir);
-  if (!st) return 'gone';
-  if (!st.isDirectory() || String(st.dev) !== detail.dev || String(st.ino) !== detail.ino) return 'replaced';
+  const parent = st ? null : await lstatOr(dirname(detail.dir));
+  if (!st && parent && String(parent.dev) === detail.dev) return 'gone';
+  if (!st || String(st.dev) !== detail.dev)
+    throw new PdbError(
+      'E_SOURCE_MISSING',
+      `${detail.dir} is not on the filesystem the apply started on (device ${detail.dev}): is it not mounted?`,
+      {
+        path: detail.dir,
+        hint: `Mount the filesystem ${detail.dir} is on, then run pdb-env gc again. If it is gone for good, move the intent ${id}.json out of the store's journal into its quarantine/journal.`,
+      },
+    );
+  if (!st.isDirectory() || String(st.ino) !== detail.ino) return 'replaced';
   return { dir: detail.dir, dev: st.dev, ino: st.ino, filesystem: mountContaining(detail.dir)?.mountPoint ?? detail.dir };
 }
 
@@ -58,7 +74,7 @@ export async function recoverApply(ctx: StoreContext, intent: Intent, dryRun: bo
   if ('foreign' in read)
     return { action: `quarantine apply intent ${intent.id}: ${read.foreign}; nothing was run`, quarantine: read.foreign };
   const { detail, steps, changes } = read;
-  const t = await targetOf(detail);
+  const t = await targetOf(detail, intent.id);
   if (t === 'gone') return { action: `nothing to finish for the apply of ${who}: ${detail.dir} is gone` };
   if (t === 'replaced') {
     const why = `${detail.dir} is not the directory the apply started in (moved or replaced)`;

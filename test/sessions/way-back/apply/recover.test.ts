@@ -140,6 +140,31 @@ test('a session discarded after its apply crashed, and a gc that could not finis
   assert.is(pdb(c.store, ['verify']).code, 0);
 });
 
+test('a target that is not on its filesystem any more (not mounted?) keeps the intent: gc reports it, and finishes once it is back', async () => {
+  const { c, result } = await crashedApply('unmounted', 'apply:after-first-rename');
+  const [file] = readdirSync(join(c.store, 'journal'));
+  const path = join(c.store, 'journal', file!);
+  const intent = JSON.parse(readFileSync(path, 'utf8'));
+  // As seen after a reboot before the target's filesystem is mounted: DIR is on another device.
+  writeFileSync(path, JSON.stringify({ ...intent, detail: { ...intent.detail, dev: '4242' } }));
+  const before = await filesOf(c.target);
+  const gc = pdb(c.store, ['gc', '--json']);
+  assert.is(gc.code, 1, gc.stdout);
+  assert.is(JSON.parse(gc.stdout).failed[0].code, 'E_SOURCE_MISSING');
+  assert.equal(await filesOf(c.target), before, 'gc touched nothing');
+  assert.match(json(pdb(c.store, ['doctor', '--json'])).findings[0].repair, /Mount the filesystem/);
+  writeFileSync(path, JSON.stringify(intent));
+  assert.is(pdb(c.store, ['gc']).code, 0);
+  assert.is(await targetState(c.target, c.base, result), 'applied');
+  // And a target removed for good (its filesystem there): nothing to finish, the intent goes.
+  const again = await crashedApply('removed', 'apply:after-first-rename');
+  rmSync(again.c.target, { recursive: true });
+  const removed = pdb(again.c.store, ['gc', '--json']);
+  assert.is(removed.code, 0, removed.stdout);
+  assert.match(removed.stdout, /is gone/);
+  assert.equal(json(pdb(again.c.store, ['doctor', '--json'])).findings, []);
+});
+
 test('a forged apply intent in the journal is quarantined and reported, never run', async () => {
   const c = await applyCase(t.dir, 'forged');
   const before = await filesOf(c.outside);
