@@ -13,8 +13,13 @@ import { assertStoreWhole, assertUntouchedOrApplied, runKilled, targetCopy, type
 import { pdbAsync } from './fault-helpers.js';
 import { gitRun } from './way-back-fixture.js';
 
-/** A moment in the operation's run: uniform over how long it takes uncrashed (learnt from the runs that ended). */
-const delayFor = (c: Campaign, op: Op) => Math.round(c.random.next() * c.took[op] * 1.1);
+/**
+ * A moment in the operation's run, from how long it takes uncrashed (learnt from the runs that
+ * ended): half the time uniform over the whole run, half the time over its last part, where the
+ * commits happen (a rename into place, a ref moved, a head written, the staging removed).
+ */
+const delayFor = (c: Campaign, op: Op) =>
+  Math.round((c.random.next() < 0.5 ? c.random.next() * 1.1 : 0.6 + c.random.next() * 0.5) * c.took[op]);
 
 function count(c: Campaign, op: Op, r: { killed: boolean; ms: number }): string {
   c.counts[op][r.killed ? 'killed' : 'finished']++;
