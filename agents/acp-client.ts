@@ -4,12 +4,12 @@
 // symlink inside the root pointing out) is refused with an error. The agent is trusted; this is
 // workspace confinement of what the client does on the agent's behalf, not a security sandbox.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
-import { dirname, relative, sep } from 'node:path';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { client, ndJsonStream, PROTOCOL_VERSION, RequestError, type ClientApp, type ClientContext } from '@agentclientprotocol/sdk';
 import { PdbError, osErrorCode, type PdbErrorCode } from '../model/errors.js';
-import { resolveInsideRoot } from './acp-confine.js';
+import { confinedPath } from './confine.js';
 import { createTerminals, killGroup, type Terminals } from './acp-terminals.js';
 import { checkPath, defaultPolicy, type Access, type WorkspacePolicy } from '../model/workspace-policy.js';
 import { decidePermission, type PermissionRequest, type PolicyDenial } from './acp-permissions.js';
@@ -168,18 +168,15 @@ export function createRootClient(
     denials.push({ code: 'E_POLICY_DENIED', ...d });
   };
   const confined: Confine = async (path, access, via) => {
-    let full: string;
+    let resolved: { full: string; rel: string };
     try {
-      full = await resolveInsideRoot(root, path);
+      resolved = await confinedPath(root, path);
     } catch (err) {
       if (err instanceof PdbError && err.code === 'E_PATH_OUTSIDE_ROOT') stats.refusedOutsideRoot++;
       throw err;
     }
     // The policy sees the resolved path, so a link inside the root cannot rename its way past a deny.
-    const rel =
-      relative(await realpath(root), full)
-        .split(sep)
-        .join('/') || '.';
+    const { rel, full } = resolved;
     const d = checkPath(policies, rel, access);
     if (!d.allowed && via) deny({ access, path: rel, rule: d.rule, via });
     if (!d.allowed)

@@ -11,6 +11,7 @@ export const ERROR_CODES = [
   'E_SESSION_EXISTS',
   'E_SESSION_NOT_FOUND',
   'E_SESSION_BROKEN',
+  'E_SESSION_DAMAGED',
   'E_ENV_NOT_FOUND',
   'E_HEAD_MOVED',
   'E_STALE_BASE',
@@ -158,6 +159,8 @@ export interface OsErrorContext {
   action?: string;
   /** The file it was about (Node leaves it out of read and write errors). */
   path?: string;
+  /** The mount point of the filesystem `path` is on, when it is not the store's: an E_NO_SPACE hint names it. */
+  filesystem?: string;
 }
 
 /**
@@ -174,8 +177,12 @@ export function toPdbError(err: unknown, fallback: PdbErrorCode = 'E_INTERNAL', 
   const path = context.path ?? (err as { path?: unknown }).path;
   const where = typeof path === 'string' && !message.includes(path) ? ` (${path})` : '';
   const doing = context.action ? `${context.action} failed: ` : '';
+  const full =
+    known?.code === 'E_NO_SPACE' && context.filesystem
+      ? `Free space on the filesystem mounted at ${context.filesystem}, which holds ${typeof path === 'string' ? path : 'it'}, then try again.`
+      : null;
   return new PdbError(known?.code ?? 'E_IO', `${doing}${known ? `${known.what}: ` : ''}${message}${where}`, {
     cause: err,
-    hint: known?.hint ?? 'Check that the path exists and the store is intact (pdb-env doctor).',
+    hint: full ?? known?.hint ?? 'Check that the path exists and the store is intact (pdb-env doctor).',
   });
 }

@@ -16,7 +16,7 @@ import { removeTree } from '../model/os/remove-tree.js';
 import type { Snapshot } from '../model/snapshot.js';
 import { materializedTreeIndex, serializeTreeIndex } from '../model/scan/tree-index.js';
 import { resolveDigestArg } from './digests.js';
-import { envHead, initEnv } from './environments.js';
+import { envHead, headRepair, initEnv } from './environments.js';
 import { assertSourceUnchanged, importSource, type ImportResult } from './import.js';
 import type { Intent } from './journal.js';
 import { withObjectWrites } from './locks/object-lease.js';
@@ -113,14 +113,25 @@ async function checkRequest(store: ObjectStore, name: string, options: CreateOpt
   return { name, backend, module: module?.file ?? moduleBackend(backend.name)?.file ?? null, sourceDir, bctx, options };
 }
 
-/** A Snapshot document; E_USAGE when the digest names something else (a file object, a Changeset). */
-function readSnapshot(store: ObjectStore, digest: Digest): Snapshot {
-  const doc = store.getDocument<Snapshot>(digest, 'Snapshot');
-  if (!doc || typeof doc !== 'object' || !Array.isArray(doc.entries) || !Array.isArray(doc.excludes))
-    throw new PdbError('E_USAGE', `${digest} is not a Snapshot`, {
-      hint: 'Pass the digest of a Snapshot (pdb-env envs lists heads; checkpoint --json prints a result Snapshot).',
+/**
+ * A Snapshot document; E_USAGE when the digest given names something else (a file object, a
+ * Changeset), E_RECORD_CORRUPT when an environment's head does.
+ */
+function readSnapshot(store: ObjectStore, digest: Digest, env?: string): Snapshot {
+  let doc: Snapshot | null = null;
+  try {
+    doc = store.getDocument<Snapshot>(digest, 'Snapshot');
+  } catch (err) {
+    if (!env || !isPdbError(err, 'E_USAGE')) throw err;
+  }
+  if (doc && typeof doc === 'object' && Array.isArray(doc.entries) && Array.isArray(doc.excludes)) return doc;
+  if (env)
+    throw new PdbError('E_RECORD_CORRUPT', `the head of environment ${env}, ${digest}, is not a Snapshot`, {
+      hint: `${headRepair(store, env)} pdb-env doctor lists it.`,
     });
-  return doc;
+  throw new PdbError('E_USAGE', `${digest} is not a Snapshot`, {
+    hint: 'Pass the digest of a Snapshot (pdb-env envs lists heads; checkpoint --json prints a result Snapshot).',
+  });
 }
 
 /** The base a create starts from; its Snapshot is read only when the backend needs the manifest. */
@@ -139,7 +150,11 @@ async function chooseBase(store: ObjectStore, req: Request): Promise<Chosen> {
   if (req.options.env || req.options.base) {
     const base = req.options.base ?? (await envHead(store, req.options.env!));
     let snapshot: Snapshot | undefined;
-    return { base, snapshot: () => (snapshot ??= readSnapshot(store, base)), imported: null };
+    return {
+      base,
+      snapshot: () => (snapshot ??= readSnapshot(store, base, req.options.base ? undefined : req.options.env)),
+      imported: null,
+    };
   }
   const imported = await importSource(store, req.sourceDir!, { onProgress: req.options.onProgress });
   return { base: imported.digest, snapshot: () => imported.snapshot, imported };

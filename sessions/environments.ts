@@ -7,7 +7,8 @@ import { appendFile, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDigest, type Digest } from '../model/canonical-json.js';
 import { crashPoint } from '../model/crash-point.js';
-import { PdbError, osErrorCode, toPdbError } from '../model/errors.js';
+import { PdbError, isPdbError, osErrorCode, toPdbError } from '../model/errors.js';
+import type { Changeset, Snapshot } from '../model/snapshot.js';
 import { writeFileAtomic, type ObjectStore } from '../model/store/object-store.js';
 import { resolveDigestArg } from './digests.js';
 import { SHORT_LOCK_WAIT_MS, tryLock } from './locks/lock.js';
@@ -59,6 +60,29 @@ export async function envHead(store: ObjectStore, env: string): Promise<Digest> 
       hint: `Its head is lost from this file: pdb-env list --json and checkpoints show candidate Snapshots; write {"name":"${env}","head":"sha256:..."} to ${file}, or remove it and create from a source again.`,
     });
   return head as Digest;
+}
+
+/**
+ * Why `digest` cannot be an environment head: it names a Changeset, a file object or another
+ * document, not a Snapshot. Null when it is a Snapshot, and when it is missing or corrupt (the
+ * object checks report those).
+ */
+export function snapshotProblem(store: ObjectStore, digest: Digest): string | null {
+  let doc: Partial<Snapshot & Changeset> | null;
+  try {
+    doc = store.getDocument<Partial<Snapshot & Changeset>>(digest, 'Snapshot');
+  } catch (err) {
+    if (isPdbError(err, 'E_USAGE')) return `names ${digest}, which is not a Snapshot (a file object, not a document)`;
+    return null;
+  }
+  if (doc && typeof doc === 'object' && doc.version === 1 && Array.isArray(doc.entries) && Array.isArray(doc.excludes)) return null;
+  const what = doc && typeof doc === 'object' && Array.isArray(doc.changes) ? 'a Changeset' : 'another document';
+  return `names ${digest}, which is not a Snapshot (${what})`;
+}
+
+/** How to give an environment a Snapshot head again. */
+export function headRepair(store: ObjectStore, env: string): string {
+  return `Every head it had is listed in ${historyFile(store, env)}: write one of them (a Snapshot) as {"name":"${env}","head":"sha256:..."} to ${envFile(store, env)}.`;
 }
 
 export async function listEnvs(store: ObjectStore): Promise<Array<{ name: string; head: Digest }>> {

@@ -12,7 +12,7 @@ import { writeFileAtomic, type StorePaths } from '../model/store/object-store.js
 import { isProcessAlive, processStartTime } from '../model/os/proc.js';
 import { SESSION_NAME_PATTERN } from './names.js';
 
-export const INTENT_OPS = ['create', 'checkpoint', 'discard', 'publish', 'apply'] as const;
+export const INTENT_OPS = ['create', 'checkpoint', 'discard', 'publish', 'apply', 'export'] as const;
 export type IntentOp = (typeof INTENT_OPS)[number];
 
 export interface Intent {
@@ -26,6 +26,21 @@ export interface Intent {
   startedAt: string;
   /** Free-form facts needed to finish or undo (backend, base digest...). */
   detail: Record<string, string | null>;
+  /** Why gc's last attempt to finish or undo it failed (doctor shows it with the hint). */
+  failure?: IntentFailure;
+}
+
+export interface IntentFailure {
+  code: string;
+  message: string;
+  hint: string | null;
+  at: string;
+}
+
+function parseFailure(v: unknown): IntentFailure | undefined {
+  const f = v as Partial<Record<keyof IntentFailure, unknown>> | null;
+  if (!f || typeof f !== 'object' || typeof f.code !== 'string' || typeof f.message !== 'string') return undefined;
+  return { code: f.code, message: f.message, hint: typeof f.hint === 'string' ? f.hint : null, at: typeof f.at === 'string' ? f.at : '?' };
 }
 
 /** A journal entry that is not a well-formed intent, with why. */
@@ -63,6 +78,7 @@ export function parseIntent(name: string, text: string): Intent | string {
     pidStart: typeof doc.pidStart === 'string' ? doc.pidStart : null,
     startedAt: typeof doc.startedAt === 'string' ? doc.startedAt : '?',
     detail,
+    ...(parseFailure(doc.failure) ? { failure: parseFailure(doc.failure) } : {}),
   };
 }
 
@@ -81,8 +97,20 @@ export class Journal {
       startedAt: new Date().toISOString(),
       detail: fields.detail ?? {},
     };
-    await writeFileAtomic(this.paths, this.file(intent.id), `${JSON.stringify(intent, null, 2)}\n`);
+    await this.update(intent);
     return intent;
+  }
+
+  /** Write `intent` again (atomically), with what changed in it: a later phase, a failure. */
+  async update(intent: Intent): Promise<void> {
+    const { live: _live, ...record } = intent as Intent & { live?: boolean };
+    await writeFileAtomic(this.paths, this.file(intent.id), `${JSON.stringify(record, null, 2)}\n`);
+  }
+
+  /** Keep in the intent why gc could not finish it (best effort: doctor falls back to naming the intent). */
+  async recordFailure(intent: Intent, err: { code: string; message: string; hint?: string }): Promise<void> {
+    const failure = { code: err.code, message: err.message, hint: err.hint ?? null, at: new Date().toISOString() };
+    await this.update({ ...intent, failure }).catch(() => {}); // the store may be what is full or read-only; doctor still lists the intent
   }
 
   /** Remove a finished intent. Best effort: one left behind (a read-only store) is dropped by gc later. */

@@ -2,7 +2,7 @@
 // lives, and the context the session modules share (the store and its journal). A record that
 // cannot be read is E_RECORD_CORRUPT naming the file, never a parser's stack trace, and its
 // session is listed as damaged, never hidden.
-import { appendFile, lstat, readdir, readFile } from 'node:fs/promises';
+import { appendFile, lstat, readdir, readFile, realpath } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { AnyBackendName, BackendContext, BackendState } from '../backends/types.js';
 import { isDigest, type Digest } from '../model/canonical-json.js';
@@ -113,6 +113,36 @@ export async function readCheckpointLog(store: ObjectStore, name: string): Promi
 /** How to get work out of a session whose record is damaged (doctor, gc and the error hint say it). */
 export function recoverHint(store: ObjectStore, name: string): string {
   return `Its files are kept in ${sessionRoot(store, name)}: copy out what you need, then pdb-env discard ${name}.`;
+}
+
+/** E_SESSION_DAMAGED: a directory of the session is not the one the store made (a link, a file). */
+export function sessionDamaged(store: ObjectStore, name: string, what: string, path: string): PdbError {
+  return new PdbError(
+    'E_SESSION_DAMAGED',
+    `the ${what} of session "${name}" (${path}) is not the directory the store made (a symlink, or not a directory): nothing runs in it or is read from where it points`,
+    {
+      path,
+      hint: `pdb-env discard ${name} removes the session (a link itself, never what it points to), then pdb-env create ${name} makes it again; or put the directory back.`,
+    },
+  );
+}
+
+/**
+ * The session's directory and root are the directories the store made: real directories (an
+ * absent root is the backend's to make again), reached without a link from the store's sessions/.
+ */
+export async function assertSessionDirs(store: ObjectStore, name: string): Promise<void> {
+  const dir = sessionDir(store, name);
+  const root = sessionRoot(store, name);
+  for (const [p, what] of [
+    [dir, 'directory'],
+    [root, 'root'],
+  ] as const) {
+    const st = await lstat(p).catch(() => null);
+    if (st && !st.isDirectory()) throw sessionDamaged(store, name, what, p);
+  }
+  const real = await realpath(root).catch(() => null);
+  if (real !== null && real !== join(realpathOr(store.paths.sessions), name, 'root')) throw sessionDamaged(store, name, 'root', root);
 }
 
 /** Why `doc` is not a session record named `name`, or null when it is one. */

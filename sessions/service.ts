@@ -9,7 +9,7 @@ import { ObjectStore } from '../model/store/object-store.js';
 import type { Change, Entry, Snapshot } from '../model/snapshot.js';
 import type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
 import type { ExportPatchResult, PatchFormat } from './way-back/patch.js';
-import type { ApplyResult } from './way-back/apply.js';
+import type { ApplyResult } from './way-back/apply/apply.js';
 import type { ExportGitResult } from './way-back/export-git.js';
 import type { CreateOptions, CreateResult } from './create.js';
 import type { Finding } from './health/doctor.js';
@@ -28,7 +28,7 @@ export type { CreateOptions, CreateResult } from './create.js';
 export type { OpenSession, RunOptions } from './session-ops.js';
 export type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
 export type { ExportPatchResult, PatchFormat } from './way-back/patch.js';
-export type { ApplyResult } from './way-back/apply.js';
+export type { ApplyResult } from './way-back/apply/apply.js';
 export type { ExportGitResult } from './way-back/export-git.js';
 export type { Finding, FindingKind } from './health/doctor.js';
 export type { GcResult } from './health/gc.js';
@@ -169,7 +169,7 @@ export class SessionService {
 
   /** Write the last checkpoint's changes into `to` (default: the source), compare-and-set per path; staged and journaled. */
   async apply(name: string, options: { to?: string } = {}): Promise<ApplyResult> {
-    return (await import('./way-back/apply.js')).applySession(this, name, options);
+    return (await import('./way-back/apply/apply.js')).applySession(this, name, options);
   }
 
   /** Entries of the session root right now (hash only). Used by oracle checks. */

@@ -18,7 +18,15 @@ import {
   trackedProcesses,
 } from './runtime/processes.js';
 import { ensureRuntime, runtimeEnv } from './runtime/runtime.js';
-import { backendContext, readSession, sessionDir, sessionRoot, type SessionRecord, type StoreContext } from './records.js';
+import {
+  assertSessionDirs,
+  backendContext,
+  readSession,
+  sessionDir,
+  sessionRoot,
+  type SessionRecord,
+  type StoreContext,
+} from './records.js';
 
 export interface OpenSession {
   rec: SessionRecord;
@@ -28,7 +36,7 @@ export interface OpenSession {
   ctx: BackendContext;
 }
 
-/** A ready session with its backend; E_SESSION_BROKEN when it is not ready. */
+/** A ready session with its backend; E_SESSION_BROKEN when it is not ready, E_SESSION_DAMAGED when its root is not the store's. */
 export async function openSession(ctx: StoreContext, name: string): Promise<OpenSession> {
   const rec = await readSession(ctx.store, name);
   if (rec.state !== 'ready') {
@@ -36,6 +44,8 @@ export async function openSession(ctx: StoreContext, name: string): Promise<Open
       hint: 'pdb-env doctor explains; pdb-env gc cleans up; pdb-env discard removes it.',
     });
   }
+  // A root replaced by a link must not become the cwd of a run or the tree a checkpoint walks.
+  await assertSessionDirs(ctx.store, name);
   const backend = await sessionBackend(rec);
   return {
     rec,

@@ -69,7 +69,7 @@ function doctorText(findings: Finding[]): string {
   return `${rows}${gcable}${repairs.length ? `\n\nto repair:\n${repairs.join('\n')}` : ''}`;
 }
 
-const gc: DefineCommand = (cmd) =>
+const gc: DefineCommand = (cmd, ctx) =>
   cmd
     .option('--dry-run', 'list what would be done, change nothing')
     .addHelpText(
@@ -95,8 +95,12 @@ creates and checkpoints (or skips the sweep and says so). The quarantine is kept
         const actions = r.actions.length ? r.actions.map((a) => `${dryRun ? 'would ' : ''}${a}`).join('\n') : 'nothing to do';
         const freed = `${dryRun ? 'would free' : 'freed'} ${r.freed.bytes} bytes (${formatBytes(r.freed.bytes)})`;
         const text = `${actions}\n${freed}`;
-        return r.notes.length ? `${text}\n\nstill to do by hand:\n${r.notes.map((n) => `  ${n}`).join('\n')}` : text;
+        const failed = r.failed.map((f) => `  ${f.what}: ${f.code} ${f.message}${f.hint ? `\n    ${f.hint}` : ''}`);
+        const notes = r.notes.length ? `\n\nstill to do by hand:\n${r.notes.map((n) => `  ${n}`).join('\n')}` : '';
+        return `${text}${notes}${failed.length ? `\n\nfailed (skipped; everything else was done):\n${failed.join('\n')}` : ''}`;
       });
+      // Everything else was done first: a failed step only decides the exit status.
+      ctx.exitCode = r.failed.length > 0 ? 1 : 0;
     });
 
 const pin: DefineCommand = (cmd) =>
@@ -146,17 +150,17 @@ Exits 1 when anything is corrupt or missing.`,
       const o = command.optsWithGlobals();
       const r = await (await openService(o.store)).verify();
       emit(o.json === true, r, () => verifyText(r));
-      ctx.exitCode = r.corrupt.length || r.missing.length ? 1 : 0;
+      ctx.exitCode = r.corrupt.length || r.missing.length || r.badHeads.length ? 1 : 0;
     });
 
 function verifyText(r: VerifyResult): string {
-  if (!r.corrupt.length && !r.missing.length) return `${r.checked} objects verified`;
-  const out: string[] = [];
+  if (!r.corrupt.length && !r.missing.length && !r.badHeads.length) return `${r.checked} objects verified`;
+  const out: string[] = r.badHeads.map((h) => `E_RECORD_CORRUPT: ${h.problem}`);
   if (r.corrupt.length)
     out.push(`E_OBJECT_CORRUPT: ${r.corrupt.length} of ${r.checked} objects are corrupt (moved to ${r.quarantine}):`, ...r.corrupt);
   if (r.missing.length)
     out.push(`E_OBJECT_MISSING: ${r.missing.length} objects are missing:`, ...r.missing.map((m) => `${m.digest}  ${m.ref}`));
-  out.push('', REPAIR_HINT);
+  if (r.corrupt.length || r.missing.length) out.push('', REPAIR_HINT);
   return out.join('\n');
 }
 

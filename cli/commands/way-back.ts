@@ -55,9 +55,14 @@ const apply: DefineCommand = (cmd) =>
       `
 Writes the changes of NAME's last checkpoint into DIR, path by path: every path they
 touch must still be as the session's base had it (kind, bytes, exec bit), or nothing
-is written (E_APPLY_CONFLICT lists the paths). Files are staged in DIR/.pdb and
-renamed into place; a crash is finished by pdb-env gc. Excluded paths (node_modules)
-and files the changes do not name are never touched.
+is written (E_APPLY_CONFLICT lists the paths); a DIR that already holds the result is
+left as it is (exit 0). One apply per directory at a time. Files are staged in
+DIR/.pdb (hashed on their way out of the store) and each is re-checked just before it
+is renamed into place: a path changed meanwhile stops the apply with E_APPLY_CONFLICT
+and what was done is rolled back. Nothing is written through a symlink, into a mount
+or outside DIR, and DIR may not be in a store. A crash is finished (or rolled back) by
+pdb-env gc. Excluded paths (node_modules) and files the changes do not name are never
+touched.
 
 Example:
   pdb-env checkpoint agent-a && pdb-env apply agent-a`,
@@ -65,10 +70,10 @@ Example:
     .action(async (name, _o, command) => {
       const o = command.optsWithGlobals();
       const r = await (await openService(o.store)).apply(name, { to: o.to });
-      emit(
-        o.json === true,
-        r,
-        () => `applied ${r.changes} change(s) of ${r.session} to ${r.dir}: ${r.written} written, ${r.deleted} removed`,
+      emit(o.json === true, r, () =>
+        r.alreadyApplied
+          ? `${r.dir} already holds the ${r.changes} change(s) of ${r.session}: nothing to do`
+          : `applied ${r.changes} change(s) of ${r.session} to ${r.dir}: ${r.written} written, ${r.deleted} removed`,
       );
     });
 

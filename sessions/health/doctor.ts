@@ -6,7 +6,7 @@ import { isPdbError } from '../../model/errors.js';
 import { REPAIR_HINT } from '../../model/store/object-store.js';
 import { parseTempName, tempOwnerAlive } from '../../model/os/temp-name.js';
 import { isProcessAlive } from '../../model/os/proc.js';
-import { envHead } from '../environments.js';
+import { envHead, headRepair, snapshotProblem } from '../environments.js';
 import { checkReachable } from './integrity.js';
 import type { Intent } from '../journal.js';
 import { GARBAGE_GRACE_MS, inspectLock } from '../locks/lock.js';
@@ -70,13 +70,17 @@ async function journalFindings(ctx: StoreContext, intents: Live, bad: Array<{ fi
       repair: 'pdb-env gc moves it to the quarantine',
     }),
   );
-  for (const i of intents)
-    if (!i.live)
-      out.push(
-        finding('abandoned-intent', i.id, `${i.op} started ${i.startedAt} by process ${i.pid}, which is gone`, 'gc', {
-          session: i.session ?? null,
-        }),
-      );
+  for (const i of intents) {
+    if (i.live) continue;
+    // gc tried and failed: say why, and what to fix before gc can finish it.
+    const stuck = i.failure ? `; gc could not finish it: ${i.failure.code} ${i.failure.message}` : '';
+    out.push(
+      finding('abandoned-intent', i.id, `${i.op} started ${i.startedAt} by process ${i.pid}, which is gone${stuck}`, 'gc', {
+        session: i.session ?? null,
+        repair: i.failure ? `${i.failure.hint ?? 'Fix what the message names.'} Then run pdb-env gc again.` : null,
+      }),
+    );
+  }
   return out;
 }
 
@@ -203,10 +207,14 @@ async function envFindings(ctx: StoreContext): Promise<Finding[]> {
   for (const f of (await readdir(ctx.store.paths.environments).catch(() => [] as string[])).sort()) {
     const env = f.endsWith('.json') ? f.slice(0, -5) : '';
     if (!SESSION_NAME_PATTERN.test(env)) continue;
-    await envHead(ctx.store, env).catch((err: unknown) => {
+    const head = await envHead(ctx.store, env).catch((err: unknown) => {
       if (!isPdbError(err)) throw err;
       out.push(finding('damaged-env', env, err.message, null, { repair: err.hint ?? null }));
+      return null;
     });
+    const problem = head && snapshotProblem(ctx.store, head);
+    if (problem)
+      out.push(finding('damaged-env', env, `the head of environment ${env} ${problem}`, null, { repair: headRepair(ctx.store, env) }));
   }
   out.push(...(await lockFindings(ctx, ctx.store.paths.environments, null, isLockName)));
   return out;

@@ -4,11 +4,14 @@
 // into the store's tmp under its own name, deleting it there after the lock is released. It never
 // deletes a session whose record it cannot read: the record goes to the quarantine, the files stay.
 // Then it marks from the roots and sweeps the objects and materialized bases nothing reaches
-// (sessions/health/sweep.ts); the quarantine is never emptied.
+// (sessions/health/sweep.ts); the quarantine is never emptied. A step that fails is reported with
+// what it was about and skipped: gc goes on with the rest (the sweep included) and its result lists
+// every failure, so one stuck recovery never wedges the others; a failed intent keeps why in the
+// journal for doctor.
 import { lstat, mkdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sessionBackend } from '../backend-of.js';
-import { isPdbError, toPdbError } from '../../model/errors.js';
+import { isPdbError, toPdbError, type PdbErrorCode } from '../../model/errors.js';
 import { tempName } from '../../model/store/object-store.js';
 import { formatBytes } from '../../model/progress.js';
 import { removeTree } from '../../model/os/remove-tree.js';
@@ -28,6 +31,17 @@ export interface GcResult {
   notes: string[];
   /** What the sweep freed (dry run: would free): unreachable objects and materialized bases, in bytes on disk. */
   freed: { objects: number; bases: number; bytes: number };
+  /** Steps that failed and were skipped (gc did everything else); the CLI exits 1 when there are any. */
+  failed: GcFailure[];
+}
+
+export interface GcFailure {
+  /** What the step was about: the finding (kind, id, session) or the tree being deleted. */
+  what: string;
+  code: PdbErrorCode;
+  message: string;
+  hint: string | null;
+  path: string | null;
 }
 
 interface Pass {
@@ -38,17 +52,42 @@ interface Pass {
   /** Session trees moved aside, deleted after the store lock is released. */
   trash: string[];
   intents: Array<Intent & { live: boolean }>;
+  failed: GcFailure[];
 }
+
+/** Run one step; a failure is recorded (and kept in its intent, for doctor) and gc goes on. */
+async function attempt(pass: Pass, what: string, step: () => Promise<void>, intent?: Intent): Promise<void> {
+  try {
+    await step();
+  } catch (err) {
+    const e = toPdbError(err, 'E_IO');
+    pass.failed.push({ what, code: e.code, message: e.message, hint: e.hint ?? null, path: e.path ?? null });
+    if (intent && !pass.dryRun) await pass.ctx.journal.recordFailure(intent, e);
+  }
+}
+
+const findingName = (f: Finding) => `${f.kind} ${f.id}${f.session && f.session !== f.id ? ` (session ${f.session})` : ''}`;
 
 /** Finish or remove what `doctor` found. With dryRun, only report. */
 export async function gc(ctx: StoreContext, options: { dryRun?: boolean } = {}): Promise<GcResult> {
-  const pass: Pass = { ctx, dryRun: options.dryRun ?? false, actions: [], notes: [], trash: [], intents: [] };
+  const pass: Pass = { ctx, dryRun: options.dryRun ?? false, actions: [], notes: [], trash: [], intents: [], failed: [] };
   await withStoreLock(ctx.store, 'gc', async () => {
     pass.intents = await ctx.journal.list();
-    for (const f of await doctor(ctx, { objects: false })) if (f.fix === 'gc') await fix(pass, f);
+    for (const f of await doctor(ctx, { objects: false }))
+      if (f.fix === 'gc')
+        await attempt(
+          pass,
+          findingName(f),
+          () => fix(pass, f),
+          f.kind === 'abandoned-intent' ? pass.intents.find((i) => i.id === f.id) : undefined,
+        );
   });
-  for (const t of pass.trash) await removeTree(t); // outside the lock: a create need not wait for a large delete
-  const swept = await sweep(ctx, pass.dryRun);
+  // Outside the lock: a create need not wait for a large delete.
+  for (const t of pass.trash) await attempt(pass, `deleting ${t}`, () => removeTree(t));
+  let swept: Awaited<ReturnType<typeof sweep>> = { objects: 0, objectBytes: 0, bases: 0, baseBytes: 0, skipped: null };
+  await attempt(pass, 'the sweep of unreachable objects and bases', async () => {
+    swept = await sweep(ctx, pass.dryRun);
+  });
   if (swept.skipped) pass.notes.push(`nothing swept: ${swept.skipped}`);
   if (swept.objects > 0) pass.actions.push(`remove ${swept.objects} unreachable objects (${formatBytes(swept.objectBytes)})`);
   if (swept.bases > 0) pass.actions.push(`remove ${swept.bases} materialized bases no root uses (${formatBytes(swept.baseBytes)})`);
@@ -56,6 +95,7 @@ export async function gc(ctx: StoreContext, options: { dryRun?: boolean } = {}):
     actions: [...new Set(pass.actions)],
     notes: pass.notes,
     freed: { objects: swept.objects, bases: swept.bases, bytes: swept.objectBytes + swept.baseBytes },
+    failed: pass.failed,
   };
 }
 
@@ -105,8 +145,18 @@ async function recover(pass: Pass, intent: Intent): Promise<void> {
   const otherLive = pass.intents.some((i) => i.live && i.session === name);
   if (name && !otherLive && (intent.op === 'create' || intent.op === 'discard')) await undoOrFinish(pass, intent, name);
   // checkpoint and publish: objects are immutable and heads are written atomically; nothing to undo.
-  // apply: finish its plan in the target directory, or remove its staging (sessions/way-back/apply.ts).
-  if (intent.op === 'apply') pass.actions.push(await (await import('../way-back/apply.js')).recoverApply(intent, pass.dryRun));
+  // apply: finish it in the target directory, roll it back, or remove its staging (sessions/way-back/apply/).
+  if (intent.op === 'apply') {
+    const r = await (await import('../way-back/apply/recover.js')).recoverApply(pass.ctx, intent, pass.dryRun);
+    pass.actions.push(r.action);
+    if (r.note) pass.notes.push(r.note);
+    if (r.quarantine) {
+      pass.notes.push(`apply intent ${intent.id} was not run: ${r.quarantine}; it is in ${pass.ctx.store.paths.quarantine}`);
+      if (!pass.dryRun) await pass.ctx.journal.quarantine(`${intent.id}.json`);
+      return;
+    }
+  }
+  if (intent.op === 'export') pass.actions.push(await (await import('../way-back/patch.js')).recoverExport(intent, pass.dryRun));
   pass.actions.push(`drop intent ${intent.id} (${intent.op})`);
   if (!pass.dryRun) await pass.ctx.journal.remove(intent.id);
 }
@@ -148,17 +198,17 @@ async function removeSession(pass: Pass, name: string, why: string): Promise<voi
     pass.notes.push(`session ${name} skipped: process ${attempt.holder?.pid ?? '?'} holds a ${attempt.kind} lease on it`);
     return;
   }
-  const rec = await readSession(ctx.store, name).catch(() => null);
-  if (rec) {
-    const backend = await sessionBackend(rec);
-    await backend.release(backendContext(ctx.store, rec.sourceDir ?? undefined), join(dir, 'root'), dir, rec.backendState);
-  }
   const trash = tempName(ctx.store.paths, 'gc-trash');
   try {
+    const rec = await readSession(ctx.store, name).catch(() => null);
+    if (rec) {
+      const backend = await sessionBackend(rec);
+      await backend.release(backendContext(ctx.store, rec.sourceDir ?? undefined), join(dir, 'root'), dir, rec.backendState);
+    }
     await rename(dir, trash);
   } catch (err) {
-    await attempt.lease.release().catch(() => {}); // rollback: the session stays as it was
-    throw toPdbError(err, 'E_IO', { action: `moving session ${name} aside`, path: dir });
+    await attempt.lease.release().catch(() => {}); // rollback: the session stays as it was, free for the next try
+    throw toPdbError(err, 'E_IO', { action: `removing session ${name}`, path: dir });
   }
   pass.trash.push(trash);
 }

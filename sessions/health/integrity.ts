@@ -2,11 +2,14 @@
 // reachable from environments, sessions and checkpoints refers to), which of those are missing,
 // and `verify`, which re-hashes every object, moves corrupt ones to the quarantine and then lists
 // what is missing, so a repair (a re-import) knows what to bring back.
+import { readdir } from 'node:fs/promises';
 import { isDigest, type Digest } from '../../model/canonical-json.js';
 import { isPdbError } from '../../model/errors.js';
 import type { ObjectStore } from '../../model/store/object-store.js';
 import type { Change, Changeset, Entry, Snapshot } from '../../model/snapshot.js';
 import type { StoreContext } from '../records.js';
+import { envHead, snapshotProblem } from '../environments.js';
+import { SESSION_NAME_PATTERN } from '../names.js';
 import { collectRoots, type Root } from './roots.js';
 
 /** An object the store needs but does not have (or has with wrong bytes), and who needs it. */
@@ -24,6 +27,8 @@ export interface VerifyResult {
   missing: ObjectProblem[];
   /** Where corrupt objects were moved. */
   quarantine: string;
+  /** Environment heads that do not name a Snapshot (a Changeset, a file object). */
+  badHeads: Array<{ env: string; digest: Digest; problem: string }>;
 }
 
 /** Read a document; null when it is missing, corrupt or not JSON (each reported by the caller's checks). */
@@ -89,5 +94,13 @@ export async function checkReachable(ctx: StoreContext, roots?: Root[]): Promise
 export async function verifyStore(ctx: StoreContext): Promise<VerifyResult> {
   const { checked, corrupt } = await ctx.store.verifyAll({ quarantine: true });
   const { missing } = await checkReachable(ctx);
-  return { checked, corrupt, missing, quarantine: ctx.store.paths.quarantine };
+  const badHeads: VerifyResult['badHeads'] = [];
+  for (const f of (await readdir(ctx.store.paths.environments).catch(() => [] as string[])).sort()) {
+    const env = f.endsWith('.json') ? f.slice(0, -5) : '';
+    if (!SESSION_NAME_PATTERN.test(env)) continue;
+    const digest = await envHead(ctx.store, env).catch(() => null); // an unreadable head file: doctor reports it
+    const problem = digest && snapshotProblem(ctx.store, digest);
+    if (digest && problem) badHeads.push({ env, digest, problem: `the head of environment ${env} ${problem}` });
+  }
+  return { checked, corrupt, missing, quarantine: ctx.store.paths.quarantine, badHeads };
 }

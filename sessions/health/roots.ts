@@ -5,7 +5,7 @@
 // - every session's base, last checkpoint and earlier checkpoints (`checkpoints.jsonl`);
 // - the last import of every source (its tree index), so `create --from` of an unchanged source
 //   stays a stat walk after a gc;
-// - the base of a create still running (its intent);
+// - the base of a create still running (its intent), and the Changeset of an apply not yet finished;
 // - every pinned digest (`pdb-env pin`).
 //
 // A session whose record cannot be read could refer to anything: while one exists, the set is
@@ -111,8 +111,12 @@ export async function collectRoots(ctx: StoreContext): Promise<Roots> {
   await envRoots(ctx, out);
   await sessionRoots(ctx, out);
   await sourceRoots(ctx, out);
-  for (const i of await ctx.journal.list())
+  for (const i of await ctx.journal.list()) {
     if (i.live && isDigest(i.detail.base)) out.roots.push({ digest: i.detail.base, ref: `a running ${i.op}`, keepsBases: true });
+    // An apply, running or unfinished, needs its Changeset and the bytes on both sides of it (to finish or to roll back).
+    if (i.op === 'apply' && isDigest(i.detail.changeset))
+      out.roots.push({ digest: i.detail.changeset, ref: `an unfinished apply (${i.id})`, keepsBases: false });
+  }
   for (const digest of await listPins(ctx.store)) out.roots.push({ digest, ref: 'a pin', keepsBases: true });
   return out;
 }

@@ -1,17 +1,11 @@
 // The workspace policy of a session: the "policy" of pdb-env.json in its root (else the default),
-// narrowed by a --policy FILE when one is given. Both are checked against the schema.
+// narrowed by a --policy FILE when one is given. Both are checked against the schema. How a path
+// is judged (links inside the root resolved first) is the agent boundary's: agents/confine.ts.
 import { readFile } from 'node:fs/promises';
-import { isAbsolute, join, relative, sep } from 'node:path';
+import { join } from 'node:path';
 import { PdbError, osErrorCode, toPdbError } from '../../model/errors.js';
 import { SOURCE_CONFIG } from '../../model/scan/scan.js';
-import {
-  checkPath,
-  defaultPolicy,
-  parsePolicy,
-  type Access,
-  type PathDecision,
-  type WorkspacePolicy,
-} from '../../model/workspace-policy.js';
+import { defaultPolicy, parsePolicy, type WorkspacePolicy } from '../../model/workspace-policy.js';
 
 async function readJson(file: string, what: string): Promise<unknown | undefined> {
   let text: string;
@@ -38,19 +32,4 @@ export async function loadPolicies(root: string, policyFile?: string): Promise<W
     out.push(parsePolicy(doc, policyFile));
   }
   return out;
-}
-
-/** A request path (relative to the root, or absolute) as a workspace path; null when it is outside the root. */
-export function rootRelative(root: string, path: string): string | null {
-  if (!isAbsolute(path) || path.startsWith('/workspace/') || path === '/workspace') return path;
-  const rel = relative(root, path);
-  if (rel === '') return '.';
-  return rel.startsWith(`..${sep}`) || rel === '..' || isAbsolute(rel) ? null : rel.split(sep).join('/');
-}
-
-/** What the policies say about `path` in `root`: outside the root is denied, like '..'. */
-export function decide(policies: readonly WorkspacePolicy[], root: string, path: string, access: Access): PathDecision {
-  const rel = rootRelative(root, path);
-  if (rel === null) return { allowed: false, rule: `${policies[0]?.source ?? 'default'}:outside-root ${path}` };
-  return checkPath(policies, rel, access);
 }

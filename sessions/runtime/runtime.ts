@@ -3,11 +3,11 @@
 // `<store>/sessions/NAME/runtime.json` next to session.json. The block is taken under the store
 // lock, so no two sessions of a store ever hold the same port; it is released with the session
 // directory at discard (the file goes with it), as is the temp dir.
-import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { PdbError, toPdbError } from '../../model/errors.js';
+import { PdbError, osErrorCode, toPdbError } from '../../model/errors.js';
 import { writeFileAtomic, type ObjectStore } from '../../model/store/object-store.js';
-import { sessionDir, sessionRoot } from '../records.js';
+import { sessionDamaged, sessionDir, sessionRoot } from '../records.js';
 import { SESSION_NAME_PATTERN } from '../names.js';
 import { withStoreLock } from '../locks/store-lock.js';
 import { allocatePortBlock, portConfig, type PortProbe } from './ports.js';
@@ -60,6 +60,16 @@ async function portsInUse(store: ObjectStore, except: string): Promise<Set<numbe
   return taken;
 }
 
+/** The private temp dir: made when missing; a link (or file) in its place is E_SESSION_DAMAGED, never followed. */
+async function ensureTmpDir(store: ObjectStore, name: string, tmpDir: string): Promise<void> {
+  const st = await lstat(tmpDir).catch(() => null);
+  if (st?.isDirectory()) return;
+  if (st) throw sessionDamaged(store, name, 'temp dir', tmpDir);
+  await mkdir(tmpDir, { mode: 0o700 }).catch((err: unknown) => {
+    if (osErrorCode(err) !== 'EEXIST') throw toPdbError(err, 'E_IO', { action: `making the temp dir of session ${name}`, path: tmpDir });
+  });
+}
+
 /**
  * The session's runtime, made on first need: a port block allocated under the store lock and the
  * private temp dir. Idempotent; a session that already has one keeps its ports.
@@ -68,16 +78,14 @@ export async function ensureRuntime(store: ObjectStore, name: string, probe?: Po
   const have = await readRuntime(store, name);
   const tmpDir = sessionTmpDir(store, name);
   if (have) {
-    await mkdir(tmpDir, { recursive: true, mode: 0o700 }); // tmp cleaners may remove an empty one
-    return have;
+    await ensureTmpDir(store, name, tmpDir); // tmp cleaners may remove an empty one
+    return { ...have, tmpDir }; // the store's own path, whatever the record says (a moved store, an edited record)
   }
   return withStoreLock(store, `ports for ${name}`, async () => {
     const again = await readRuntime(store, name);
     if (again) return again;
     const ports = await allocatePortBlock(await portsInUse(store, name), store.paths.root, portConfig(), probe);
-    await mkdir(tmpDir, { recursive: true, mode: 0o700 }).catch((err: unknown) => {
-      throw toPdbError(err, 'E_IO', { action: `making the temp dir of session ${name}`, path: tmpDir });
-    });
+    await ensureTmpDir(store, name, tmpDir);
     const rt: SessionRuntime = { version: 1, ports, tmpDir };
     await writeFileAtomic(store.paths, runtimeFile(store, name), `${JSON.stringify(rt, null, 2)}\n`);
     return rt;

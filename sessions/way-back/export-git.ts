@@ -4,11 +4,11 @@
 // except paths git ignores (they are not tracked, so their changes are not exported). The branch
 // moves by `update-ref NEW OLD`, a compare-and-set, and only forward. The user's work tree, index,
 // HEAD and current branch are never touched.
-import { randomBytes } from 'node:crypto';
 import { lstatSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PdbError } from '../../model/errors.js';
+import { tempName } from '../../model/store/object-store.js';
 import type { Digest } from '../../model/canonical-json.js';
 import { diffEntries, type Change, type Entry, type Snapshot } from '../../model/snapshot.js';
 import { git, gitCode, updateIndex, writeBlobs } from './git-plumbing.js';
@@ -55,9 +55,6 @@ async function identityEnv(gitDir: string): Promise<string[]> {
 /** Move refs/heads/`branch` to `commit` only if it is new or `commit` descends from it (fast-forward). */
 async function moveBranch(gitDir: string, branch: string, commit: string): Promise<void> {
   const ref = `refs/heads/${branch}`;
-  await git(['check-ref-format', ref]).catch(() => {
-    throw new PdbError('E_USAGE', `"${branch}" is not a valid branch name`);
-  });
   const current = (await gitCode(['symbolic-ref', '-q', 'HEAD'], { gitDir }, [0, 1])).stdout.toString('utf8').trim();
   if (current === ref)
     throw new PdbError('E_BRANCH_EXISTS', `${branch} is the branch checked out in the source: export never moves it`, {
@@ -69,6 +66,23 @@ async function moveBranch(gitDir: string, branch: string, commit: string): Promi
       hint: `Export to another branch (--branch NAME), or delete it first (git branch -D ${branch}).`,
     });
   await git(['update-ref', '-m', 'pdb-env export', ref, commit, old || ZERO], { gitDir });
+}
+
+/**
+ * Refuse, before any work, a branch name git would not take as one (`git check-ref-format
+ * --branch`, which also expands `@{-1}`: a name must come back unchanged), HEAD and `@`, names
+ * starting with "-" (an option to git), and full refs (refs/heads/x would become refs/heads/refs/heads/x).
+ */
+export async function checkBranchName(branch: string, gitDir: string): Promise<void> {
+  const refuse = (why: string) =>
+    new PdbError('E_USAGE', `"${branch}" is not a branch name export can use: ${why}`, {
+      hint: 'Pass a plain branch name, such as pdb-env/NAME or feature/x (--branch NAME).',
+    });
+  if (branch === '' || branch === 'HEAD' || branch === '@') throw refuse(branch ? 'it names HEAD' : 'it is empty');
+  if (branch.startsWith('-')) throw refuse('it starts with "-"');
+  if (branch.startsWith('refs/')) throw refuse('it is a full ref; give the name below refs/heads/');
+  const r = await gitCode(['check-ref-format', '--branch', branch], { gitDir }, [0, 1, 128]);
+  if (r.code !== 0 || r.stdout.toString('utf8').trim() !== branch) throw refuse('git check-ref-format --branch refuses it');
 }
 
 const inRepo = (prefix: string, e: Entry | null): Entry | null => (e && prefix ? { ...e, path: `${prefix}/${e.path}` } : e);
@@ -89,6 +103,8 @@ export async function exportGit(
     throw new PdbError('E_NOT_GIT_REPO', `the source of "${name}" had no commit when it was imported`, {
       hint: `Export a patch instead: pdb-env export ${name} --patch FILE`,
     });
+  const branch = options.branch ?? `pdb-env/${name}`;
+  await checkBranchName(branch, src.gitDir);
   const of = await lastCheckpointChanges(ctx, name);
   // A fork's or a rebased checkpoint's base is not what was imported at HEAD: carry the changes from that import.
   if (src.base && of.result && src.base !== of.base) {
@@ -109,7 +125,7 @@ export async function exportGit(
     changes.map((c) => c.path),
   );
   const carried = changes.filter((c) => !ignored.has(c.path));
-  const t = { gitDir: src.gitDir, indexFile: join(ctx.store.paths.tmp, `export-index-${randomBytes(6).toString('hex')}`) };
+  const t = { gitDir: src.gitDir, indexFile: tempName(ctx.store.paths, 'export-index') };
   try {
     await git(['read-tree', src.head], t);
     await updateIndex(
@@ -128,7 +144,6 @@ export async function exportGit(
     )
       .toString('utf8')
       .trim();
-    const branch = options.branch ?? `pdb-env/${name}`;
     await moveBranch(src.gitDir, branch, commit);
     return { session: name, branch, commit, parent: src.head, exported: carried.length, ignored: [...ignored].sort() };
   } finally {

@@ -2,13 +2,17 @@
 // into an object database, and branches by `commit-tree` and `update-ref`, so the formats (binary
 // patches, quoted non-ASCII names, modes, symlinks) are git's and not a re-implementation. Only
 // plumbing runs, always with a temporary index (GIT_INDEX_FILE): a user's work tree, index and
-// HEAD are never touched. git runs through the model's tool runner (model/os/run-tool.ts).
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+// HEAD are never touched. git runs through the model's tool runner (model/os/run-tool.ts). File
+// bytes are copied out of the store hashed (copy-out.ts) and git reads those copies, so what a
+// patch or a commit carries is what the Snapshot names. Scratch directories in the store's tmp
+// have structured temp names (owner pid and start), so gc removes them once a killed export is gone.
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PdbError, osErrorCode } from '../../model/errors.js';
 import { runTool } from '../../model/os/run-tool.js';
-import type { ObjectStore } from '../../model/store/object-store.js';
+import { tempName, type ObjectStore } from '../../model/store/object-store.js';
 import type { Change, Entry } from '../../model/snapshot.js';
+import { copyObjectsOut, type ObjectCopy } from './copy-out.js';
 
 export interface GitTarget {
   /** The repository's git directory (a temp bare repo, or a user's .git). */
@@ -56,8 +60,9 @@ export async function gitCode(args: string[], options: GitOptions, ok: number[])
 
 /** A private bare repository in the store's tmp dir, removed after `fn`. */
 export async function withTempRepo<T>(store: ObjectStore, fn: (t: GitTarget) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(join(store.paths.tmp, 'git-'));
+  const dir = tempName(store.paths, 'git');
   try {
+    await mkdir(dir);
     await git(['init', '-q', '--bare', dir]);
     return await fn({ gitDir: dir, indexFile: join(dir, 'pdb-index') });
   } finally {
@@ -70,25 +75,30 @@ export const gitMode = (e: Entry): string => (e.kind === 'symlink' ? '120000' : 
 
 /**
  * Write the bytes of `entries` (files and symlinks) as blobs into `t`; their git object names, by
- * path. A file's bytes come from the store, or from `fallbackRoot` (a live session) when the store
- * does not have them.
+ * path. A file's bytes come from the store (copied out hashed: E_OBJECT_CORRUPT or
+ * E_OBJECT_MISSING names its path), or from `fallbackRoot` (a live session) when the store does
+ * not have them.
  */
 export async function writeBlobs(store: ObjectStore, t: GitTarget, entries: Entry[], fallbackRoot?: string): Promise<Map<string, string>> {
   const wanted = entries.filter((e) => e.kind !== 'dir');
   if (wanted.length === 0) return new Map();
-  const scratch = await mkdtemp(join(store.paths.tmp, 'blobs-'));
+  const scratch = tempName(store.paths, 'blobs');
   try {
+    await mkdir(scratch);
     const paths: string[] = [];
+    const copies: ObjectCopy[] = [];
     for (const [i, e] of wanted.entries()) {
-      if (e.kind === 'file' && store.has(e.digest)) paths.push(store.objectPath(e.digest));
-      else if (e.kind === 'file' && fallbackRoot) paths.push(join(fallbackRoot, e.path));
-      else {
-        // A symlink's blob is its target; also a file the store lacks with no root to read it from (git then fails naming it).
-        const file = join(scratch, String(i));
-        await writeFile(file, e.kind === 'symlink' ? e.target : '');
-        paths.push(e.kind === 'symlink' ? file : store.objectPath(e.digest));
+      const file = join(scratch, String(i));
+      if (e.kind === 'file' && fallbackRoot && !store.has(e.digest)) paths.push(join(fallbackRoot, e.path));
+      else if (e.kind === 'file') {
+        copies.push({ path: e.path, digest: e.digest, size: e.size, exec: e.exec, name: String(i) });
+        paths.push(file);
+      } else {
+        await writeFile(file, e.kind === 'symlink' ? e.target : ''); // a symlink's blob is its target
+        paths.push(file);
       }
     }
+    await copyObjectsOut(store, scratch, copies);
     if (paths.some((p) => p.includes('\n')))
       throw new PdbError('E_BAD_PATH', 'a file name with a newline cannot be passed to git hash-object', {
         hint: 'Checkpoint the session first.',

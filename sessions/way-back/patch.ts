@@ -3,12 +3,14 @@
 // the same on both sides, so trees of the changed paths alone give the same patch as whole trees.
 // No renames are detected: every path stays exactly the path it is in the Changeset.
 import { randomBytes } from 'node:crypto';
-import { rename, rm, writeFile } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { lstat, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Digest } from '../../model/canonical-json.js';
 import { PdbError, toPdbError } from '../../model/errors.js';
+import { mountContaining } from '../../model/os/mounts.js';
 import type { Change, Changeset, Entry } from '../../model/snapshot.js';
 import { git, treeOf, withTempRepo } from './git-plumbing.js';
+import type { Intent } from '../journal.js';
 import { readSession, type StoreContext } from '../records.js';
 
 export type PatchFormat = 'patch' | 'stat';
@@ -19,6 +21,8 @@ export interface ChangesOf {
   base: Digest;
   result: Digest | null;
   changes: Change[];
+  /** The Changeset they come from (none for a live diff). */
+  changeset?: Digest;
   /** A live session root to read bytes the store does not have (diff installs nothing). */
   root?: string;
 }
@@ -31,7 +35,7 @@ export async function lastCheckpointChanges(ctx: StoreContext, name: string): Pr
       hint: `Run pdb-env checkpoint ${name} first.`,
     });
   const cs = ctx.store.getDocument<Changeset>(rec.lastCheckpoint.changeset, 'Changeset');
-  return { session: name, base: cs.base, result: cs.result, changes: cs.changes };
+  return { session: name, base: cs.base, result: cs.result, changes: cs.changes, changeset: rec.lastCheckpoint.changeset };
 }
 
 /** git's patch (or --stat) from the before to the after side of `changes`. */
@@ -46,16 +50,35 @@ export async function makePatch(ctx: StoreContext, of: ChangesOf, format: PatchF
   });
 }
 
-/** Write `bytes` to `file` atomically: a temporary name beside it, then a rename. */
-export async function writeBeside(file: string, bytes: Buffer): Promise<void> {
+/** The temporary name a patch is written under, beside its file: `.<file>.pdb-<8 hex>`. */
+const BESIDE = /^\..+\.pdb-[0-9a-f]{8}$/;
+
+/**
+ * Write `bytes` to `file` atomically: a temporary name beside it, then a rename. The temporary
+ * name is in an intent in the store's journal first, so after a crash gc removes it (recoverExport).
+ */
+export async function writeBeside(ctx: StoreContext, file: string, bytes: Buffer): Promise<void> {
   const tmp = join(dirname(file), `.${basename(file)}.pdb-${randomBytes(4).toString('hex')}`);
+  const intent = await ctx.journal.begin('export', { detail: { temp: tmp } });
   try {
     await writeFile(tmp, bytes, { flag: 'wx' });
     await rename(tmp, file);
   } catch (err) {
     await rm(tmp, { force: true }).catch(() => undefined); // rollback of our own temporary file
-    throw toPdbError(err, 'E_IO', { action: 'writing the patch', path: file });
+    throw toPdbError(err, 'E_IO', { action: 'writing the patch', path: file, filesystem: mountContaining(dirname(file))?.mountPoint });
+  } finally {
+    await ctx.journal.end(intent);
   }
+}
+
+/** gc: remove the temporary patch file an export killed mid-write left beside its file (only a regular file with that name, never followed). */
+export async function recoverExport(intent: Intent, dryRun: boolean): Promise<string> {
+  const tmp = intent.detail.temp;
+  if (typeof tmp !== 'string' || !isAbsolute(tmp) || !BESIDE.test(basename(tmp))) return `nothing to remove for export ${intent.id}`;
+  const st = await lstat(tmp).catch(() => null);
+  if (!st?.isFile()) return `nothing to remove for export ${intent.id}`;
+  if (!dryRun) await unlink(tmp).catch(() => undefined); // gone meanwhile: the goal
+  return `remove the partial patch ${tmp} of a killed export`;
 }
 
 export interface ExportPatchResult {
@@ -72,6 +95,6 @@ export async function exportPatch(ctx: StoreContext, name: string, file: string)
   const of = await lastCheckpointChanges(ctx, name);
   const bytes = await makePatch(ctx, of, 'patch');
   const target = resolve(file);
-  await writeBeside(target, bytes);
+  await writeBeside(ctx, target, bytes);
   return { session: name, file: target, base: of.base, result: of.result, changes: of.changes.length, bytes: bytes.length };
 }

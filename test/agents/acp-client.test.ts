@@ -4,7 +4,7 @@ import { agent, PROTOCOL_VERSION, RequestError } from '@agentclientprotocol/sdk'
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createRootClient } from '../../agents/acp-client.js';
-import { resolveInsideRoot } from '../../agents/acp-confine.js';
+import { resolveInsideRoot } from '../../agents/confine.js';
 import { parsePolicy, type WorkspacePolicy } from '../../model/workspace-policy.js';
 import { isPdbError } from '../../model/errors.js';
 import { tempDir, writeTree } from '../helpers/index.js';

@@ -148,6 +148,8 @@ async function checkOperation(lane: Lane, point: CrashPoint, p: Prepared): Promi
     const done = await files(svc.readSnapshot(p.before.checkpoint!).entries);
     assert.not.ok(existsSync(join(p.applyTo!, '.pdb')), `${lane.label} ${point}: the staging was left`);
     if (diffEntries(now, done).length === 0) return 'finished';
+    // Past its plan, nothing stands in an apply's way here: gc must finish it, not roll it back.
+    assert.ok(['apply:after-intent'].includes(point), `${lane.label} ${point}: gc did not finish the apply`);
     assert.equal(now, await files(svc.readSnapshot(rec.base).entries), `${lane.label} ${point}: the target is neither before nor after`);
     return 'undone';
   }

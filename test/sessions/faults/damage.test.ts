@@ -139,6 +139,29 @@ test('a truncated environment file and a file object given as --base are typed e
   assert.equal(kinds(json(pdb(store, ['doctor', '--json']))), ['damaged-env']);
 });
 
+test('an environment head that names a Changeset or a file object: doctor and verify report it, with what to do', () => {
+  const { src, store } = setup();
+  const s = json(pdb(store, ['create', 'h1', '--from', src, '--json']));
+  writeFileSync(join(s.root, 'a.txt'), 'changed\n');
+  const cp = json(pdb(store, ['checkpoint', 'h1', '--json']));
+  for (const [what, digest] of [
+    ['a Changeset', cp.changeset],
+    ['a file object', fileDigest(store, s.base, 'a.txt')],
+  ] as const) {
+    writeFileSync(join(store, 'environments', 'main.json'), JSON.stringify({ name: 'main', head: digest }));
+    const doctor = json(pdb(store, ['doctor', '--json'])).findings as Array<{ kind: string; detail: string; repair: string }>;
+    assert.equal(kinds({ findings: doctor }), ['damaged-env'], what);
+    assert.match(doctor[0]!.detail, /not a Snapshot/, what);
+    assert.match(doctor[0]!.repair, /history/, what);
+    const verify = pdb(store, ['verify', '--json']);
+    assert.is(verify.code, 1, `${what}: verify passed`);
+    assert.match(verify.stdout, /not a Snapshot/, what);
+    assertTyped(pdb(store, ['create', 'h2', '--env', 'main']), 'E_RECORD_CORRUPT', `${what}: create --env`);
+  }
+  writeFileSync(join(store, 'environments', 'main.json'), JSON.stringify({ name: 'main', head: s.base }));
+  assert.is(pdb(store, ['verify']).code, 0);
+});
+
 test('an empty environment lock left by a crash: a typed E_LEASE_BUSY while young, doctor reports it, then it is broken', () => {
   const { src, store } = setup();
   const s = json(pdb(store, ['create', 'p1', '--from', src, '--json']));

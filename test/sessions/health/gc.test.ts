@@ -134,4 +134,37 @@ test('an unreadable lease is reported, and broken by gc once older than the grac
   await svc.checkpoint('l');
 });
 
+test('a recovery step that fails is reported with its path and skipped: gc does the rest, sweeps, and fails only at the end', async () => {
+  const { src, svc } = await setup();
+  // A discard that cannot finish: the record names a backend this pdb-env does not know.
+  await svc.create('tampered', { from: src });
+  const rec = JSON.parse(readFileSync(join(svc.sessionDir('tampered'), 'session.json'), 'utf8'));
+  writeFileSync(join(svc.sessionDir('tampered'), 'session.json'), JSON.stringify({ ...rec, backend: 'no-such-backend' }));
+  intent(svc, 'd-stuck', { op: 'discard', session: 'tampered', startedAt: new Date(Date.now() + 60_000).toISOString() });
+  // Work gc can do after it: an interrupted create to undo, a dead temp file, an unreachable object.
+  await svc.create('undo', { from: src });
+  const undo = JSON.parse(readFileSync(join(svc.sessionDir('undo'), 'session.json'), 'utf8'));
+  writeFileSync(join(svc.sessionDir('undo'), 'session.json'), JSON.stringify({ ...undo, state: 'creating' }));
+  intent(svc, 'z-create', { op: 'create', session: 'undo' });
+  writeFileSync(join(svc.store.paths.tmp, `write.${DEAD}.x.dead01`), 'left by a crash');
+  const unreachable = await svc.store.putBytes(Buffer.from('nothing reaches this'));
+  const r = await svc.gc();
+  assert.equal(
+    r.failed.map((f) => f.code),
+    ['E_BACKEND_UNKNOWN'],
+    JSON.stringify(r),
+  );
+  assert.match(r.failed[0]!.what, /tampered/);
+  assert.not.ok(existsSync(svc.sessionDir('undo')), 'the create after it was undone');
+  assert.equal(readdirSync(svc.store.paths.tmp), [], 'the temp file after it was removed');
+  assert.not.ok(svc.store.has(unreachable), 'the sweep ran');
+  assert.ok(existsSync(join(svc.sessionRoot('tampered'), 'a.txt')), 'the stuck session kept its files');
+  const stuck = (await svc.doctor()).filter((f) => f.id === 'd-stuck');
+  assert.is(stuck.length, 1);
+  assert.match(stuck[0]!.detail, /gc could not finish it: E_BACKEND_UNKNOWN/);
+  assert.ok(stuck[0]!.repair, 'doctor says what to do');
+  const again = await svc.gc();
+  assert.is(again.failed.length, 1, 'still stuck, still reported');
+});
+
 test.run();

@@ -68,4 +68,26 @@ test('export --git refuses a branch that would not fast-forward (E_BRANCH_EXISTS
   assert.is(gitRun(src, ['rev-parse', 'pdb-env/s']).trim(), first.commit, 'the branch did not move');
 });
 
+test('export --branch refuses what git check-ref-format --branch refuses, HEAD, @, names starting with - and full refs', async () => {
+  const src = makeRepo(join(t.dir, 'names/src'));
+  const svc = await SessionService.open(join(t.dir, 'names/store'), { create: true });
+  const s = await svc.create('s', { from: src });
+  writeFileSync(join(s.root, 'a.txt'), 'one\n');
+  await svc.checkpoint('s');
+  const refsBefore = gitRun(src, ['for-each-ref', '--format=%(refname)']);
+  for (const branch of ['HEAD', '@', '-x', '--force', 'refs/heads/master', 'refs/x', 'a..b', 'x.lock', 'a b', '@{-1}', 'foo@{1}', '']) {
+    try {
+      await svc.exportGit('s', { branch });
+      assert.unreachable(`export --branch ${JSON.stringify(branch)} should be refused`);
+    } catch (err) {
+      assert.ok(isPdbError(err, 'E_USAGE'), `${JSON.stringify(branch)}: ${String(err)}`);
+      assert.match((err as Error).message, /branch/);
+    }
+  }
+  assert.is(gitRun(src, ['for-each-ref', '--format=%(refname)']), refsBefore, 'no ref was made');
+  gitRun(src, ['checkout', '-q', '-b', 'still-works']);
+  const ok = await svc.exportGit('s', { branch: 'feature/ok' });
+  assert.is(ok.branch, 'feature/ok');
+});
+
 test.run();

@@ -2,12 +2,12 @@
 // non-ASCII names), `git apply` of the exported patch to a copy of the base gives exactly the
 // session's result. PDB_PATCH_RUNS changes the run count (default 12: each run is a session).
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SessionService } from '../../../sessions/service.js';
-import { tempDir } from '../../helpers/index.js';
+import { isRoot, skipTest, tempDir } from '../../helpers/index.js';
 import { applyOps, filesOf, forRandomChangesets, gitRun, makeRepo } from '../../helpers/way-back-fixture.js';
 
 const RUNS = Number(process.env.PDB_PATCH_RUNS ?? 12);
@@ -63,6 +63,30 @@ test(`git apply of the exported patch reproduces the session's result (${RUNS} r
     if (readFileSync(file).length > 0) gitRun(copy, ['apply', '--binary', file]);
     assert.equal(await filesOf(copy), expected, JSON.stringify(ops));
   });
+});
+
+test("E_NO_SPACE where the patch is written names that filesystem, not the store's", async () => {
+  if (!isRoot()) return skipTest('E_NO_SPACE for a patch', 'root', 'mounting a small tmpfs needs root');
+  const src = makeRepo(join(t.dir, 'nospace'));
+  const svc = await SessionService.open(join(t.dir, 'nospace-store'), { create: true });
+  const s = await svc.create('s', { from: src });
+  writeFileSync(join(s.root, 'big.txt'), 'a line of text\n'.repeat(40_000));
+  await svc.checkpoint('s');
+  const mnt = join(t.dir, 'small');
+  mkdirSync(mnt);
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mnt]);
+  try {
+    const err = await svc.exportPatch('s', join(mnt, 'out.patch')).then(
+      () => null,
+      (e: unknown) => e as { code: string; hint?: string },
+    );
+    assert.is(err?.code, 'E_NO_SPACE');
+    assert.match(err?.hint ?? '', new RegExp(mnt.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+    assert.not.match(err?.hint ?? '', /holds the store/);
+    assert.equal(readdirSync(mnt), [], 'no temporary file left beside the patch');
+  } finally {
+    execFileSync('umount', [mnt]);
+  }
 });
 
 test.run();

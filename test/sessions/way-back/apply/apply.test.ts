@@ -7,11 +7,11 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { isPdbError } from '../../../model/errors.js';
-import { SessionService } from '../../../sessions/service.js';
-import { tempDir } from '../../helpers/index.js';
-import { pdb } from '../../helpers/fault-helpers.js';
-import { applyOps, filesOf, forRandomChangesets, gitRun, makeRepo, nonDirs } from '../../helpers/way-back-fixture.js';
+import { isPdbError } from '../../../../model/errors.js';
+import { SessionService } from '../../../../sessions/service.js';
+import { tempDir } from '../../../helpers/index.js';
+import { pdb } from '../../../helpers/fault-helpers.js';
+import { applyOps, filesOf, forRandomChangesets, gitRun, makeRepo, nonDirs } from '../../../helpers/way-back-fixture.js';
 
 const RUNS = Number(process.env.PDB_APPLY_RUNS ?? 10);
 const t = tempDir('pdb-apply-');
@@ -79,9 +79,10 @@ test('a crash between the staged renames (SIGKILL) is finished by gc: the result
   assert.is(crashed.signal, 'SIGKILL', crashed.stderr);
   assert.ok(existsSync(join(src, '.pdb')), 'the staging is there after the crash');
   const findings = await svc.doctor();
+  // The apply's intent, and its lock on DIR (both of a process that is gone).
   assert.equal(
     findings.map((f) => f.kind),
-    ['abandoned-intent'],
+    ['abandoned-intent', 'stale-lock'],
   );
   const gc = await svc.gc();
   assert.ok(
@@ -92,6 +93,32 @@ test('a crash between the staged renames (SIGKILL) is finished by gc: the result
   assert.not.ok(existsSync(join(src, '.pdb')));
   assert.equal(await svc.doctor(), []);
   execFileSync('git', ['-C', src, 'status', '--porcelain']); // still a working repository
+});
+
+test('an apply that already completed is a no-op with exit 0; a partly changed target is still a conflict', async () => {
+  const src = makeRepo(join(t.dir, 'again/src'));
+  const store = join(t.dir, 'again/store');
+  const svc = await SessionService.open(store, { create: true });
+  const s = await svc.create('s', { from: src });
+  applyOps(s.root, [
+    { op: 'write', path: 'a.txt', bytes: [1, 2], exec: false },
+    { op: 'dir', path: 'run.sh' },
+    { op: 'delete', path: 'lib' },
+  ]);
+  const cp = await svc.checkpoint('s');
+  const first = pdb(store, ['apply', 's', '--json']);
+  assert.is(first.code, 0, first.stdout + first.stderr);
+  const applied = await filesOf(src);
+  const again = pdb(store, ['apply', 's', '--json']);
+  assert.is(again.code, 0, `a completed apply again: ${again.stdout}${again.stderr}`);
+  const r = JSON.parse(again.stdout) as { written: number; deleted: number; changes: number };
+  assert.equal([r.changes, r.written, r.deleted], [cp.changes, 0, 0]);
+  assert.equal(await filesOf(src), applied);
+  assert.not.ok(existsSync(join(src, '.pdb')));
+  writeFileSync(join(src, 'a.txt'), 'alpha\n');
+  const partly = pdb(store, ['apply', 's', '--json']);
+  assert.is.not(partly.code, 0);
+  assert.is(JSON.parse(partly.stdout).error.code, 'E_APPLY_CONFLICT');
 });
 
 test.run();

@@ -1,9 +1,12 @@
-// Confinement of an agent's requested paths to its session root: lexical ('..', absolute paths)
-// and through symlinks (the deepest existing ancestor is resolved with realpath), so the ACP
-// client never serves a path outside the root on the agent's behalf.
+// Confinement to a session root, as the ACP client serves an agent's file and terminal requests,
+// and as check-path reports it: a path (relative to the root, or absolute) is resolved with
+// realpath through every link inside the root, and one that resolves outside (by "..", an absolute
+// path, or a symlink in the root that points out) is E_PATH_OUTSIDE_ROOT. The policy then judges
+// the resolved path, so a link cannot rename its way past a deny. Not a security sandbox.
 import { lstat, realpath } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { PdbError, osErrorCode } from '../model/errors.js';
+import { checkPath, type Access, type PathDecision, type WorkspacePolicy } from '../model/workspace-policy.js';
 
 function isInside(root: string, p: string): boolean {
   const rel = relative(root, p);
@@ -52,5 +55,33 @@ export async function resolveInsideRoot(root: string, requested: string): Promis
       tail.push(basename(probe));
       probe = parent;
     }
+  }
+}
+
+/** `requested` resolved inside `root`: the real path, and the root-relative path the policy judges ('.' for the root). */
+export async function confinedPath(root: string, requested: string): Promise<{ full: string; rel: string }> {
+  const full = await resolveInsideRoot(root, requested);
+  return {
+    full,
+    rel:
+      relative(await realpath(root), full)
+        .split(sep)
+        .join('/') || '.',
+  };
+}
+
+/** What the policies decide for `path` in `root` once its links are resolved, and the resolved path (null: outside the root). */
+export async function decideConfined(
+  policies: readonly WorkspacePolicy[],
+  root: string,
+  path: string,
+  access: Access,
+): Promise<PathDecision & { resolved: string | null }> {
+  try {
+    const { rel } = await confinedPath(root, path);
+    return { ...checkPath(policies, rel, access), resolved: rel };
+  } catch (err) {
+    if (!(err instanceof PdbError) || err.code !== 'E_PATH_OUTSIDE_ROOT') throw err;
+    return { allowed: false, rule: `${policies[0]?.source ?? 'default'}:outside-root ${path}`, resolved: null };
   }
 }

@@ -1,0 +1,159 @@
+// The directory an apply writes into, and what is at a path in it. DIR is a real directory outside
+// every store (not a session root, not the store); it is named by its real path and bound to its
+// device and inode, so recovery can tell it from a directory put in its place. A path's state is
+// read without following anything: every parent must be a real directory on DIR's device (a
+// symlink, a file or a mount in the way is a conflict, never written through), and the entry
+// itself is lstat'ed, its bytes hashed by the model's hasher.
+import { lstat, readdir, readlink, realpath } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import type { BigIntStats } from 'node:fs';
+import { PdbError, isPdbError, osErrorCode, toPdbError } from '../../../model/errors.js';
+import { mountContaining } from '../../../model/os/mounts.js';
+import { hashPaths } from '../../../model/scan/scan.js';
+import { entryKey, type Change, type Entry } from '../../../model/snapshot.js';
+import { SHORT_LOCK_WAIT_MS, tryLock } from '../../locks/lock.js';
+import { ensureRealDir } from '../../locks/safe-fs.js';
+import type { StoreContext } from '../../records.js';
+import { findEnclosingStore } from '../../store-location.js';
+
+export interface Target {
+  /** The real path of DIR. */
+  dir: string;
+  dev: bigint;
+  ino: bigint;
+  /** The mount point DIR is on (an E_NO_SPACE hint names it). */
+  filesystem: string;
+}
+
+/** What is at a path: an entry, nothing (`absent`: also below a parent that is gone), or something the contract cannot hold. */
+export type PathState = { entry: Entry | null; parentGone: boolean } | { blocked: string };
+
+export async function lstatOr(p: string): Promise<BigIntStats | null> {
+  try {
+    return await lstat(p, { bigint: true });
+  } catch (err) {
+    if (['ENOENT', 'ENOTDIR'].includes(osErrorCode(err) ?? '')) return null;
+    throw toPdbError(err, 'E_IO', { action: 'checking the target', path: p });
+  }
+}
+
+/** A failure of a step in DIR, typed; E_NO_SPACE names DIR's filesystem (not the store's). */
+export function targetError(t: Target, err: unknown, action: string, path: string): PdbError {
+  if (isPdbError(err, 'E_NO_SPACE'))
+    return new PdbError('E_NO_SPACE', err.message, {
+      cause: err,
+      hint: `Free space on the filesystem mounted at ${t.filesystem}, then try again.`,
+    });
+  return toPdbError(err, 'E_IO', { action, path, filesystem: t.filesystem });
+}
+
+/** DIR as apply may write into it: its real path, a directory, outside every pdb-env store. */
+export async function openTarget(wanted: string, name: string): Promise<Target> {
+  let dir: string;
+  try {
+    dir = await realpath(resolve(wanted));
+  } catch (err) {
+    throw new PdbError('E_SOURCE_MISSING', `${resolve(wanted)} does not exist`, { cause: err, hint: `pdb-env apply ${name} --to DIR` });
+  }
+  const st = await lstatOr(dir);
+  if (!st?.isDirectory()) throw new PdbError('E_SOURCE_MISSING', `${dir} is not a directory`, { hint: `pdb-env apply ${name} --to DIR` });
+  const store = findEnclosingStore(dir);
+  if (store)
+    throw new PdbError(
+      'E_USAGE',
+      `${dir} is inside the pdb-env store ${store} (the store itself, or a session root in it): apply never writes there`,
+      {
+        hint: `Apply into a directory outside the store (pdb-env apply ${name} --to DIR); to change another session, work in it.`,
+      },
+    );
+  return { dir, dev: st.dev, ino: st.ino, filesystem: mountContaining(dir)?.mountPoint ?? dir };
+}
+
+/** DIR is still the directory opened: a directory with the same device and inode (E_APPLY_CONFLICT otherwise). */
+export async function recheckTarget(t: Target): Promise<void> {
+  const st = await lstatOr(t.dir);
+  if (!st?.isDirectory() || st.dev !== t.dev || st.ino !== t.ino)
+    throw new PdbError('E_APPLY_CONFLICT', `${t.dir} is no longer the directory the apply started in (moved, removed or replaced)`, {
+      hint: 'Nothing more was written there. pdb-env gc finishes what the store knows.',
+    });
+}
+
+const what = (st: BigIntStats, t: Target) =>
+  st.isSymbolicLink() ? 'a symlink' : !st.isDirectory() ? 'not a directory' : st.dev !== t.dev ? 'on another filesystem (a mount)' : '';
+
+/**
+ * The state of `path` in DIR. `retyped` names the paths the apply itself turns from a directory
+ * into something else or back: while one is not a directory, nothing exists below it. Any other
+ * parent that is not a real directory of DIR blocks.
+ */
+export async function stateAt(t: Target, path: string, retyped: ReadonlySet<string> = new Set()): Promise<PathState> {
+  const parts = path.split('/');
+  for (let i = 1; i < parts.length; i++) {
+    const parent = parts.slice(0, i).join('/');
+    const st = await lstatOr(join(t.dir, parent));
+    if (!st) return { entry: null, parentGone: true };
+    const wrong = what(st, t);
+    if (!wrong) continue;
+    if (retyped.has(parent) && !st.isDirectory()) return { entry: null, parentGone: true };
+    return { blocked: `its parent ${parent} is ${wrong}` };
+  }
+  const full = join(t.dir, path);
+  const st = await lstatOr(full);
+  if (!st) return { entry: null, parentGone: false };
+  if (st.isDirectory())
+    return st.dev === t.dev ? { entry: { path, kind: 'dir' }, parentGone: false } : { blocked: 'it is on another filesystem (a mount)' };
+  if (st.isSymbolicLink()) return { entry: { path, kind: 'symlink', target: await readlink(full) }, parentGone: false };
+  if (!st.isFile()) return { blocked: 'it is not a file, directory or symlink' };
+  const [digest] = await hashPaths([full]);
+  return { entry: { path, kind: 'file', digest: digest!, size: Number(st.size), exec: (st.mode & 0o111n) !== 0n }, parentGone: false };
+}
+
+/** The paths a Changeset retypes (a directory to a file or symlink, or back). */
+export function retypedPaths(changes: readonly Change[]): Set<string> {
+  return new Set(changes.filter((c) => c.before && c.after && c.before.kind !== c.after.kind).map((c) => c.path));
+}
+
+export const keyOf = (e: Entry | null | undefined): string => (e ? entryKey(e) : 'absent');
+
+/**
+ * Which changed paths in DIR are no longer as the base had them (with why, when a parent is in the
+ * way), plus whatever a directory the changes remove holds that they do not name. `done`: every
+ * path already holds the session's result (an apply that completed).
+ */
+export async function checkTarget(t: Target, changes: readonly Change[]): Promise<{ conflicts: string[]; done: boolean }> {
+  const retyped = retypedPaths(changes);
+  const states: PathState[] = [];
+  for (const c of changes) states.push(await stateAt(t, c.path, retyped));
+  const now = (i: number) => ('blocked' in states[i]! ? 'blocked' : keyOf((states[i] as { entry: Entry | null }).entry));
+  if (changes.every((c, i) => now(i) === keyOf(c.after))) return { conflicts: [], done: true };
+  const touched = new Set(changes.map((c) => c.path));
+  const conflicts: string[] = [];
+  for (const [i, c] of changes.entries()) {
+    const s = states[i]!;
+    if ('blocked' in s) conflicts.push(`${c.path} (${s.blocked})`);
+    else if (now(i) === keyOf(c.after)) conflicts.push(`${c.path} (already as the session's result, while other paths are not)`);
+    else if (now(i) !== keyOf(c.before)) conflicts.push(c.path);
+    else if (c.before?.kind === 'dir' && c.after?.kind !== 'dir')
+      for (const name of await readdir(join(t.dir, c.path))) if (!touched.has(`${c.path}/${name}`)) conflicts.push(`${c.path}/${name}`);
+  }
+  return { conflicts, done: false };
+}
+
+/** Run `fn` holding the apply lock of DIR (in the store, by device and inode): one apply per directory at a time. */
+export async function withTargetLock<T>(ctx: StoreContext, t: Target, fn: () => Promise<T>, waitMs = SHORT_LOCK_WAIT_MS): Promise<T> {
+  await ensureRealDir(ctx.store.paths.locks);
+  const taken = await tryLock(join(ctx.store.paths.locks, `apply-${t.dev}-${t.ino}.lock`), {
+    kind: 'apply',
+    purpose: `apply into ${t.dir}`,
+    wait: { timeoutMs: waitMs },
+  });
+  if (!taken.lock)
+    throw new PdbError('E_LEASE_BUSY', `another apply into ${t.dir} is running (process ${taken.holder?.pid ?? '?'})`, {
+      hint: 'One apply per directory at a time: wait for it to finish, then apply again.',
+    });
+  try {
+    return await fn();
+  } finally {
+    await taken.lock.release();
+  }
+}
