@@ -6,7 +6,7 @@ import { isPdbError } from '../../model/errors.js';
 import { GARBAGE_GRACE_MS, SHORT_LOCK_WAIT_MS } from '../../sessions/locks/lock.js';
 import { SessionService } from '../../sessions/service.js';
 import { tempDir, writeTree } from '../helpers/index.js';
-import { crash, killHolders, startHolder } from '../helpers/lock-helpers.js';
+import { crash, killHolders, startHolder } from '../helpers/locks/lock-helpers.js';
 
 const t = tempDir();
 test.after(() => {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { tempDir, writeTree } from '../helpers/index.js';
-import { assertTyped, pdb } from '../helpers/fault-helpers.js';
+import { assertTyped, pdb } from '../helpers/faults/fault-helpers.js';
 
 const t = tempDir('pdb-session-ops-');
 test.after(() => t.cleanup());

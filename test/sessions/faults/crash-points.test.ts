@@ -11,8 +11,8 @@ import { CRASH_POINTS } from '../../../model/crash-point.js';
 import { SessionService } from '../../../sessions/service.js';
 import { loadHostSetup, withLoopFs, type LoopFsType } from '../../helpers/cow-harness.js';
 import { hasCommand, isRoot, skipPart, tempDir } from '../../helpers/index.js';
-import { closeLane, crashScenario, gcDuringCreates, openLane } from '../../helpers/crash-scenarios.js';
-import { writeSource } from '../../helpers/fault-helpers.js';
+import { closeLane, crashScenario, gcDuringCreates, openLane } from '../../helpers/faults/crash-scenarios.js';
+import { writeSource } from '../../helpers/faults/fault-helpers.js';
 
 const t = tempDir('pdb-crash-');
 test.after(() => t.cleanup());

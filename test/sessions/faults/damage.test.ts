@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { GARBAGE_GRACE_MS } from '../../../sessions/locks/lock.js';
 import { processStartTime } from '../../../model/os/proc.js';
 import { tempDir } from '../../helpers/index.js';
-import { assertTyped, fileDigest, flipByte, json, objectFile, pdb, writeSource } from '../../helpers/fault-helpers.js';
+import { assertTyped, fileDigest, flipByte, json, objectFile, pdb, writeSource } from '../../helpers/faults/fault-helpers.js';
 
 const t = tempDir('pdb-damage-');
 test.after(() => t.cleanup());

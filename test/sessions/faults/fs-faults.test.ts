@@ -9,7 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { hasCommand, isRoot, skipTest, tempDir, writeTree } from '../../helpers/index.js';
 import { withLoopFs } from '../../helpers/cow-harness.js';
-import { assertTyped, json, pdb, writeSource, type Run } from '../../helpers/fault-helpers.js';
+import { assertTyped, json, pdb, writeSource, type Run } from '../../helpers/faults/fault-helpers.js';
 
 const t = tempDir('pdb-fsfault-');
 test.after(() => t.cleanup());

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SessionService } from '../../../sessions/service.js';
 import { tempDir, writeTree } from '../../helpers/index.js';
-import { json, pdb, pdbAsync, writeSource, type Run } from '../../helpers/fault-helpers.js';
+import { json, pdb, pdbAsync, writeSource, type Run } from '../../helpers/faults/fault-helpers.js';
 
 const t = tempDir('pdb-parallel-');
 test.after(() => t.cleanup());

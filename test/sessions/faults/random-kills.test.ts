@@ -1,14 +1,14 @@
 // Random-moment kills (SIGKILL at a random time, not at a crash point) of apply, apply while the
 // user edits the target, export --patch, export --git, publish --rebase and gc, round robin, each
 // followed by gc, doctor and verify through the CLI and the check that the result is untouched or
-// whole (test/helpers/kill-scenarios.ts). PDB_KILL_RUNS sets the number of runs (default 12: two
+// whole (test/helpers/faults/kill-scenarios.ts). PDB_KILL_RUNS sets the number of runs (default 12: two
 // of each); PDB_KILL_SEED replays a campaign (the seed is printed).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createRandom } from '../../../harness/plan/prng.js';
 import { tempDir } from '../../helpers/index.js';
-import { OPS, openCampaign } from '../../helpers/kill-campaign.js';
-import { killOnce } from '../../helpers/kill-scenarios.js';
+import { OPS, openCampaign } from '../../helpers/faults/kill-campaign.js';
+import { killOnce } from '../../helpers/faults/kill-scenarios.js';
 
 const RUNS = Number(process.env.PDB_KILL_RUNS ?? 12);
 const SEED = Number(process.env.PDB_KILL_SEED ?? Math.floor(Math.random() * 2 ** 32));

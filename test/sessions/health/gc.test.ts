@@ -7,7 +7,7 @@ import { processStartTime } from '../../../model/os/proc.js';
 import { GARBAGE_GRACE_MS } from '../../../sessions/locks/lock.js';
 import { SessionService } from '../../../sessions/service.js';
 import { tempDir, writeTree } from '../../helpers/index.js';
-import { killHolders, startHolder } from '../../helpers/lock-helpers.js';
+import { killHolders, startHolder } from '../../helpers/locks/lock-helpers.js';
 
 const t = tempDir();
 test.after(() => {

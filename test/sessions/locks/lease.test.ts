@@ -6,7 +6,7 @@ import { isPdbError } from '../../../model/errors.js';
 import { acquireLease, liveLeases, type Lease } from '../../../sessions/locks/lease.js';
 import { GARBAGE_GRACE_MS } from '../../../sessions/locks/lock.js';
 import { tempDir } from '../../helpers/index.js';
-import { crash, killHolders, startHolder } from '../../helpers/lock-helpers.js';
+import { crash, killHolders, startHolder } from '../../helpers/locks/lock-helpers.js';
 
 const t = tempDir();
 test.after(() => {

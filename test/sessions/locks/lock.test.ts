@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { GARBAGE_GRACE_MS, breakStale, inspectLock, parseLockOwner, tryLock, type HeldLock } from '../../../sessions/locks/lock.js';
 import { processStartTime } from '../../../model/os/proc.js';
 import { tempDir } from '../../helpers/index.js';
-import { crash, killHolders, startHolder } from '../../helpers/lock-helpers.js';
+import { crash, killHolders, startHolder } from '../../helpers/locks/lock-helpers.js';
 
 const t = tempDir();
 test.after(() => {

@@ -10,7 +10,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SessionService } from '../../../sessions/service.js';
 import { tempDir } from '../../helpers/index.js';
-import { assertTyped, FAULT_CLI, fileDigest, flipByte, json, objectFile, pdb } from '../../helpers/fault-helpers.js';
+import { assertTyped, FAULT_CLI, fileDigest, flipByte, json, objectFile, pdb } from '../../helpers/faults/fault-helpers.js';
 import { gitRun, makeRepo } from '../../helpers/way-back-fixture.js';
 
 const t = tempDir('pdb-plumbing-');

@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import { isPdbError } from '../../../../model/errors.js';
 import { SessionService } from '../../../../sessions/service.js';
 import { tempDir } from '../../../helpers/index.js';
-import { pdb } from '../../../helpers/fault-helpers.js';
+import { pdb } from '../../../helpers/faults/fault-helpers.js';
 import { applyOps, filesOf, forRandomChangesets, gitRun, makeRepo, nonDirs } from '../../../helpers/way-back-fixture.js';
 
 const RUNS = Number(process.env.PDB_APPLY_RUNS ?? 10);

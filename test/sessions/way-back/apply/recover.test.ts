@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { tempDir } from '../../../helpers/index.js';
-import { assertTyped, json, pdb } from '../../../helpers/fault-helpers.js';
+import { assertTyped, json, pdb } from '../../../helpers/faults/fault-helpers.js';
 import { applyCase, changedSession, filesOf, targetState, type ApplyCase } from '../../../helpers/apply-fixture.js';
 
 const t = tempDir('pdb-apply-recover-');

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { tempDir } from '../../../helpers/index.js';
-import { json, pdb, pdbAsync } from '../../../helpers/fault-helpers.js';
+import { json, pdb, pdbAsync } from '../../../helpers/faults/fault-helpers.js';
 import { applyCase, changedSession, filesOf, targetState } from '../../../helpers/apply-fixture.js';
 import { diffEntries } from '../../../../model/snapshot.js';
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { isRoot, skipPart, tempDir } from '../../../helpers/index.js';
-import { assertTyped, pdb } from '../../../helpers/fault-helpers.js';
+import { assertTyped, pdb } from '../../../helpers/faults/fault-helpers.js';
 import { applyCase, changedSession, filesOf } from '../../../helpers/apply-fixture.js';
 
 const t = tempDir('pdb-apply-target-');

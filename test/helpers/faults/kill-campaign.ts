@@ -6,13 +6,13 @@ import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as assert from 'uvu/assert';
-import type { Random } from '../../harness/plan/prng.js';
-import { diffEntries, type Entry } from '../../model/snapshot.js';
-import { SessionService } from '../../sessions/service.js';
-import { filesOf, targetState } from './apply-fixture.js';
+import type { Random } from '../../../harness/plan/prng.js';
+import { diffEntries, type Entry } from '../../../model/snapshot.js';
+import { SessionService } from '../../../sessions/service.js';
+import { filesOf, targetState } from '../apply-fixture.js';
 import { FAULT_CLI, json, pdb, pdbAsync, type Run } from './fault-helpers.js';
-import { writeTree, type TreeSpec } from './index.js';
-import { gitRun } from './way-back-fixture.js';
+import { writeTree, type TreeSpec } from '../index.js';
+import { gitRun } from '../way-back-fixture.js';
 
 export interface Campaign {
   dir: string;

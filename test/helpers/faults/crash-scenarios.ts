@@ -7,12 +7,12 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as assert from 'uvu/assert';
-import type { Digest } from '../../model/canonical-json.js';
-import type { CrashPoint } from '../../model/crash-point.js';
-import { scanTree } from '../../model/scan/scan.js';
-import { createSnapshot, diffEntries, snapshotDigest, type Entry } from '../../model/snapshot.js';
-import { SessionService } from '../../sessions/service.js';
-import { mountsUnder } from './cow-harness.js';
+import type { Digest } from '../../../model/canonical-json.js';
+import type { CrashPoint } from '../../../model/crash-point.js';
+import { scanTree } from '../../../model/scan/scan.js';
+import { createSnapshot, diffEntries, snapshotDigest, type Entry } from '../../../model/snapshot.js';
+import { SessionService } from '../../../sessions/service.js';
+import { mountsUnder } from '../cow-harness.js';
 import { json, pdbAsync } from './fault-helpers.js';
 
 export interface Lane {

@@ -4,7 +4,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as assert from 'uvu/assert';
-import { CLI, writeTree } from './index.js';
+import { CLI, writeTree } from '../index.js';
 
 /** The CLI under test; PDB_TEST_CLI points the fault tests at another build (to see them fail on an older one). */
 export const FAULT_CLI = process.env.PDB_TEST_CLI ?? CLI;

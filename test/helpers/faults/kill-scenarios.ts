@@ -6,12 +6,12 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as assert from 'uvu/assert';
-import { CRASH_POINTS } from '../../model/crash-point.js';
-import type { Digest } from '../../model/canonical-json.js';
-import { diffEntries, sortEntries, type Entry } from '../../model/snapshot.js';
+import { CRASH_POINTS } from '../../../model/crash-point.js';
+import type { Digest } from '../../../model/canonical-json.js';
+import { diffEntries, sortEntries, type Entry } from '../../../model/snapshot.js';
 import { assertStoreWhole, assertUntouchedOrApplied, runKilled, targetCopy, type Campaign, type Op } from './kill-campaign.js';
 import { pdbAsync } from './fault-helpers.js';
-import { gitRun } from './way-back-fixture.js';
+import { gitRun } from '../way-back-fixture.js';
 
 /**
  * A moment in the operation's run, from how long it takes uncrashed (learnt from the runs that

@@ -2,8 +2,8 @@
 // it prints "ready", waits for "go" on stdin, prints "won" or "busy <holder pid>", then holds
 // what it won until stdin closes (or it is killed) and exits.
 import { createInterface } from 'node:readline';
-import { acquireLease } from '../../sessions/locks/lease.js';
-import { tryLock } from '../../sessions/locks/lock.js';
+import { acquireLease } from '../../../sessions/locks/lease.js';
+import { tryLock } from '../../../sessions/locks/lock.js';
 
 const [mode, path] = process.argv.slice(2) as [string, string];
 const input = createInterface({ input: process.stdin });

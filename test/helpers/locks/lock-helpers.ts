@@ -1,9 +1,9 @@
-// Spawning real lock holders (test/helpers/lock-child.ts) for the lock and lease tests.
+// Spawning real lock holders (test/helpers/locks/lock-child.ts) for the lock and lease tests.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { REPO_ROOT } from './index.js';
+import { REPO_ROOT } from '../index.js';
 
 export interface Holder {
   child: ChildProcessWithoutNullStreams;
@@ -26,7 +26,7 @@ export function killHolders(): void {
 
 /** Start a child that takes a lock (mode 'lock') or a lease ('writer' | 'exclusive') at `path` on "go". */
 export async function startHolder(mode: 'lock' | 'writer' | 'exclusive', path: string): Promise<Holder> {
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'dist', 'test', 'helpers', 'lock-child.js'), mode, path], {
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'dist', 'test', 'helpers', 'locks', 'lock-child.js'), mode, path], {
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   started.add(child);
