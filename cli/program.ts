@@ -22,6 +22,7 @@ const bench = () => import('./commands/bench.js');
 const validate = () => import('./commands/validate.js');
 const report = () => import('./commands/report.js');
 const wayBack = () => import('./commands/way-back.js');
+const du = () => import('./commands/du.js');
 
 /** Every command, in the order `pdb-env --help` lists them. */
 export const COMMANDS: readonly CommandEntry[] = [
@@ -29,7 +30,8 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'run', summary: 'run a command in a session root (shared writer lease)', load: sessions },
   { name: 'enter', summary: 'open a shell in a session root', load: sessions },
   { name: 'path', summary: 'print a session root', load: sessions },
-  { name: 'list', summary: 'list sessions with backend, base and state', load: sessions },
+  { name: 'list', summary: 'list sessions with backend, base, state and size', load: sessions },
+  { name: 'du', summary: "each session's true disk cost (exclusive and shared bytes) and the store's", load: du },
   { name: 'checkpoint', summary: 'scan a quiesced session into a result Snapshot and Changeset', load: sessions },
   { name: 'diff', summary: 'list changes since the base', load: sessions },
   { name: 'publish', summary: "advance an environment head to a session's checkpoint (compare-and-set)", load: sessions },
