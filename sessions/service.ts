@@ -6,6 +6,7 @@ import type { BackendReport } from '../backends/registry.js';
 import type { BackendContext } from '../backends/types.js';
 import type { Digest } from '../model/canonical-json.js';
 import { ObjectStore } from '../model/store/object-store.js';
+import type { ProgressFn } from '../model/progress.js';
 import type { Change, Entry, Snapshot } from '../model/snapshot.js';
 import type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
 import type { ExportPatchResult, PatchFormat } from './way-back/patch.js';
@@ -165,17 +166,17 @@ export class SessionService {
   }
 
   /** The last checkpoint's changes as a git binary patch in `file` (written atomically). */
-  async exportPatch(name: string, file: string): Promise<ExportPatchResult> {
-    return (await import('./way-back/patch.js')).exportPatch(this, name, file);
+  async exportPatch(name: string, file: string, options: { onProgress?: ProgressFn } = {}): Promise<ExportPatchResult> {
+    return (await import('./way-back/patch.js')).exportPatch(this, name, file, options.onProgress);
   }
 
   /** The last checkpoint as a commit on a branch of the source repository (plumbing only; the user's tree, index and HEAD untouched). */
-  async exportGit(name: string, options: { branch?: string; message?: string } = {}): Promise<ExportGitResult> {
+  async exportGit(name: string, options: { branch?: string; message?: string; onProgress?: ProgressFn } = {}): Promise<ExportGitResult> {
     return (await import('./way-back/export-git.js')).exportGit(this, name, options);
   }
 
   /** Write the last checkpoint's changes into `to` (default: the source), compare-and-set per path; staged and journaled. */
-  async apply(name: string, options: { to?: string } = {}): Promise<ApplyResult> {
+  async apply(name: string, options: { to?: string; onProgress?: ProgressFn } = {}): Promise<ApplyResult> {
     return (await import('./way-back/apply.js')).applySession(this, name, options);
   }
 

@@ -25,6 +25,7 @@ import {
 import { join, resolve } from 'node:path';
 import { crashPoint } from '../../model/crash-point.js';
 import { PdbError, osErrorCode, toPdbError } from '../../model/errors.js';
+import { progressCounter, type ProgressFn } from '../../model/progress.js';
 import { entryKey, type Change, type Entry } from '../../model/snapshot.js';
 import type { Intent } from '../journal.js';
 import { lastCheckpointChanges } from './patch.js';
@@ -71,12 +72,21 @@ async function entryAt(dir: string, path: string): Promise<Entry | null> {
   return { path, kind: 'file', digest, size: st.size, exec: (st.mode & 0o100) !== 0 };
 }
 
+const fileBytes = (e: Entry | null) => (e?.kind === 'file' ? e.size : 0);
+
 /** The paths whose state in `dir` is not the base's, plus anything a deleted directory holds that the Changeset does not name. */
-async function conflicts(dir: string, changes: Change[]): Promise<string[]> {
+async function conflicts(dir: string, changes: Change[], onProgress?: ProgressFn): Promise<string[]> {
   const touched = new Set(changes.map((c) => c.path));
   const out: string[] = [];
+  const count = progressCounter(
+    'hash',
+    changes.length,
+    changes.reduce((n, c) => n + fileBytes(c.before), 0),
+    onProgress,
+  );
   for (const c of changes) {
     const now = await entryAt(dir, c.path);
+    count(1, fileBytes(c.before));
     if ((now ? entryKey(now) : 'absent') !== (c.before ? entryKey(c.before) : 'absent')) out.push(c.path);
     else if (c.before?.kind === 'dir' && c.after?.kind !== 'dir')
       for (const name of await readdir(join(dir, c.path))) if (!touched.has(`${c.path}/${name}`)) out.push(`${c.path}/${name}`);
@@ -143,9 +153,16 @@ async function runPlan(dir: string, plan: Plan): Promise<void> {
 }
 
 /** Stage the bytes of every file and symlink the changeset writes; staged file by target path. */
-async function stage(ctx: StoreContext, staging: string, changes: Change[]): Promise<Map<string, string>> {
+async function stage(ctx: StoreContext, staging: string, changes: Change[], onProgress?: ProgressFn): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   await mkdir(join(staging, 'files'), { recursive: true });
+  const written = changes.filter((c) => c.after && c.after.kind !== 'dir');
+  const count = progressCounter(
+    'copy',
+    written.length,
+    written.reduce((n, c) => n + fileBytes(c.after), 0),
+    onProgress,
+  );
   for (const [i, c] of changes.entries()) {
     const e = c.after;
     if (!e || e.kind === 'dir') continue;
@@ -156,6 +173,7 @@ async function stage(ctx: StoreContext, staging: string, changes: Change[]): Pro
       await chmod(file, e.exec ? 0o755 : 0o644);
     }
     out.set(c.path, file);
+    count(1, fileBytes(e));
   }
   return out;
 }
@@ -167,7 +185,11 @@ async function cleanStaging(dir: string, staging: string): Promise<void> {
 }
 
 /** `apply NAME [--to DIR]`: the last checkpoint's changes into DIR (default: the session's source). */
-export async function applySession(ctx: StoreContext, name: string, options: { to?: string } = {}): Promise<ApplyResult> {
+export async function applySession(
+  ctx: StoreContext,
+  name: string,
+  options: { to?: string; onProgress?: ProgressFn } = {},
+): Promise<ApplyResult> {
   const rec = await readSession(ctx.store, name);
   const target = options.to ?? rec.sourceDir;
   if (!target)
@@ -176,7 +198,7 @@ export async function applySession(ctx: StoreContext, name: string, options: { t
   if (!(await lstatOr(dir))?.isDirectory())
     throw new PdbError('E_SOURCE_MISSING', `${dir} is not a directory`, { path: dir, hint: `pdb-env apply ${name} --to DIR` });
   const of = await lastCheckpointChanges(ctx, name);
-  const bad = await conflicts(dir, of.changes);
+  const bad = await conflicts(dir, of.changes, options.onProgress);
   if (bad.length > 0)
     throw new PdbError(
       'E_APPLY_CONFLICT',
@@ -191,7 +213,7 @@ export async function applySession(ctx: StoreContext, name: string, options: { t
   crashPoint('apply:after-intent');
   let plan: Plan;
   try {
-    plan = makePlan(of.changes, await stage(ctx, staging, of.changes));
+    plan = makePlan(of.changes, await stage(ctx, staging, of.changes, options.onProgress));
     // The plan is the point of no return: with it, gc finishes; without it, gc removes the staging.
     await writeFile(join(staging, 'plan.json'), JSON.stringify(plan), { flag: 'wx' });
   } catch (err) {
