@@ -4,15 +4,7 @@
 import { CommanderError, Option } from '@commander-js/extra-typings';
 import { PdbError } from '../model/errors.js';
 import { packageVersion } from '../model/paths.js';
-import { commandStub, jsonOption, rootCommand, storeOption, type CliContext, type CommandStub, type DefineCommand } from './context.js';
-
-interface CommandEntry {
-  name: string;
-  summary: string;
-  /** What --store means for this command, when not the session store. */
-  storeHelp?: string;
-  load: () => Promise<{ commands: Record<string, DefineCommand> }>;
-}
+import { commandStub, jsonOption, rootCommand, storeOption, type CliContext, type CommandEntry, type CommandStub } from './context.js';
 
 const sessions = () => import('./commands/sessions.js');
 const store = () => import('./commands/store.js');
@@ -23,6 +15,7 @@ const validate = () => import('./commands/validate.js');
 const report = () => import('./commands/report.js');
 const wayBack = () => import('./commands/way-back.js');
 const du = () => import('./commands/du.js');
+const completion = () => import('./commands/completion.js');
 
 /** Every command, in the order `pdb-env --help` lists them. */
 export const COMMANDS: readonly CommandEntry[] = [
@@ -61,11 +54,16 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   { name: 'validate', summary: 'check receipts, plans and policies against their schemas and the path-free rule', load: validate },
   { name: 'report', summary: 'roll receipts from one or many hosts into a decision report (Markdown, HTML, JSON)', load: report },
+  { name: 'completion', summary: 'print a bash, zsh or fish script that completes commands, options and session names', load: completion },
+  { name: '__complete', summary: 'names for shell completion (sessions, envs), one a line', hidden: true, load: completion },
 ];
 
 export function createProgram(ctx: CliContext): ReturnType<typeof rootCommand> {
   const program = rootCommand(packageVersion());
-  const stubs = new Map(COMMANDS.map((entry) => [entry.name, { entry, cmd: commandStub(program, entry.name, entry.summary) }]));
+  ctx.commands = COMMANDS;
+  const stubs = new Map(
+    COMMANDS.map((entry) => [entry.name, { entry, cmd: commandStub(program, entry.name, entry.summary, entry.hidden) }]),
+  );
 
   /** Load a command's definition onto its stub, then add the global options under their own heading. */
   const define = async (name: string): Promise<CommandStub | undefined> => {
