@@ -162,7 +162,7 @@ export class SessionService {
     ]);
     const d = await diffSession(this, name, options);
     const { root } = await resumeSession(this, name);
-    return makePatch(this, { session: name, base: d.base, result: null, changes: d.changes, root }, format);
+    return makePatch(this, { session: name, base: d.base, result: null, changes: d.changes, root }, format, options.onProgress);
   }
 
   /** The last checkpoint's changes as a git binary patch in `file` (written atomically). */

@@ -271,14 +271,15 @@ const diff: DefineCommand = (cmd) =>
     )
     .action(async (name, _o, command) => {
       const o = command.optsWithGlobals();
+      const progress = createProgressReporter({ json: o.json === true });
+      const options = { verify: o.verify === true, onProgress: progress.onProgress };
       if (o.patch === true || o.stat === true) {
         if (o.patch === true && o.stat === true) throw new PdbError('E_USAGE', 'diff takes --patch or --stat, not both');
-        process.stdout.write(
-          await (await openService(o.store)).diffPatch(name, o.stat === true ? 'stat' : 'patch', { verify: o.verify === true }),
-        );
+        const svc = await openService(o.store);
+        process.stdout.write(await svc.diffPatch(name, o.stat === true ? 'stat' : 'patch', options).finally(progress.done));
         return;
       }
-      const r = await (await openService(o.store)).diff(name, { verify: o.verify === true });
+      const r = await (await openService(o.store)).diff(name, options).finally(progress.done);
       emit(o.json === true, r, () => (r.changes.length ? r.changes.map((c) => `${c.kind.padEnd(6)} ${c.path}`).join('\n') : 'no changes'));
     });
 

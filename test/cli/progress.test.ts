@@ -85,7 +85,7 @@ function onTerminal(args: string[], env: Record<string, string>, out: string): {
   return { code: r.status, terminal: r.stdout };
 }
 
-test('export (patch and git) and apply show files and bytes done on a terminal, erased at the end; never into a pipe or with --json', () => {
+test('diff, export (patch and git) and apply show files and bytes done on a terminal, erased at the end; never into a pipe or with --json', () => {
   if (!hasCommand('script')) return skipTest('way-back progress on a terminal', 'pty', 'util-linux script is not installed');
   if (!hasCommand('git')) return skipTest('way-back progress on a terminal', 'git', 'git is not installed');
   const src = join(t.dir, 'wb-src');
@@ -97,6 +97,7 @@ test('export (patch and git) and apply show files and bytes done on a terminal, 
   writeFileSync(join(root, 'a.txt'), 'changed\n');
   cliJson(['checkpoint', 'w'], { env });
   const runs: Array<[string[], RegExp]> = [
+    [['diff', 'w', '--patch'], /\r\x1b\[K(scanned \d+ entries|hashed \d+\/7 files)/],
     [['export', 'w', '--patch', join(t.dir, 'w.patch')], /\r\x1b\[Khashed \d+\/7 files, [\d.]+ k?B of 328 kB/],
     [['export', 'w', '--git'], /\r\x1b\[Khashed \d+\/6 files/],
     [['apply', 'w'], /\r\x1b\[K(hashed \d+\/6 files|copied \d+\/6 files)/],
