@@ -8,10 +8,18 @@ import { join } from 'node:path';
 import { allocatedBytes, measureBlocks } from '../backends/shared/disk-usage.js';
 import type { SessionUsage, UsageMemo, UsageMethod } from '../backends/types.js';
 import { isDigest, type Digest } from '../model/canonical-json.js';
-import { PdbError, toPdbError, type PdbErrorCode } from '../model/errors.js';
+import { PdbError, osErrorCode, toPdbError, type PdbErrorCode } from '../model/errors.js';
 import { sessionBackend } from './backend-of.js';
 import { sweep } from './health/sweep.js';
-import { backendContext, listSessions, sessionDir, sessionRoot, type SessionInfo, type StoreContext } from './records.js';
+import {
+  backendContext,
+  listSessions,
+  sessionDir,
+  sessionRoot,
+  type SessionInfo,
+  type SessionRecord,
+  type StoreContext,
+} from './records.js';
 import { writeUsageCache } from './usage-cache.js';
 
 /** One session's disk cost. The figures are null when it could not be measured (`reason` says why). */
@@ -72,7 +80,7 @@ function unmeasured(s: SessionInfo, reason: PdbErrorCode, detail: string, at: st
 }
 
 /** What the session's backend measures of it, or why it cannot. */
-async function backendUsage(ctx: StoreContext, s: SessionInfo & { state: 'ready' }, memo: UsageMemo): Promise<SessionUsage> {
+async function backendUsage(ctx: StoreContext, s: SessionRecord, memo: UsageMemo): Promise<SessionUsage> {
   try {
     const backend = await sessionBackend(s);
     if (!backend.usage)
@@ -93,7 +101,7 @@ async function measureSession(ctx: StoreContext, s: SessionInfo, memo: UsageMemo
   const at = new Date().toISOString();
   if (s.state === 'damaged') return unmeasured(s, 'E_RECORD_CORRUPT', s.damage, at);
   if (s.state !== 'ready') return unmeasured(s, 'E_SESSION_BROKEN', `the session is ${s.state}, not ready`, at);
-  const u = await backendUsage(ctx, s as SessionInfo & { state: 'ready' }, memo);
+  const u = await backendUsage(ctx, s, memo);
   if (!u.measured) return unmeasured(s, u.reason, u.detail, at);
   const own = measureBlocks(sessionDir(ctx.store, s.name), new Set(u.covered));
   const adminBytes = own.exclusiveBytes + own.sharedBytes;
@@ -116,10 +124,19 @@ async function measureSession(ctx: StoreContext, s: SessionInfo, memo: UsageMemo
   return out;
 }
 
+function readdirOrNone(dir: string): string[] {
+  try {
+    return readdirSync(dir).sort();
+  } catch (err) {
+    if (osErrorCode(err) === 'ENOENT') return []; // nothing materialized yet
+    throw toPdbError(err, 'E_IO', { action: 'listing the materialized bases', path: dir });
+  }
+}
+
 /** Materialized bases by Snapshot and family, with the sessions made from each Snapshot. */
 function baseUsage(ctx: StoreContext, sessions: SessionInfo[]): BaseDiskUsage[] {
   const out: BaseDiskUsage[] = [];
-  for (const hex of readdirSync(ctx.store.paths.bases).sort()) {
+  for (const hex of readdirOrNone(ctx.store.paths.bases)) {
     const digest = `sha256:${hex}`;
     if (!isDigest(digest)) continue;
     const dir = join(ctx.store.paths.bases, hex);
