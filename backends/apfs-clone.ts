@@ -6,6 +6,7 @@ import { tempPath } from '../model/os/temp-name.js';
 import { materializeTreeBase } from './shared/base-tree.js';
 import { cloneError, cloneTree } from './shared/clone-tree.js';
 import { FS_MAGIC, fsTypeOf } from './shared/fs-util.js';
+import { unmeasuredUsage } from './shared/disk-usage.js';
 import { removeTree } from '../model/os/remove-tree.js';
 import type { Backend, ProbeResult } from './types.js';
 
@@ -95,6 +96,12 @@ export const apfsCloneBackend: Backend = {
     // Only meaningful for trees big enough to see above the noise of other writers.
     const cloneObserved = bytes >= 64 * 1024 * 1024 ? grew < bytes / 2 : null;
     return { state: { method: 'clonefile' }, files, cloneObserved, clone: { files, bytes: cloned }, ...(sigs ? { sigs } : {}) };
+  },
+  async usage() {
+    return unmeasuredUsage(
+      'E_USAGE_UNMEASURABLE',
+      "macOS has no FIEMAP and st_blocks counts a clone in full, so what a session shares cannot be told file by file (only the volume's free space shows clones)",
+    );
   },
   async resume() {},
   async release() {},

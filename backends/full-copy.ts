@@ -1,4 +1,5 @@
 import { materializeTree } from '../model/store/materialize.js';
+import { measureBlocks, measuredUsage } from './shared/disk-usage.js';
 import type { Backend } from './types.js';
 
 /**
@@ -27,6 +28,10 @@ export const fullCopyBackend: Backend = {
   async createSession(ctx, snapshot, _digest, root, _sessionDir, hooks) {
     const { files, sigs } = await materializeTree(ctx.store, snapshot, root, undefined, hooks?.onProgress);
     return { state: {}, files, cloneObserved: null, sigs };
+  },
+  async usage(_ctx, root) {
+    // Byte copies share nothing with the base: every allocated block is the session's own.
+    return measuredUsage(measureBlocks(root), ['root'], 'st_blocks of the root: byte copies, all its own');
   },
   async resume() {},
   async release() {},

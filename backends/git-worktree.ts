@@ -1,6 +1,8 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { PdbError, isPdbError } from '../model/errors.js';
 import { toolOutput } from '../model/os/run-tool.js';
+import { measureBlocks, measuredUsage } from './shared/disk-usage.js';
 import type { Backend, BackendContext, BackendState, ProbeResult } from './types.js';
 
 async function gitHead(sourceDir: string): Promise<string> {
@@ -16,6 +18,16 @@ async function gitHead(sourceDir: string): Promise<string> {
       'reading HEAD (the repository needs a commit)',
     )
   ).trim();
+}
+
+/** The worktree's own directory in the repository (`.git/worktrees/<id>`: its index and HEAD), from the root's `.git` file. */
+function worktreeAdminDir(root: string): string | null {
+  try {
+    const m = /^gitdir: (.+)$/m.exec(readFileSync(resolve(root, '.git'), 'utf8'));
+    return m ? resolve(root, m[1]!.trim()) : null;
+  } catch {
+    return null; // no .git file: nothing of the repository is the session's
+  }
 }
 
 function requireSource(ctx: BackendContext): string {
@@ -80,6 +92,16 @@ export const gitWorktreeBackend: Backend = {
     const head = await gitHead(source);
     await toolOutput('git', ['-C', source, 'worktree', 'add', '--detach', root, head], 'E_IO', 'git worktree add');
     return { state: { commit: head }, cloneObserved: null };
+  },
+  async usage(_ctx, root) {
+    const u = measureBlocks(root);
+    const admin = worktreeAdminDir(root);
+    const a = admin ? measureBlocks(admin) : null;
+    return measuredUsage(
+      { ...u, exclusiveBytes: u.exclusiveBytes + (a ? a.exclusiveBytes + a.sharedBytes : 0) },
+      ['root'],
+      "st_blocks of the checked-out files and of the worktree's own git directory (index, HEAD); the repository's objects are not the session's",
+    );
   },
   async resume() {},
   async release(ctx: BackendContext, root: string, _sessionDir: string, _state: BackendState) {

@@ -1,6 +1,7 @@
 import { linkSync, mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { materializeTreeBase } from './shared/base-tree.js';
+import { measureBlocks, measuredUsage } from './shared/disk-usage.js';
 import type { Backend } from './types.js';
 
 /**
@@ -40,6 +41,10 @@ export const hardlinkFarmBackend: Backend = {
       }
     }
     return { state: { method: 'hardlink' }, files, cloneObserved: null };
+  },
+  async usage(_ctx, root) {
+    // Every file is a link to the base's inode: shared (more links than the session holds).
+    return measuredUsage(measureBlocks(root), ['root'], 'st_blocks of the root; files hard-linked to the base are shared');
   },
   async resume() {},
   async release() {},

@@ -43,7 +43,8 @@ export function contractProblems(value: unknown): string[] {
     if (caps.securityIsolation !== false) out.push('capabilities.securityIsolation must be false (workspace isolation is not a sandbox)');
   }
   for (const f of FUNCTIONS) if (typeof b[f] !== 'function') out.push(`${f} must be a function`);
-  if (b.createFromBase !== undefined && typeof b.createFromBase !== 'function') out.push('createFromBase, when given, must be a function');
+  for (const f of ['createFromBase', 'usage'] as const)
+    if (b[f] !== undefined && typeof b[f] !== 'function') out.push(`${f}, when given, must be a function`);
   return out;
 }
 

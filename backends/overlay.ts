@@ -6,6 +6,7 @@ import { PdbError, isPdbError } from '../model/errors.js';
 import { markedBase, materializeTreeBase, type BaseMarker } from './shared/base-tree.js';
 import { toolOutput } from '../model/os/run-tool.js';
 import { fsTypeName, fsTypeOf, mountedFsType } from './shared/fs-util.js';
+import { measureShared, measureTree, measuredUsage, methodFor } from './shared/disk-usage.js';
 import { removeTree } from '../model/os/remove-tree.js';
 import type { Backend, BackendContext, BackendState, CreatedSession, ProbeResult } from './types.js';
 
@@ -155,6 +156,25 @@ export const overlayBackend: Backend = {
       });
     await mkdir(root, { recursive: true });
     await mountOverlay(lower, upper, work, root);
+  },
+  async usage(ctx, _root, sessionDir, state, memo) {
+    const { lower, upper, work } = sessionPaths(ctx, sessionDir, state);
+    // On btrfs and XFS a copy-up is a clone of the lower file: only FIEMAP sees what it shares.
+    const method = await methodFor(upper);
+    const [up, wk] = [await measureTree(upper, method), await measureTree(work, method)];
+    const low = await measureShared(memo, lower, 'st_blocks');
+    // The upper's shared extents are the lower's own (copy-up clones), counted once, with the lower.
+    return measuredUsage(
+      {
+        exclusiveBytes: up.exclusiveBytes + wk.exclusiveBytes + up.inlineBytes + wk.inlineBytes,
+        sharedBytes: low.exclusiveBytes + low.sharedBytes,
+        inlineBytes: 0,
+        files: up.files,
+        method,
+      },
+      ['root', 'upper', 'work'],
+      `the upper and work dirs by ${method === 'fiemap' ? 'FIEMAP extents (a copy-up clones here)' : 'st_blocks'} are its own; the whole lower base, which the mount holds, is shared`,
+    );
   },
   async release(_ctx, root) {
     await unmountIfMounted(root);

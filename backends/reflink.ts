@@ -6,6 +6,7 @@ import { tempPath } from '../model/os/temp-name.js';
 import { PdbError } from '../model/errors.js';
 import { materializeTreeBase } from './shared/base-tree.js';
 import { cloneError, cloneTree, observeShared } from './shared/clone-tree.js';
+import { measureExtents, measuredUsage } from './shared/disk-usage.js';
 import { fsTypeName, fsTypeOf } from './shared/fs-util.js';
 import { removeTree } from '../model/os/remove-tree.js';
 import type { Backend, ProbeResult } from './types.js';
@@ -88,6 +89,15 @@ export const reflinkBackend: Backend = {
       clone: { files, bytes },
       ...(sigs ? { sigs } : {}),
     };
+  },
+  async usage(_ctx, root) {
+    const u = await measureExtents(root);
+    // A clone of a file btrfs keeps inline copies its data into the clone's own metadata.
+    return measuredUsage(
+      { ...u, exclusiveBytes: u.exclusiveBytes + u.inlineBytes, inlineBytes: 0 },
+      ['root'],
+      'FIEMAP extents of the root: an extent not flagged shared is its own',
+    );
   },
   async resume() {},
   async release() {

@@ -63,6 +63,43 @@ export interface CreatedSession {
   sigs?: ReadonlyMap<string, string>;
 }
 
+/** How a session's bytes were measured: allocated blocks (st_blocks) or extents (FIEMAP's shared flag). */
+export type UsageMethod = 'st_blocks' | 'fiemap';
+
+/** The physical bytes of a tree, split by whether anything outside it holds them too. */
+export interface TreeUsage {
+  /** Bytes only this tree holds: st_blocks * 512, or the lengths of extents FIEMAP does not flag shared. */
+  exclusiveBytes: number;
+  /** Bytes it holds with something else (shared extents, each physical range once; files hard-linked from outside). */
+  sharedBytes: number;
+  /** btrfs file data kept inline in metadata: FIEMAP cannot say whether it is shared, so it is in neither figure. */
+  inlineBytes: number;
+  /** Regular files measured. */
+  files: number;
+  method: UsageMethod;
+}
+
+/** A session's disk cost as its backend measured it. */
+export interface MeasuredUsage extends TreeUsage {
+  measured: true;
+  /** Entries of the session directory this covers (root, an overlay's upper and work); the caller measures the rest as the session's own. */
+  covered: string[];
+  /** One sentence for people: what was measured and how. */
+  detail: string;
+}
+
+/** A backend that cannot measure says why, with a typed reason; it never guesses. */
+export interface UnmeasuredUsage {
+  measured: false;
+  reason: PdbErrorCode;
+  detail: string;
+}
+
+export type SessionUsage = MeasuredUsage | UnmeasuredUsage;
+
+/** Measurements of trees several sessions share (a base), kept for one `du` run, by path. */
+export type UsageMemo = Map<string, Promise<TreeUsage>>;
+
 /** What a long create may report while it runs. */
 export interface BackendHooks {
   onProgress?: ProgressFn;
@@ -95,6 +132,11 @@ export interface Backend {
   createFromBase?(ctx: BackendContext, digest: Digest, root: string, sessionDir: string): Promise<CreatedSession | null>;
   /** Make an existing session usable again (re-mount after reboot). No-op when already active. */
   resume(ctx: BackendContext, root: string, sessionDir: string, state: BackendState): Promise<void>;
+  /**
+   * The session's physical disk cost: bytes only it holds, bytes it shares with its base or other
+   * sessions. Measured, never estimated; a backend without it is reported unmeasured.
+   */
+  usage?(ctx: BackendContext, root: string, sessionDir: string, state: BackendState, memo?: UsageMemo): Promise<SessionUsage>;
   /** Undo what createSession did outside plain files (unmount, delete subvolume, prune worktree). */
   release(ctx: BackendContext, root: string, sessionDir: string, state: BackendState): Promise<void>;
 }

@@ -4,6 +4,17 @@
 import { Command, Option } from '@commander-js/extra-typings';
 import type { SessionService } from '../sessions/service.js';
 
+/** One command as the program knows it before its module is loaded. */
+export interface CommandEntry {
+  name: string;
+  summary: string;
+  /** What --store means for this command, when not the session store. */
+  storeHelp?: string;
+  /** Left out of --help and of shell completion (the completion's own helper). */
+  hidden?: boolean;
+  load: () => Promise<{ commands: Record<string, DefineCommand> }>;
+}
+
 /** What main() and the running command share. */
 export interface CliContext {
   /** The arguments commander parses (run looks at where `--` was). */
@@ -12,6 +23,8 @@ export interface CliContext {
   command?: string;
   /** The exit status the action chose. */
   exitCode: number;
+  /** Every command of the program (set by createProgram; shell completion lists them). */
+  commands?: readonly CommandEntry[];
 }
 
 const STORE_HELP =
@@ -39,8 +52,8 @@ export function rootCommand(version: string) {
 }
 
 /** A command before its definition is loaded: name and summary, all `pdb-env --help` shows. */
-export function commandStub(program: ReturnType<typeof rootCommand>, name: string, summary: string) {
-  return program.command(name).description(summary);
+export function commandStub(program: ReturnType<typeof rootCommand>, name: string, summary: string, hidden = false) {
+  return program.command(name, { hidden }).description(summary);
 }
 
 export type CommandStub = ReturnType<typeof commandStub>;

@@ -4,15 +4,7 @@
 import { CommanderError, Option } from '@commander-js/extra-typings';
 import { PdbError } from '../model/errors.js';
 import { packageVersion } from '../model/paths.js';
-import { commandStub, jsonOption, rootCommand, storeOption, type CliContext, type CommandStub, type DefineCommand } from './context.js';
-
-interface CommandEntry {
-  name: string;
-  summary: string;
-  /** What --store means for this command, when not the session store. */
-  storeHelp?: string;
-  load: () => Promise<{ commands: Record<string, DefineCommand> }>;
-}
+import { commandStub, jsonOption, rootCommand, storeOption, type CliContext, type CommandEntry, type CommandStub } from './context.js';
 
 const sessions = () => import('./commands/sessions.js');
 const store = () => import('./commands/store.js');
@@ -24,6 +16,8 @@ const report = () => import('./commands/report.js');
 const wayBack = () => import('./commands/way-back.js');
 const agent = () => import('./commands/agent.js');
 const model = () => import('./commands/model.js');
+const du = () => import('./commands/du.js');
+const completion = () => import('./commands/completion.js');
 
 /** Every command, in the order `pdb-env --help` lists them. */
 export const COMMANDS: readonly CommandEntry[] = [
@@ -31,7 +25,8 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'run', summary: 'run a command in a session root (shared writer lease)', load: sessions },
   { name: 'enter', summary: 'open a shell in a session root', load: sessions },
   { name: 'path', summary: 'print a session root', load: sessions },
-  { name: 'list', summary: 'list sessions with backend, base and state', load: sessions },
+  { name: 'list', summary: 'list sessions with backend, base, state and size', load: sessions },
+  { name: 'du', summary: "each session's true disk cost (exclusive and shared bytes) and the store's", load: du },
   { name: 'checkpoint', summary: 'scan a quiesced session into a result Snapshot and Changeset', load: sessions },
   { name: 'diff', summary: 'list changes since the base', load: sessions },
   { name: 'publish', summary: "advance an environment head to a session's checkpoint (compare-and-set)", load: sessions },
@@ -63,11 +58,16 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'report', summary: 'roll receipts from one or many hosts into a decision report (Markdown, HTML, JSON)', load: report },
   { name: 'agent', summary: 'real agent CLIs: install the pinned versions, or run one in a session against a cassette', load: agent },
   { name: 'model', summary: 'the scripted model server: serve a cassette to real agents on 127.0.0.1', load: model },
+  { name: 'completion', summary: 'print a bash, zsh or fish script that completes commands, options and session names', load: completion },
+  { name: '__complete', summary: 'names for shell completion (sessions, envs), one a line', hidden: true, load: completion },
 ];
 
 export function createProgram(ctx: CliContext): ReturnType<typeof rootCommand> {
   const program = rootCommand(packageVersion());
-  const stubs = new Map(COMMANDS.map((entry) => [entry.name, { entry, cmd: commandStub(program, entry.name, entry.summary) }]));
+  ctx.commands = COMMANDS;
+  const stubs = new Map(
+    COMMANDS.map((entry) => [entry.name, { entry, cmd: commandStub(program, entry.name, entry.summary, entry.hidden) }]),
+  );
 
   /** Load a command's definition onto its stub, then add the global options under their own heading. */
   const define = async (name: string): Promise<CommandStub | undefined> => {

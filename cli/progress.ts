@@ -27,12 +27,18 @@ export function progressLine(p: ProgressEvent): string {
   return `${VERBS[p.phase]} ${files}${bytes}`;
 }
 
+/** PDB_ENV_PROGRESS_DELAY_MS: how long before the first line (default 1000; 0 shows short operations too, as the TTY tests do). */
+function delayFromEnv(env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const v = env.PDB_ENV_PROGRESS_DELAY_MS;
+  return v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined;
+}
+
 export function createProgressReporter(options: ProgressOptions): ProgressReporter {
   const stream = options.stream ?? process.stderr;
   if (options.json || !stream.isTTY) return { onProgress: undefined, done: () => {} };
   const now = options.now ?? Date.now;
   const started = now();
-  const delay = options.delayMs ?? 1000;
+  const delay = options.delayMs ?? delayFromEnv() ?? 1000;
   const interval = options.intervalMs ?? 100;
   let drawnAt = -Infinity;
   let drawn = false;

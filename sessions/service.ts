@@ -6,6 +6,7 @@ import type { BackendReport } from '../backends/registry.js';
 import type { BackendContext } from '../backends/types.js';
 import type { Digest } from '../model/canonical-json.js';
 import { ObjectStore } from '../model/store/object-store.js';
+import type { ProgressFn } from '../model/progress.js';
 import type { Change, Entry, Snapshot } from '../model/snapshot.js';
 import type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
 import type { ExportPatchResult, PatchFormat } from './way-back/patch.js';
@@ -20,6 +21,8 @@ import { Journal } from './journal.js';
 import { backendContext, listSessions, readSession, sessionDir, sessionRoot, type SessionInfo, type SessionRecord } from './records.js';
 import type { OpenSession, RunOptions } from './session-ops.js';
 import type { PsResult } from './runtime/control.js';
+import type { DuResult } from './du.js';
+import type { CachedUsage } from './usage-cache.js';
 
 export { SESSION_NAME_PATTERN, assertEnvName, assertSessionName } from './names.js';
 export type { DamagedSession, SessionInfo, SessionRecord, SessionState } from './records.js';
@@ -34,11 +37,15 @@ export type { Finding, FindingKind } from './health/doctor.js';
 export type { GcResult } from './health/gc.js';
 export type { PsEntry, PsResult } from './runtime/control.js';
 export type { ObjectProblem, VerifyResult } from './health/integrity.js';
+export type { BaseDiskUsage, DuResult, SessionDiskUsage, StoreDiskUsage } from './du.js';
+export type { CachedUsage } from './usage-cache.js';
 
-/** A listed session's runtime: its port block and private temp dir (null: none allocated yet). */
+/** A listed session's runtime: its port block and private temp dir (null: none allocated yet); its last `du`. */
 export interface SessionPorts {
   ports: number[] | null;
   tmpDir: string | null;
+  /** The figures of its last `pdb-env du` (null: never measured); list never measures. */
+  usage: CachedUsage | null;
 }
 
 /** The session lifecycle over one store: create, run, checkpoint, diff, publish, discard, doctor, gc. */
@@ -98,11 +105,12 @@ export class SessionService {
   async list(cwd = process.cwd()): Promise<Array<SessionInfo & SessionPorts>> {
     const creating = (await this.journal.list()).filter((i) => i.live && i.op === 'create' && i.session).map((i) => i.session!);
     const sessions = await listSessions(this.store, cwd, new Set(creating));
-    const { readRuntime } = await import('./runtime/runtime.js');
+    const [{ readRuntime }, { readUsageCache }] = await Promise.all([import('./runtime/runtime.js'), import('./usage-cache.js')]);
     return Promise.all(
       sessions.map(async (s) => {
         const rt = await readRuntime(this.store, s.name);
-        return { ...s, ports: rt?.ports ?? null, tmpDir: rt?.tmpDir ?? null };
+        const usage = s.state === 'damaged' ? null : await readUsageCache(this.store, s.name, s.createdAt);
+        return { ...s, ports: rt?.ports ?? null, tmpDir: rt?.tmpDir ?? null, usage };
       }),
     );
   }
@@ -154,21 +162,21 @@ export class SessionService {
     ]);
     const d = await diffSession(this, name, options);
     const { root } = await resumeSession(this, name);
-    return makePatch(this, { session: name, base: d.base, result: null, changes: d.changes, root }, format);
+    return makePatch(this, { session: name, base: d.base, result: null, changes: d.changes, root }, format, options.onProgress);
   }
 
   /** The last checkpoint's changes as a git binary patch in `file` (written atomically). */
-  async exportPatch(name: string, file: string): Promise<ExportPatchResult> {
-    return (await import('./way-back/patch.js')).exportPatch(this, name, file);
+  async exportPatch(name: string, file: string, options: { onProgress?: ProgressFn } = {}): Promise<ExportPatchResult> {
+    return (await import('./way-back/patch.js')).exportPatch(this, name, file, options.onProgress);
   }
 
   /** The last checkpoint as a commit on a branch of the source repository (plumbing only; the user's tree, index and HEAD untouched). */
-  async exportGit(name: string, options: { branch?: string; message?: string } = {}): Promise<ExportGitResult> {
+  async exportGit(name: string, options: { branch?: string; message?: string; onProgress?: ProgressFn } = {}): Promise<ExportGitResult> {
     return (await import('./way-back/export-git.js')).exportGit(this, name, options);
   }
 
   /** Write the last checkpoint's changes into `to` (default: the source), compare-and-set per path; staged and journaled. */
-  async apply(name: string, options: { to?: string } = {}): Promise<ApplyResult> {
+  async apply(name: string, options: { to?: string; onProgress?: ProgressFn } = {}): Promise<ApplyResult> {
     return (await import('./way-back/apply/apply.js')).applySession(this, name, options);
   }
 
@@ -180,6 +188,14 @@ export class SessionService {
   /** Remove only the session's directory, never following a symlink out; discarded: false when already gone. */
   async discard(name: string, options: { force?: boolean } = {}): Promise<{ session: string; discarded: boolean }> {
     return (await import('./discard.js')).discardSession(this, name, options);
+  }
+
+  /**
+   * Each session's true disk cost (bytes only it holds, bytes it shares with its base or other
+   * sessions), measured by its backend, and the store's (objects, bases, what gc would free).
+   */
+  async du(name?: string): Promise<DuResult> {
+    return (await import('./du.js')).du(this, name);
   }
 
   // ---- runtime

@@ -25,6 +25,7 @@ import {
 } from './adapter.js';
 import { verifyAgentfsBinary, type VerifiedBinary } from './pin.js';
 import { materializeTreeBase } from '../shared/base-tree.js';
+import { unmeasuredUsage } from '../shared/disk-usage.js';
 import { mountAt } from '../../model/os/mounts.js';
 import { removeTree } from '../../model/os/remove-tree.js';
 import type { Backend, BackendContext, BackendState, ProbeResult } from '../types.js';
@@ -168,6 +169,14 @@ export const agentfsBackend: Backend = {
       ownsMount: agentfsFuseMount,
       tool: () => verifiedTool(ctx),
     });
+  },
+  async usage() {
+    // Its changes live in AgentFS's own database; no real AgentFS has run where this was built,
+    // so where else it keeps bytes was never seen: not measured rather than guessed.
+    return unmeasuredUsage(
+      'E_USAGE_UNMEASURABLE',
+      'AgentFS keeps a session in its own database, whose on-disk layout this build has never observed: not measured',
+    );
   },
   async release(_ctx, root, sessionDir) {
     await releaseAgentfsSession(root, join(sessionDir, AGENTFS_STATE_DIR), DEFAULT_AGENTFS_TIMEOUTS);

@@ -4,10 +4,10 @@ import { constants, mkdirSync, symlinkSync } from 'node:fs';
 import { copyFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PdbError, isPdbError, osErrorCode, toPdbError } from '../../model/errors.js';
-import { runTool } from '../../model/os/run-tool.js';
 import { sharedFsPool } from '../../model/scan/fs-pool.js';
 import type { CloneItem } from '../../model/scan/fs-worker.js';
 import { progressCounter, type ProgressFn } from '../../model/progress.js';
+import { mapExtents, type Extent } from './fiemap.js';
 import type { Snapshot } from '../../model/snapshot.js';
 
 /** Files cloned at once. libuv runs them on its thread pool (4 threads by default). */
@@ -154,21 +154,22 @@ async function cloneLibuv(base: string, root: string, files: string[], count: (r
 export const SAMPLE_SIZE = 8;
 
 /**
- * Observe sharing with FIEMAP via `filefrag -v`: true when every sampled file has a `shared`
- * extent, false when one has none, null when nothing could be observed (no filefrag, no sample).
+ * Observe sharing with FIEMAP (backends/shared/fiemap.ts): true when every sampled file has a
+ * `shared` extent, false when one has none, null when nothing could be observed (no filefrag, no sample).
  */
 export async function observeShared(paths: string[]): Promise<{ observed: boolean | null; checked: number; shared: number; tool: string }> {
   if (paths.length === 0) return { observed: null, checked: 0, shared: 0, tool: 'none (no file large enough to sample)' };
-  const r = await runTool('filefrag', ['-v', ...paths]);
-  if (r.error) return { observed: null, checked: 0, shared: 0, tool: 'filefrag missing' };
-  // filefrag prints one block per file starting with "File size of <path> is".
-  const blocks = String(r.stdout)
-    .split(/^File size of /m)
-    .slice(1);
-  const shared = blocks.filter((b) => /\bshared\b/.test(b)).length;
+  let maps: Map<string, Extent[]>;
+  try {
+    maps = (await mapExtents(paths)).maps;
+  } catch (err) {
+    if (isPdbError(err, 'E_TOOL_MISSING')) return { observed: null, checked: 0, shared: 0, tool: 'filefrag missing' };
+    throw err;
+  }
+  const shared = [...maps.values()].filter((extents) => extents.some((e) => e.flags.includes('shared'))).length;
   return {
-    observed: blocks.length === paths.length ? shared === blocks.length : false,
-    checked: blocks.length,
+    observed: maps.size === paths.length ? shared === maps.size : false,
+    checked: maps.size,
     shared,
     tool: 'filefrag -v (FIEMAP)',
   };

@@ -10,7 +10,15 @@ export function mountedFsType(path: string): string | null {
 }
 
 /** statfs(2) f_type of the filesystems pdb-env tells apart; the one table of these numbers. */
-export const FS_MAGIC = { btrfs: 0x9123683e, xfs: 0x58465342, overlay: 0x794c7630, ext4: 0xef53, tmpfs: 0x01021994, apfs: 26 } as const;
+export const FS_MAGIC = {
+  btrfs: 0x9123683e,
+  xfs: 0x58465342,
+  overlay: 0x794c7630,
+  ext4: 0xef53,
+  tmpfs: 0x01021994,
+  apfs: 26,
+  bcachefs: 0xca451a4e,
+} as const;
 
 /** statfs type number of the filesystem holding `path`. */
 export async function fsTypeOf(path: string): Promise<number> {

@@ -2,7 +2,8 @@ import { isAbsolute, relative, resolve } from 'node:path';
 import { BACKEND_NAMES } from '../../backends/types.js';
 import type { Digest } from '../../model/canonical-json.js';
 import { PdbError } from '../../model/errors.js';
-import { SessionService, type SessionInfo } from '../../sessions/service.js';
+import { SessionService, type CachedUsage, type SessionInfo } from '../../sessions/service.js';
+import { formatBytes } from '../../model/progress.js';
 import { findProjectRoot, resolveStoreDir } from '../../sessions/store-location.js';
 import { emit, short, table } from '../output.js';
 import { openService, type CliContext, type DefineCommand } from '../context.js';
@@ -151,7 +152,15 @@ Example:
 
 const list: DefineCommand = (cmd) =>
   cmd
-    .addHelpText('after', '\nLists the sessions of the store (also: bare pdb-env); "*" marks the one holding the current directory.')
+    .option('--du', "measure each session's disk cost now (as pdb-env du does) instead of showing the last measurement")
+    .addHelpText(
+      'after',
+      `
+Lists the sessions of the store (also: bare pdb-env); "*" marks the one holding the
+current directory. EXCLUSIVE is the bytes only that session holds, as pdb-env du last
+measured them, with how long ago (list itself never measures, so it stays fast);
+--du measures every session first.`,
+    )
     .action(async (_o, command) => {
       const o = command.optsWithGlobals();
       const json = o.json === true;
@@ -165,6 +174,7 @@ const list: DefineCommand = (cmd) =>
         }
         throw err;
       }
+      if (o.du === true) await svc.du();
       const sessions = await svc.list();
       emit(json, { store: svc.store.paths.root, sessions }, () => listText(sessions));
     });
@@ -176,11 +186,20 @@ function showSource(dir: string | null): string {
   return rel === '' ? '.' : rel.startsWith('..') || isAbsolute(rel) ? dir : rel;
 }
 
+/** "12.3 MB (5m ago)": a cached measurement and its age; "-" when never measured. */
+function showUsage(u: CachedUsage | null, now = Date.now()): string {
+  if (!u) return '-';
+  const s = Math.max(0, Math.round((now - Date.parse(u.measuredAt)) / 1000));
+  const age =
+    s < 60 ? `${s}s` : s < 3600 ? `${Math.round(s / 60)}m` : s < 172800 ? `${Math.round(s / 3600)}h` : `${Math.round(s / 86400)}d`;
+  return `${formatBytes(u.exclusiveBytes)} (${age} ago)`;
+}
+
 /** The session table; a damaged session is a row too, with why and how to recover below it. */
-function listText(sessions: SessionInfo[]): string {
+function listText(sessions: Array<SessionInfo & { usage: CachedUsage | null }>): string {
   if (sessions.length === 0) return 'no sessions (pdb-env create NAME makes one)';
   const rows = table([
-    ['', 'SESSION', 'BACKEND', 'BASE', 'STATE', 'CHECKPOINT', 'SOURCE'],
+    ['', 'SESSION', 'BACKEND', 'BASE', 'STATE', 'CHECKPOINT', 'EXCLUSIVE', 'SOURCE'],
     ...sessions.map((s) => [
       s.current ? '*' : '',
       s.name,
@@ -188,6 +207,7 @@ function listText(sessions: SessionInfo[]): string {
       short(s.base),
       s.state,
       short(s.lastCheckpoint?.snapshot),
+      showUsage(s.usage),
       showSource(s.state === 'damaged' ? null : s.sourceDir),
     ]),
   ]);
@@ -251,14 +271,15 @@ const diff: DefineCommand = (cmd) =>
     )
     .action(async (name, _o, command) => {
       const o = command.optsWithGlobals();
+      const progress = createProgressReporter({ json: o.json === true });
+      const options = { verify: o.verify === true, onProgress: progress.onProgress };
       if (o.patch === true || o.stat === true) {
         if (o.patch === true && o.stat === true) throw new PdbError('E_USAGE', 'diff takes --patch or --stat, not both');
-        process.stdout.write(
-          await (await openService(o.store)).diffPatch(name, o.stat === true ? 'stat' : 'patch', { verify: o.verify === true }),
-        );
+        const svc = await openService(o.store);
+        process.stdout.write(await svc.diffPatch(name, o.stat === true ? 'stat' : 'patch', options).finally(progress.done));
         return;
       }
-      const r = await (await openService(o.store)).diff(name, { verify: o.verify === true });
+      const r = await (await openService(o.store)).diff(name, options).finally(progress.done);
       emit(o.json === true, r, () => (r.changes.length ? r.changes.map((c) => `${c.kind.padEnd(6)} ${c.path}`).join('\n') : 'no changes'));
     });
 

@@ -2,6 +2,7 @@
 import { PdbError } from '../../model/errors.js';
 import { emit } from '../output.js';
 import { openService, type DefineCommand } from '../context.js';
+import { createProgressReporter } from '../progress.js';
 
 const exportCmd: DefineCommand = (cmd) =>
   cmd
@@ -21,6 +22,8 @@ whose tree is that HEAD's tree with the session's changes (paths git ignores, an
 the Snapshot excludes, stay as in HEAD). Your work tree, index, HEAD and current branch
 are untouched; E_BRANCH_EXISTS when BRANCH exists and would not fast-forward.
 
+On a terminal, an export running longer than a second shows files and bytes done.
+
 Example:
   pdb-env checkpoint agent-a && pdb-env export agent-a --patch agent-a.patch
   git apply agent-a.patch
@@ -32,8 +35,12 @@ Example:
         throw new PdbError('E_USAGE', 'export needs --patch FILE or --git (one of them)', {
           hint: 'pdb-env export --help shows the usage.',
         });
+      const svc = await openService(o.store);
+      const progress = createProgressReporter({ json: o.json === true });
       if (o.git === true) {
-        const g = await (await openService(o.store)).exportGit(name, { branch: o.branch, message: o.message });
+        const g = await svc
+          .exportGit(name, { branch: o.branch, message: o.message, onProgress: progress.onProgress })
+          .finally(progress.done);
         emit(
           o.json === true,
           g,
@@ -42,7 +49,7 @@ Example:
         );
         return;
       }
-      const r = await (await openService(o.store)).exportPatch(name, o.patch as string);
+      const r = await svc.exportPatch(name, o.patch as string, { onProgress: progress.onProgress }).finally(progress.done);
       emit(o.json === true, r, () => `wrote ${r.changes} change(s) of ${r.session} to ${r.file} (${r.bytes} bytes)`);
     });
 
@@ -62,14 +69,16 @@ is renamed into place: a path changed meanwhile stops the apply with E_APPLY_CON
 and what was done is rolled back. Nothing is written through a symlink, into a mount
 or outside DIR, and DIR may not be in a store. A crash is finished (or rolled back) by
 pdb-env gc. Excluded paths (node_modules) and files the changes do not name are never
-touched.
+touched. On a terminal, an apply running longer than a second shows files and bytes
+done (checked, then staged).
 
 Example:
   pdb-env checkpoint agent-a && pdb-env apply agent-a`,
     )
     .action(async (name, _o, command) => {
       const o = command.optsWithGlobals();
-      const r = await (await openService(o.store)).apply(name, { to: o.to });
+      const progress = createProgressReporter({ json: o.json === true });
+      const r = await (await openService(o.store)).apply(name, { to: o.to, onProgress: progress.onProgress }).finally(progress.done);
       emit(o.json === true, r, () =>
         r.alreadyApplied
           ? `${r.dir} already holds the ${r.changes} change(s) of ${r.session}: nothing to do`

@@ -4,10 +4,11 @@
 // object generation before anything leaves, so tree indexes check their digests again; objects are
 // moved aside under the lease and deleted after it is released. A base is removed marker first, so
 // nothing ever finds a marker without its base.
-import { existsSync, lstatSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, readdir, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { baseDir, baseIndexFile, deleteSubvolume, verifiedMark, type BaseFamily } from '../../backends/shared/base-tree.js';
+import { allocatedBytes } from '../../backends/shared/disk-usage.js';
 import { isDigest, type Digest } from '../../model/canonical-json.js';
 import { osErrorCode, toPdbError } from '../../model/errors.js';
 import { tempName } from '../../model/store/object-store.js';
@@ -27,15 +28,6 @@ export interface SweepResult {
   baseBytes: number;
   /** Why nothing was swept, or null. */
   skipped: string | null;
-}
-
-/** Bytes a file or tree takes on disk (allocated blocks; shared extents are counted in full). */
-function diskBytes(path: string): number {
-  const st = lstatSync(path, { throwIfNoEntry: false });
-  if (!st) return 0;
-  let n = st.blocks * 512;
-  if (st.isDirectory()) for (const name of readdirSync(path)) n += diskBytes(join(path, name));
-  return n;
 }
 
 const FAMILIES: readonly BaseFamily[] = ['tree', 'btrfs-subvolume', 'hardlink-farm'];
@@ -59,9 +51,9 @@ export async function sweep(ctx: StoreContext, dryRun: boolean): Promise<SweepRe
     const keepBases = new Set(roots.roots.filter((r) => r.keepsBases).map((r) => r.digest));
     const doomed = unreachedObjects(ctx, reached);
     result.objects = doomed.length;
-    for (const d of doomed) result.objectBytes += diskBytes(ctx.store.objectPath(d));
+    for (const d of doomed) result.objectBytes += allocatedBytes(ctx.store.objectPath(d));
     const bases = unkeptBases(ctx, keepBases);
-    for (const b of bases) result.baseBytes += diskBytes(join(ctx.store.paths.bases, b.hex));
+    for (const b of bases) result.baseBytes += allocatedBytes(join(ctx.store.paths.bases, b.hex));
     result.bases = bases.reduce((n, b) => n + b.families.length, 0);
     if (dryRun) return result;
     // From here on, no tree index may vouch for an object without checking it.

@@ -5,6 +5,7 @@
 // bytes installs them again); an absent one is E_OBJECT_MISSING naming the path.
 import type { Digest } from '../../model/canonical-json.js';
 import { PdbError, isPdbError } from '../../model/errors.js';
+import type { ProgressFn } from '../../model/progress.js';
 import { materializeTree } from '../../model/store/materialize.js';
 import type { ObjectStore } from '../../model/store/object-store.js';
 import { SNAPSHOT_VERSION, type Entry } from '../../model/snapshot.js';
@@ -20,11 +21,11 @@ export interface ObjectCopy {
 }
 
 /** Copy file objects out of the store into `dir`, verified. Other failures are thrown as the model typed them (the caller names where). */
-export async function copyObjectsOut(store: ObjectStore, dir: string, items: readonly ObjectCopy[]): Promise<void> {
+export async function copyObjectsOut(store: ObjectStore, dir: string, items: readonly ObjectCopy[], onProgress?: ProgressFn): Promise<void> {
   if (items.length === 0) return;
   const entries: Entry[] = items.map((i) => ({ path: i.name, kind: 'file', digest: i.digest, size: i.size, exec: i.exec }));
   try {
-    await materializeTree(store, { version: SNAPSHOT_VERSION, base: null, excludes: [], entries }, dir);
+    await materializeTree(store, { version: SNAPSHOT_VERSION, base: null, excludes: [], entries }, dir, undefined, onProgress);
   } catch (err) {
     if (!isPdbError(err, 'E_OBJECT_CORRUPT') && !isPdbError(err, 'E_OBJECT_MISSING')) throw err;
     // materialize names the copy's own name; say which path of the changes it was for.

@@ -11,7 +11,8 @@ import { PdbError } from '../../model/errors.js';
 import { tempName } from '../../model/store/object-store.js';
 import type { Digest } from '../../model/canonical-json.js';
 import { diffEntries, type Change, type Entry, type Snapshot } from '../../model/snapshot.js';
-import { git, gitCode, updateIndex, writeBlobs } from './git-plumbing.js';
+import type { ProgressFn } from '../../model/progress.js';
+import { blobCounter, git, gitCode, updateIndex, writeBlobs } from './git-plumbing.js';
 import { lastCheckpointChanges } from './patch.js';
 import { readSession, type StoreContext } from '../records.js';
 
@@ -91,7 +92,7 @@ const inRepo = (prefix: string, e: Entry | null): Entry | null => (e && prefix ?
 export async function exportGit(
   ctx: StoreContext,
   name: string,
-  options: { branch?: string; message?: string } = {},
+  options: { branch?: string; message?: string; onProgress?: ProgressFn } = {},
 ): Promise<ExportGitResult> {
   const rec = await readSession(ctx.store, name);
   const src = rec.sourceGit;
@@ -135,6 +136,11 @@ export async function exportGit(
         ctx.store,
         t,
         carried.flatMap((c) => (c.after ? [c.after] : [])),
+        undefined,
+        blobCounter(
+          carried.map((c) => c.after),
+          options.onProgress,
+        ),
       ),
     );
     const tree = (await git(['write-tree'], t)).toString('utf8').trim();

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { PdbError, osErrorCode } from '../../model/errors.js';
 import { runTool } from '../../model/os/run-tool.js';
 import { tempName, type ObjectStore } from '../../model/store/object-store.js';
+import { progressCounter, type ProgressFn } from '../../model/progress.js';
 import type { Change, Entry } from '../../model/snapshot.js';
 import { copyObjectsOut, type ObjectCopy } from './copy-out.js';
 
@@ -73,13 +74,51 @@ export async function withTempRepo<T>(store: ObjectStore, fn: (t: GitTarget) => 
 
 export const gitMode = (e: Entry): string => (e.kind === 'symlink' ? '120000' : e.kind === 'file' && e.exec ? '100755' : '100644');
 
+/** Counts files and bytes done (model/progress.ts progressCounter); writeBlobs then hashes in batches. */
+export type BlobCounter = (files: number, bytes: number) => void;
+
+/** A counter of the blobs `entries` make (directories make none) reporting to `onProgress`; undefined without one. */
+export function blobCounter(entries: ReadonlyArray<Entry | null>, onProgress: ProgressFn | undefined): BlobCounter | undefined {
+  if (!onProgress) return undefined;
+  const blobs = entries.filter((e): e is Entry => e !== null && e.kind !== 'dir');
+  const bytes = blobs.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0);
+  return progressCounter('hash', blobs.length, bytes, onProgress);
+}
+
+/** Files per `git hash-object` when progress is counted, and their bytes: each batch is one report. */
+const BLOB_BATCH_FILES = 256;
+const BLOB_BATCH_BYTES = 32 * 1024 * 1024;
+
+/** Consecutive [start, end) slices of `entries`; one slice of all without a counter (a single git process). */
+function blobBatches(entries: Entry[], counted: boolean): Array<[number, number]> {
+  if (!counted) return [[0, entries.length]];
+  const out: Array<[number, number]> = [];
+  let start = 0;
+  let bytes = 0;
+  entries.forEach((e, i) => {
+    bytes += e.kind === 'file' ? e.size : 0;
+    if (i + 1 - start >= BLOB_BATCH_FILES || bytes >= BLOB_BATCH_BYTES || i === entries.length - 1) {
+      out.push([start, i + 1]);
+      start = i + 1;
+      bytes = 0;
+    }
+  });
+  return out;
+}
+
 /**
  * Write the bytes of `entries` (files and symlinks) as blobs into `t`; their git object names, by
  * path. A file's bytes come from the store (copied out hashed: E_OBJECT_CORRUPT or
  * E_OBJECT_MISSING names its path), or from `fallbackRoot` (a live session) when the store does
- * not have them.
+ * not have them. With `count`, files and bytes done are reported batch by batch.
  */
-export async function writeBlobs(store: ObjectStore, t: GitTarget, entries: Entry[], fallbackRoot?: string): Promise<Map<string, string>> {
+export async function writeBlobs(
+  store: ObjectStore,
+  t: GitTarget,
+  entries: Entry[],
+  fallbackRoot?: string,
+  count?: BlobCounter,
+): Promise<Map<string, string>> {
   const wanted = entries.filter((e) => e.kind !== 'dir');
   if (wanted.length === 0) return new Map();
   const scratch = tempName(store.paths, 'blobs');
@@ -103,10 +142,20 @@ export async function writeBlobs(store: ObjectStore, t: GitTarget, entries: Entr
       throw new PdbError('E_BAD_PATH', 'a file name with a newline cannot be passed to git hash-object', {
         hint: 'Checkpoint the session first.',
       });
-    const names = (await git(['hash-object', '-w', '--no-filters', '--stdin-paths'], { gitDir: t.gitDir, input: `${paths.join('\n')}\n` }))
-      .toString('utf8')
-      .trim()
-      .split('\n');
+    const names: string[] = [];
+    for (const [from, to] of blobBatches(wanted, count !== undefined)) {
+      const input = `${paths.slice(from, to).join('\n')}\n`;
+      names.push(
+        ...(await git(['hash-object', '-w', '--no-filters', '--stdin-paths'], { gitDir: t.gitDir, input }))
+          .toString('utf8')
+          .trim()
+          .split('\n'),
+      );
+      count?.(
+        to - from,
+        wanted.slice(from, to).reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0),
+      );
+    }
     return new Map(wanted.map((e, i) => [e.path, names[i]!]));
   } finally {
     // Scratch copies only; a failure leaves tmp garbage that gc removes.
@@ -127,8 +176,14 @@ export async function updateIndex(t: GitTarget, changes: Change[], blobs: Map<st
 }
 
 /** A tree holding exactly the files and symlinks of `entries`; its object name. */
-export async function treeOf(store: ObjectStore, t: GitTarget, entries: Entry[], fallbackRoot?: string): Promise<string> {
-  const blobs = await writeBlobs(store, t, entries, fallbackRoot);
+export async function treeOf(
+  store: ObjectStore,
+  t: GitTarget,
+  entries: Entry[],
+  fallbackRoot?: string,
+  count?: BlobCounter,
+): Promise<string> {
+  const blobs = await writeBlobs(store, t, entries, fallbackRoot, count);
   await rm(t.indexFile, { force: true });
   await updateIndex(
     t,

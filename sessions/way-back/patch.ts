@@ -9,7 +9,8 @@ import type { Digest } from '../../model/canonical-json.js';
 import { PdbError, toPdbError } from '../../model/errors.js';
 import { mountContaining } from '../../model/os/mounts.js';
 import type { Change, Changeset, Entry } from '../../model/snapshot.js';
-import { git, treeOf, withTempRepo } from './git-plumbing.js';
+import type { ProgressFn } from '../../model/progress.js';
+import { blobCounter, git, treeOf, withTempRepo } from './git-plumbing.js';
 import type { Intent } from '../journal.js';
 import { readSession, type StoreContext } from '../records.js';
 
@@ -38,13 +39,14 @@ export async function lastCheckpointChanges(ctx: StoreContext, name: string): Pr
   return { session: name, base: cs.base, result: cs.result, changes: cs.changes, changeset: rec.lastCheckpoint.changeset };
 }
 
-/** git's patch (or --stat) from the before to the after side of `changes`. */
-export async function makePatch(ctx: StoreContext, of: ChangesOf, format: PatchFormat): Promise<Buffer> {
+/** git's patch (or --stat) from the before to the after side of `changes`; `onProgress` hears of the blobs written. */
+export async function makePatch(ctx: StoreContext, of: ChangesOf, format: PatchFormat, onProgress?: ProgressFn): Promise<Buffer> {
   const before = of.changes.flatMap((c) => (c.before ? [c.before] : [])) as Entry[];
   const after = of.changes.flatMap((c) => (c.after ? [c.after] : [])) as Entry[];
+  const count = blobCounter([...before, ...after], onProgress);
   return withTempRepo(ctx.store, async (t) => {
-    const a = await treeOf(ctx.store, t, before);
-    const b = await treeOf(ctx.store, t, after, of.root);
+    const a = await treeOf(ctx.store, t, before, undefined, count);
+    const b = await treeOf(ctx.store, t, after, of.root, count);
     const shape = format === 'stat' ? ['--stat'] : ['-p', '--binary', '--full-index', '--src-prefix=a/', '--dst-prefix=b/'];
     return git(['diff-tree', '-r', '--no-renames', '--no-color', ...shape, a, b], { gitDir: t.gitDir });
   });
@@ -91,9 +93,9 @@ export interface ExportPatchResult {
 }
 
 /** `export NAME --patch FILE`: the last checkpoint's changes as a git binary patch, written atomically. */
-export async function exportPatch(ctx: StoreContext, name: string, file: string): Promise<ExportPatchResult> {
+export async function exportPatch(ctx: StoreContext, name: string, file: string, onProgress?: ProgressFn): Promise<ExportPatchResult> {
   const of = await lastCheckpointChanges(ctx, name);
-  const bytes = await makePatch(ctx, of, 'patch');
+  const bytes = await makePatch(ctx, of, 'patch', onProgress);
   const target = resolve(file);
   await writeBeside(ctx, target, bytes);
   return { session: name, file: target, base: of.base, result: of.result, changes: of.changes.length, bytes: bytes.length };

@@ -103,6 +103,8 @@ export const CAPABILITIES = [
   'cgroup2', // a cgroup v2 hierarchy (mounted in a private mount namespace as root), for per-session cgroup tracking
   'real-agents', // the pinned agent CLIs in the agent cache (pdb-env agent install), for the real-agent runs
   'opencode', // the optional opencode CLI in the agent cache (pdb-env agent install opencode; CI does not install it)
+  'zsh', // zsh, to run pdb-env's zsh completion
+  'fish', // fish, to run pdb-env's fish completion
 ] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 

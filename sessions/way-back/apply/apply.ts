@@ -10,6 +10,7 @@
 import type { Digest } from '../../../model/canonical-json.js';
 import { crashPoint } from '../../../model/crash-point.js';
 import { PdbError, isPdbError } from '../../../model/errors.js';
+import type { ProgressFn } from '../../../model/progress.js';
 import type { Intent } from '../../journal.js';
 import { readSession, type StoreContext } from '../../records.js';
 import { lastCheckpointChanges } from '../patch.js';
@@ -61,10 +62,10 @@ function conflictError(name: string, dir: string, bad: string[]): PdbError {
 }
 
 /** Stage every file and symlink the steps bring in, hashed on their way out of the store. */
-async function stageAll(run: StepRun): Promise<void> {
+async function stageAll(run: StepRun, onProgress?: ProgressFn): Promise<void> {
   await openStaging(run.t, run.s, true);
   const items = run.steps.flatMap((st: Step) => (st.post && st.post.kind !== 'dir' ? [{ entry: st.post, name: String(st.index) }] : []));
-  await copyOut(run.store, run.t, run.s.files, items);
+  await copyOut(run.store, run.t, run.s.files, items, onProgress);
 }
 
 /** A failure part way: roll back what was done and drop the intent, or keep it for gc when the rollback fails too. */
@@ -88,7 +89,11 @@ async function undo(ctx: StoreContext, run: StepRun, intent: Intent, err: unknow
 }
 
 /** `apply NAME [--to DIR]`: the last checkpoint's changes into DIR (default: the session's source). */
-export async function applySession(ctx: StoreContext, name: string, options: { to?: string } = {}): Promise<ApplyResult> {
+export async function applySession(
+  ctx: StoreContext,
+  name: string,
+  options: { to?: string; onProgress?: ProgressFn } = {},
+): Promise<ApplyResult> {
   const rec = await readSession(ctx.store, name);
   const wanted = options.to ?? rec.sourceDir;
   if (!wanted)
@@ -98,22 +103,30 @@ export async function applySession(ctx: StoreContext, name: string, options: { t
   const steps = applySteps(of.changes);
   return withTargetLock(ctx, t, async () => {
     await refuseUnfinished(ctx, t);
-    const check = await checkTarget(t, of.changes);
+    const check = await checkTarget(t, of.changes, options.onProgress);
     if (check.conflicts.length > 0) throw conflictError(name, t.dir, check.conflicts);
     const result = { session: name, dir: t.dir, changes: of.changes.length, written: 0, deleted: 0, alreadyApplied: check.done };
     if (check.done) return result;
-    return { ...result, ...(await applyChanges(ctx, name, t, of.changeset!, steps, retypedPaths(of.changes))) };
+    return { ...result, ...(await applyChanges(ctx, name, t, of.changeset!, steps, retypedPaths(of.changes), options.onProgress)) };
   });
 }
 
 /** Stage, move the phase to applying, run every step; a failure part way is rolled back. */
-async function applyChanges(ctx: StoreContext, name: string, t: Target, changeset: Digest, steps: Step[], retyped: Set<string>) {
+async function applyChanges(
+  ctx: StoreContext,
+  name: string,
+  t: Target,
+  changeset: Digest,
+  steps: Step[],
+  retyped: Set<string>,
+  onProgress?: ProgressFn,
+) {
   const detail = applyDetail({ dir: t.dir, dev: String(t.dev), ino: String(t.ino), changeset, phase: 'staging' });
   const intent = await ctx.journal.begin('apply', { session: name, detail });
   crashPoint('apply:after-intent');
   const run: StepRun = { store: ctx.store, t, s: stagingOf(t, intent.id), steps, retyped, kept: [] };
   try {
-    await stageAll(run);
+    await stageAll(run, onProgress);
     // The point of no return: with the phase at applying, gc finishes (or rolls back); before it, gc removes the staging.
     await setPhase(ctx, intent, 'applying');
   } catch (err) {

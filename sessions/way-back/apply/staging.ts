@@ -12,6 +12,7 @@ import { basename, join } from 'node:path';
 import { PdbError, isPdbError, osErrorCode } from '../../../model/errors.js';
 import { removeTree } from '../../../model/os/remove-tree.js';
 import { hashPaths } from '../../../model/scan/scan.js';
+import type { ProgressFn } from '../../../model/progress.js';
 import type { ObjectStore } from '../../../model/store/object-store.js';
 import type { Entry } from '../../../model/snapshot.js';
 import { copyObjectsOut, type ObjectCopy } from '../copy-out.js';
@@ -115,7 +116,13 @@ export async function clearStaged(t: Target, file: string): Promise<void> {
  * Copy the bytes of `items` (files and symlinks) out of the store into their staging paths; files
  * hashed on the way (copy-out.ts): E_OBJECT_CORRUPT or E_OBJECT_MISSING names the path.
  */
-export async function copyOut(store: ObjectStore, t: Target, dir: string, items: Array<{ entry: Entry; name: string }>): Promise<void> {
+export async function copyOut(
+  store: ObjectStore,
+  t: Target,
+  dir: string,
+  items: Array<{ entry: Entry; name: string }>,
+  onProgress?: ProgressFn,
+): Promise<void> {
   const files: ObjectCopy[] = [];
   for (const { entry: e, name } of items) {
     const dst = join(dir, name);
@@ -125,7 +132,7 @@ export async function copyOut(store: ObjectStore, t: Target, dir: string, items:
       });
     else if (e.kind === 'file') files.push({ path: e.path, digest: e.digest, size: e.size, exec: e.exec, name });
   }
-  await copyObjectsOut(store, dir, files).catch((err: unknown) => {
+  await copyObjectsOut(store, dir, files, onProgress).catch((err: unknown) => {
     throw isPdbError(err, 'E_OBJECT_CORRUPT') || isPdbError(err, 'E_OBJECT_MISSING')
       ? err
       : targetError(t, err, 'staging the changes', dir);

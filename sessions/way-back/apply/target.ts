@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import type { BigIntStats } from 'node:fs';
 import { PdbError, isPdbError, osErrorCode, toPdbError } from '../../../model/errors.js';
 import { mountContaining } from '../../../model/os/mounts.js';
+import { progressCounter, type ProgressFn } from '../../../model/progress.js';
 import { hashPaths } from '../../../model/scan/scan.js';
 import { entryKey, type Change, type Entry } from '../../../model/snapshot.js';
 import { SHORT_LOCK_WAIT_MS, tryLock } from '../../locks/lock.js';
@@ -113,6 +114,10 @@ export function retypedPaths(changes: readonly Change[]): Set<string> {
   return new Set(changes.filter((c) => c.before && c.after && c.before.kind !== c.after.kind).map((c) => c.path));
 }
 
+/** The bytes of a file entry (0 for anything else), and of a list of them: what progress counts. */
+export const fileBytes = (e: Entry | null | undefined): number => (e?.kind === 'file' ? e.size : 0);
+export const sumBytes = (es: ReadonlyArray<Entry | null | undefined>): number => es.reduce((n, e) => n + fileBytes(e), 0);
+
 export const keyOf = (e: Entry | null | undefined): string => (e ? entryKey(e) : 'absent');
 
 /**
@@ -120,10 +125,18 @@ export const keyOf = (e: Entry | null | undefined): string => (e ? entryKey(e) :
  * way), plus whatever a directory the changes remove holds that they do not name. `done`: every
  * path already holds the session's result (an apply that completed).
  */
-export async function checkTarget(t: Target, changes: readonly Change[]): Promise<{ conflicts: string[]; done: boolean }> {
+export async function checkTarget(
+  t: Target,
+  changes: readonly Change[],
+  onProgress?: ProgressFn,
+): Promise<{ conflicts: string[]; done: boolean }> {
   const retyped = retypedPaths(changes);
   const states: PathState[] = [];
-  for (const c of changes) states.push(await stateAt(t, c.path, retyped));
+  const count = progressCounter('hash', changes.length, sumBytes(changes.map((c) => c.before)), onProgress);
+  for (const c of changes) {
+    states.push(await stateAt(t, c.path, retyped));
+    count(1, fileBytes(c.before));
+  }
   const now = (i: number) => ('blocked' in states[i]! ? 'blocked' : keyOf((states[i] as { entry: Entry | null }).entry));
   if (changes.every((c, i) => now(i) === keyOf(c.after))) return { conflicts: [], done: true };
   const touched = new Set(changes.map((c) => c.path));
