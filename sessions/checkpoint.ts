@@ -11,9 +11,8 @@ import { crashPoint } from '../model/crash-point.js';
 import { PdbError, isPdbError } from '../model/errors.js';
 import { writeFileAtomic } from '../model/store/object-store.js';
 import type { ProgressFn } from '../model/progress.js';
-import { scanTree, trustableSignatures, type ScanResult } from '../model/scan/scan.js';
+import { scanTree, type ScanResult } from '../model/scan/scan.js';
 import {
-  SNAPSHOT_VERSION,
   changeOf,
   createChangeset,
   diffEntries,
@@ -23,7 +22,7 @@ import {
   type Entry,
   type Snapshot,
 } from '../model/snapshot.js';
-import { createTreeIndex, readTreeIndex, serializeTreeIndex, type TreeIndex } from '../model/scan/tree-index.js';
+import { readTreeIndex, serializeTreeIndex, type TreeIndex } from '../model/scan/tree-index.js';
 import { acquireLease } from './locks/lease.js';
 import { withObjectWrites } from './locks/object-lease.js';
 import { appendCheckpointLog, readSession, sessionIndexFile, writeSession, type StoreContext } from './records.js';
@@ -173,8 +172,9 @@ async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: string,
   let changes: number;
   if (again) [snapshot, changeset, changes] = [h.snapshot!, h.changeset!, h.changes!];
   else {
-    const result: Snapshot = { version: SNAPSHOT_VERSION, base: s.rec.base, excludes: scanned.excludes, entries: scan.entries };
-    snapshot = await ctx.store.putSnapshot(result);
+    // The result's canonical bytes straight from the scanned tree's columns (no entry objects).
+    const doc = scan.snapshotBytes(s.rec.base);
+    snapshot = await ctx.store.putDocumentBytes(doc.bytes, doc.digest);
     const list = changesSinceBase(ctx, s, scanned);
     changeset = await ctx.store.putDocument(createChangeset(s.rec.base, snapshot, list));
     changes = list.length;
@@ -192,7 +192,7 @@ async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: string,
     snapshot,
     changeset,
     changes,
-    files: scan.walk.files.length,
+    files: scan.files,
     bytes: scan.bytes,
     filesHashed: scan.filesHashed,
     filesTrusted: scan.filesTrusted,
@@ -208,21 +208,10 @@ async function writeSessionIndex(
 ) {
   const file = sessionIndexFile(ctx.store, s.rec.name);
   const old = scanned.index;
-  // The session's own index, nothing changed, every file trusted: it already says exactly this.
+  // The session's own index, nothing changed, every row as recorded: it already says exactly this.
   const own = old !== null && old.header.snapshot === cp.snapshot && old.header.generation === scanned.generation;
-  if (own && scanned.scan.filesHashed === 0 && scanned.scan.changedPaths!.length === 0) return;
-  const next = createTreeIndex(
-    {
-      ...cp,
-      base: s.rec.base,
-      excludes: scanned.excludes,
-      recordedAtMs: scanned.scan.walk.startedAtMs,
-      generation: scanned.generation,
-      source: null,
-    },
-    scanned.scan.entries,
-    trustableSignatures(scanned.scan.walk),
-  );
+  if (own && scanned.scan.stale === 0 && old.header.extraExcludes?.length === 0) return;
+  const next = scanned.scan.nextIndex({ ...cp, base: s.rec.base, generation: scanned.generation, source: null });
   await writeFileAtomic(ctx.store.paths, file, serializeTreeIndex(next), 0o644, { sync: false });
 }
 

@@ -1,0 +1,70 @@
+// The canonical bytes of a Snapshot written straight from tree index columns: the same bytes as
+// canonicalSnapshot (model/snapshot.ts) gives for the rows as entries, without building an entry
+// or a string per row. Paths and digests are copied as bytes; a path JSON must escape (flag
+// F_ESCAPE) and every symlink target go through JSON.stringify. The test suite checks the two
+// agree on random trees with every character class JSON treats specially.
+import { sha256Digest, type Digest } from '../canonical-json.js';
+import { F_ESCAPE, F_EXEC, KIND_DIR, KIND_FILE, rowPath, rowTarget, type IndexColumns } from './index-columns.js';
+
+const HEX = Buffer.from('0123456789abcdef', 'latin1');
+const bytesOf = (s: string) => Buffer.from(s, 'utf8');
+const DIR_HEAD = bytesOf('{"kind":"dir","path":');
+const FILE_HEAD = bytesOf('{"digest":"sha256:');
+const FILE_EXEC = bytesOf('","exec":true,"kind":"file","path":');
+const FILE_PLAIN = bytesOf('","exec":false,"kind":"file","path":');
+const FILE_SIZE = bytesOf(',"size":');
+const LINK_HEAD = bytesOf('{"kind":"symlink","path":');
+const LINK_TARGET = bytesOf(',"target":');
+
+/** The canonical Snapshot document `{base, entries, excludes, version}` of the rows, and its digest. */
+export function snapshotBytesFromColumns(
+  c: IndexColumns,
+  base: Digest | null,
+  excludes: readonly string[],
+): { bytes: Buffer; digest: Digest } {
+  const head = bytesOf(`{"base":${base === null ? 'null' : JSON.stringify(base)},"entries":[`);
+  const tail = bytesOf(`],"excludes":${JSON.stringify(excludes)},"version":1}`);
+  // Generous: every path byte escaped as \u00XX, every row with the longest fixed parts.
+  const bound = head.length + tail.length + c.pathBytes.length * 6 + c.valueBytes.length * 6 + c.n * 160;
+  const out = Buffer.allocUnsafe(bound);
+  let o = 0;
+  const put = (b: Uint8Array) => {
+    for (let k = 0; k < b.length; k++) out[o++] = b[k]!;
+  };
+  const putPath = (i: number) => {
+    if ((c.flags[i]! & F_ESCAPE) !== 0) return put(bytesOf(JSON.stringify(rowPath(c, i))));
+    out[o++] = 0x22;
+    const p = c.pathBytes;
+    for (let k = i === 0 ? 0 : c.pathEnd[i - 1]!, e = c.pathEnd[i]!; k < e; k++) out[o++] = p[k]!;
+    out[o++] = 0x22;
+  };
+  put(head);
+  for (let i = 0; i < c.n; i++) {
+    if (i > 0) out[o++] = 0x2c;
+    const kind = c.kind[i];
+    if (kind === KIND_DIR) {
+      put(DIR_HEAD);
+      putPath(i);
+    } else if (kind === KIND_FILE) {
+      put(FILE_HEAD);
+      for (let k = i * 32, e = k + 32; k < e; k++) {
+        const b = c.digest[k]!;
+        out[o++] = HEX[b >> 4]!;
+        out[o++] = HEX[b & 15]!;
+      }
+      put((c.flags[i]! & F_EXEC) !== 0 ? FILE_EXEC : FILE_PLAIN);
+      putPath(i);
+      put(FILE_SIZE);
+      o += out.write(String(c.size[i]), o, 'latin1');
+    } else {
+      put(LINK_HEAD);
+      putPath(i);
+      put(LINK_TARGET);
+      put(bytesOf(JSON.stringify(rowTarget(c, i))));
+    }
+    out[o++] = 0x7d;
+  }
+  put(tail);
+  const bytes = out.subarray(0, o);
+  return { bytes, digest: sha256Digest(bytes) };
+}

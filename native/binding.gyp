@@ -1,0 +1,11 @@
+{
+  "targets": [
+    {
+      "target_name": "pdb_scan",
+      "sources": ["scan.c"],
+      "cflags": ["-O2", "-ffp-contract=off", "-Wall", "-Wno-unused-parameter"],
+      "xcode_settings": { "OTHER_CFLAGS": ["-O2", "-ffp-contract=off"] },
+      "libraries": ["-lpthread"]
+    }
+  ]
+}
