@@ -45,6 +45,10 @@ export interface CheckpointResult {
   /** Files read and hashed by this checkpoint; the others kept their recorded digest. */
   filesHashed: number;
   filesTrusted: number;
+  /** Directories read (readdir); the others kept their recorded names (the directory rule). */
+  dirsRead: number;
+  /** The stat walk that ran: the native scanner or the JavaScript one. */
+  scanner: 'native' | 'js';
 }
 
 /** The tree index that describes this session: its own (create or last checkpoint), else its base's. */
@@ -196,6 +200,8 @@ async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: string,
     bytes: scan.bytes,
     filesHashed: scan.filesHashed,
     filesTrusted: scan.filesTrusted,
+    dirsRead: scan.raw.dirsRead,
+    scanner: scan.raw.scanner,
   };
 }
 
