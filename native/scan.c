@@ -49,13 +49,16 @@ typedef struct {
   // The index (borrowed from JavaScript typed arrays); hasIndex == 0 without one.
   int hasIndex;
   uint32_t n;
-  const uint8_t *kind, *flags, *pathBytes;
+  const uint8_t *kind, *flags, *nameBytes;
   const int32_t *parent;
-  const uint32_t *pathEnd, *mode;
+  const uint32_t *nameEnd, *mode;
   const double *ino, *size, *mtime, *ctime;
   uint8_t *status;
   int32_t *firstChild, *nextSibling;
   stat_t *pre;
+  // Each directory row's relative path, for phase A (a row's path is its directory's, '/', its name).
+  char *dirPaths;
+  size_t *dirOff;
   // What is left out.
   char **exNames, **exPaths;
   uint32_t nExNames, nExPaths;
@@ -143,12 +146,7 @@ static void popName(scan_t *s, size_t len) {
   s->path[s->pathLen] = 0;
 }
 
-static uint32_t rowStart(const scan_t *s, int32_t i) { return i == 0 ? 0 : s->pathEnd[i - 1]; }
-
-static uint32_t nameStart(const scan_t *s, int32_t i) {
-  int32_t p = s->parent[i];
-  return p < 0 ? rowStart(s, i) : rowStart(s, i) + (s->pathEnd[p] - rowStart(s, p)) + 1;
-}
+static uint32_t nameStart(const scan_t *s, int32_t i) { return i == 0 ? 0 : s->nameEnd[i - 1]; }
 
 // A record: f64 ino, size, mtime, ctime; u32 mode; i32 row; u32 path length; u32 target length
 // (0xffffffff: none); u32 kind; u32 0; then the relative path and the target, padded to 8 bytes.
@@ -175,11 +173,6 @@ static const char *here(const scan_t *s) { return s->pathLen > s->rootLen ? s->p
 
 static int visit(scan_t *s, int32_t list, int keepNames);
 
-// A child's name starts past its parent's path and a '/': the path must be that long.
-static int nameStartOk(const scan_t *s, int32_t i) {
-  int32_t p = s->parent[i];
-  return s->pathEnd[i] > rowStart(s, i) + (s->pathEnd[p] - rowStart(s, p)) + 1;
-}
 
 // One entry at s->path with stat data `st` and index row `row` (-1: none).
 static int entry(scan_t *s, int32_t row, const stat_t *st) {
@@ -288,8 +281,8 @@ static void freeNames(char **names, size_t n) {
 static int visit(scan_t *s, int32_t list, int keepNames) {
   if (keepNames && list >= 0) {
     for (int32_t k = s->firstChild[list]; k >= 0; k = s->nextSibling[k]) {
-      uint32_t a = nameStart(s, k), b = s->pathEnd[k];
-      if (!pushName(s, (const char *)s->pathBytes + a, b - a)) return 0;
+      uint32_t a = nameStart(s, k), b = s->nameEnd[k];
+      if (!pushName(s, (const char *)s->nameBytes + a, b - a)) return 0;
       stat_t *p = &s->pre[k];
       if (p->err) return fail(s, p->err == ENOENT ? E_VANISHED : E_ERRNO, p->err, 0);
       if (!entry(s, k, p)) return 0;
@@ -308,9 +301,9 @@ static int visit(scan_t *s, int32_t list, int keepNames) {
     // Recorded children are in byte order too: advance to the first not below this name.
     int32_t row = -1;
     while (k >= 0) {
-      uint32_t a = nameStart(s, k), b = s->pathEnd[k];
+      uint32_t a = nameStart(s, k), b = s->nameEnd[k];
       size_t m = b - a < len ? b - a : len;
-      int c = memcmp(s->pathBytes + a, names[j], m);
+      int c = memcmp(s->nameBytes + a, names[j], m);
       if (c == 0) c = (b - a > len) - (b - a < len);
       if (c < 0) {
         k = s->nextSibling[k];
@@ -351,17 +344,24 @@ static void *preload(void *arg) {
     return NULL;
   }
   for (uint32_t i = c->from; i < c->to; i++) {
-    uint32_t a = rowStart(s, (int32_t)i), len = s->pathEnd[i] - a;
+    uint32_t a = nameStart(s, (int32_t)i), nameLen = s->nameEnd[i] - a;
+    int32_t p = s->parent[i];
+    size_t dirLen = p < 0 ? 0 : s->dirOff[p + 1] - s->dirOff[p] - 1; // stored with its NUL
+    size_t len = p < 0 ? nameLen : dirLen + 1 + nameLen;
     if (len + 1 > cap) {
       cap = len * 2 + 1;
-      char *p = realloc(path, cap);
-      if (!p) {
+      char *more = realloc(path, cap);
+      if (!more) {
         s->pre[i].err = ENOMEM;
         continue;
       }
-      path = p;
+      path = more;
     }
-    memcpy(path, s->pathBytes + a, len);
+    if (p >= 0) {
+      memcpy(path, s->dirPaths + s->dirOff[p], dirLen);
+      path[dirLen] = '/';
+    }
+    memcpy(path + (p < 0 ? 0 : dirLen + 1), s->nameBytes + a, nameLen);
     path[len] = 0;
     struct stat st;
     if (fstatat(s->rootFd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) fill(&s->pre[i], &st);
@@ -449,23 +449,52 @@ static int readIndex(napi_env env, napi_value idx, scan_t *s) {
   s->n = (uint32_t)n;
   s->flags = typed(env, idx, "flags", NULL);
   s->parent = typed(env, idx, "parent", NULL);
-  s->pathEnd = typed(env, idx, "pathEnd", NULL);
-  size_t pathBytes = 0;
-  s->pathBytes = typed(env, idx, "pathBytes", &pathBytes);
+  s->nameEnd = typed(env, idx, "nameEnd", NULL);
+  size_t nameBytes = 0;
+  s->nameBytes = typed(env, idx, "nameBytes", &nameBytes);
   s->ino = typed(env, idx, "ino", NULL);
   s->size = typed(env, idx, "size", NULL);
   s->mtime = typed(env, idx, "mtime", NULL);
   s->ctime = typed(env, idx, "ctime", NULL);
   s->mode = typed(env, idx, "mode", NULL);
-  if (!s->kind || !s->flags || !s->parent || !s->pathEnd || !s->ino || !s->size || !s->mtime || !s->ctime || !s->mode) return 0;
-  if (s->n && !s->pathBytes) return 0;
+  if (!s->kind || !s->flags || !s->parent || !s->nameEnd || !s->ino || !s->size || !s->mtime || !s->ctime || !s->mode) return 0;
+  if (s->n && !s->nameBytes) return 0;
   // Memory safety does not rest on the caller: offsets in order and in bounds, parents earlier directories.
   for (uint32_t i = 0, end = 0; i < s->n; i++) {
-    if (s->pathEnd[i] <= end || s->pathEnd[i] > pathBytes) return 0;
-    end = s->pathEnd[i];
-    if (s->parent[i] >= (int32_t)i || s->parent[i] < -1 || (s->parent[i] >= 0 && s->kind[s->parent[i]] != KIND_DIR)) return 0;
-    if (s->parent[i] >= 0 && nameStartOk(s, (int32_t)i) == 0) return 0;
+    if (s->nameEnd[i] <= end || s->nameEnd[i] > nameBytes) return 0;
+    end = s->nameEnd[i];
+    int32_t p = s->parent[i];
+    if (p >= (int32_t)i || p < -1 || (p >= 0 && s->kind[p] != KIND_DIR)) return 0;
   }
+  // Each directory's path, with its NUL, at dirOff[i] .. dirOff[i + 1] (rows that are no directory take no room).
+  s->dirOff = calloc(s->n + 1, sizeof(size_t));
+  if (!s->dirOff) return 0;
+  size_t *len = calloc(s->n + 1, sizeof(size_t));
+  if (!len) return 0;
+  for (uint32_t i = 0; i < s->n; i++) {
+    int32_t p = s->parent[i];
+    len[i] = (p < 0 ? 0 : len[p] + 1) + (s->nameEnd[i] - nameStart(s, (int32_t)i));
+    s->dirOff[i + 1] = s->dirOff[i] + (s->kind[i] == KIND_DIR ? len[i] + 1 : 0);
+  }
+  s->dirPaths = malloc(s->dirOff[s->n] + 1);
+  if (!s->dirPaths) {
+    free(len);
+    return 0;
+  }
+  for (uint32_t i = 0; i < s->n; i++) {
+    if (s->kind[i] != KIND_DIR) continue;
+    int32_t p = s->parent[i];
+    char *at = s->dirPaths + s->dirOff[i];
+    size_t o = 0;
+    if (p >= 0) {
+      memcpy(at, s->dirPaths + s->dirOff[p], len[p]);
+      o = len[p];
+      at[o++] = '/';
+    }
+    memcpy(at + o, s->nameBytes + nameStart(s, (int32_t)i), s->nameEnd[i] - nameStart(s, (int32_t)i));
+    at[len[i]] = 0;
+  }
+  free(len);
   s->firstChild = malloc((s->n + 1) * sizeof(int32_t));
   s->nextSibling = malloc((s->n + 1) * sizeof(int32_t));
   s->pre = calloc(s->n + 1, sizeof(stat_t));
@@ -487,6 +516,8 @@ static void freeScan(scan_t *s) {
   free(s->firstChild);
   free(s->nextSibling);
   free(s->pre);
+  free(s->dirPaths);
+  free(s->dirOff);
   free(s->path);
   free(s->out.p);
   free(s->errPath);

@@ -26,7 +26,7 @@ import { readTreeIndex, serializeTreeIndex, type TreeIndex } from '../model/scan
 import { acquireLease } from './locks/lease.js';
 import { withObjectWrites } from './locks/object-lease.js';
 import { appendCheckpointLog, readSession, sessionIndexFile, writeSession, type StoreContext } from './records.js';
-import { resumeSession, type OpenSession } from './session-ops.js';
+import { resumeSession, type OpenSession } from './session-open.js';
 
 export interface CheckpointOptions {
   /** Re-hash every file instead of trusting recorded signatures. */

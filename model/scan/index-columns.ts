@@ -1,8 +1,9 @@
 // The columns of a tree index: one row per entry, sorted by the UTF-8 bytes of its path (the
 // Snapshot's order), each column one typed array, so a scan compares numbers and never builds an
-// object for an entry that did not change. A row's parent is the row of its directory (-1 at the
-// top level); a directory's children are the rows whose parent it is, in path order, which is
-// their name order (they share the prefix "dir/").
+// object for an entry that did not change. A row holds its name (the last component of its path)
+// and its parent, the row of its directory (-1 at the top level), which always comes earlier; a
+// path is its parent's path, '/', and its name. A directory's children are the rows whose parent
+// it is, in path order, which is their name order (they share the prefix "dir/").
 import type { Digest } from '../canonical-json.js';
 import type { Entry } from '../snapshot.js';
 
@@ -23,9 +24,9 @@ export interface IndexColumns {
   kind: Uint8Array;
   flags: Uint8Array;
   parent: Int32Array;
-  /** End of row i's path in `pathBytes` (its start is the end of row i - 1). */
-  pathEnd: Uint32Array;
-  pathBytes: Uint8Array;
+  /** End of row i's name in `nameBytes` (its start is the end of row i - 1). */
+  nameEnd: Uint32Array;
+  nameBytes: Uint8Array;
   ino: Float64Array;
   size: Float64Array;
   mtime: Float64Array;
@@ -52,14 +53,14 @@ export const kindCode = (kind: Entry['kind']): KindCode => (kind === 'dir' ? KIN
 const ESCAPED = /["\\\u0000-\u001f]/;
 export const needsEscape = (s: string): boolean => ESCAPED.test(s);
 
-export function emptyColumns(n: number, pathBytes: number, valueBytes: number): IndexColumns {
+export function emptyColumns(n: number, nameBytes: number, valueBytes: number): IndexColumns {
   return {
     n,
     kind: new Uint8Array(n),
     flags: new Uint8Array(n),
     parent: new Int32Array(n),
-    pathEnd: new Uint32Array(n),
-    pathBytes: new Uint8Array(pathBytes),
+    nameEnd: new Uint32Array(n),
+    nameBytes: new Uint8Array(nameBytes),
     ino: new Float64Array(n),
     size: new Float64Array(n),
     mtime: new Float64Array(n),
@@ -71,13 +72,45 @@ export function emptyColumns(n: number, pathBytes: number, valueBytes: number): 
   };
 }
 
-const pathStart = (c: IndexColumns, i: number) => (i === 0 ? 0 : c.pathEnd[i - 1]!);
+export const nameStart = (c: IndexColumns, i: number): number => (i === 0 ? 0 : c.nameEnd[i - 1]!);
 const valueStart = (c: IndexColumns, i: number) => (i === 0 ? 0 : c.valueEnd[i - 1]!);
 
 const asBuffer = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 
+export function rowName(c: IndexColumns, i: number): string {
+  return asBuffer(c.nameBytes).toString('utf8', nameStart(c, i), c.nameEnd[i]!);
+}
+
+/** Row i's path as UTF-8 bytes: its ancestors' names and its own, joined by '/'. */
+export function rowPathBytes(c: IndexColumns, i: number): Buffer {
+  const chain: number[] = [];
+  let len = -1;
+  for (let k = i; k >= 0; k = c.parent[k]!) {
+    chain.push(k);
+    len += c.nameEnd[k]! - nameStart(c, k) + 1;
+  }
+  const out = Buffer.allocUnsafe(len);
+  let o = 0;
+  for (let j = chain.length - 1; j >= 0; j--) {
+    const k = chain[j]!;
+    o += asBuffer(c.nameBytes).copy(out, o, nameStart(c, k), c.nameEnd[k]!);
+    if (j > 0) out[o++] = 0x2f;
+  }
+  return out;
+}
+
 export function rowPath(c: IndexColumns, i: number): string {
-  return asBuffer(c.pathBytes).toString('utf8', pathStart(c, i), c.pathEnd[i]!);
+  return c.parent[i]! < 0 ? rowName(c, i) : rowPathBytes(c, i).toString('utf8');
+}
+
+/** Every row's path, in row order (a parent's path is built once and shared). */
+export function allPaths(c: IndexColumns): string[] {
+  const out = new Array<string>(c.n);
+  for (let i = 0; i < c.n; i++) {
+    const p = c.parent[i]!;
+    out[i] = p < 0 ? rowName(c, i) : `${out[p]!}/${rowName(c, i)}`;
+  }
+  return out;
 }
 
 export function rowTarget(c: IndexColumns, i: number): string {
@@ -88,9 +121,8 @@ export function rowDigestHex(c: IndexColumns, i: number): string {
   return asBuffer(c.digest).toString('hex', i * 32, i * 32 + 32);
 }
 
-/** Row i as a contract entry. */
-export function rowEntry(c: IndexColumns, i: number): Entry {
-  const path = rowPath(c, i);
+/** Row i as a contract entry (`path` given when the caller has it). */
+export function rowEntry(c: IndexColumns, i: number, path = rowPath(c, i)): Entry {
   switch (c.kind[i]) {
     case KIND_DIR:
       return { path, kind: 'dir' };
@@ -101,33 +133,23 @@ export function rowEntry(c: IndexColumns, i: number): Entry {
   }
 }
 
-/** The row of `path` (binary search over the path bytes), or -1. */
-export function findRow(c: IndexColumns, path: string | Buffer): number {
-  const key = typeof path === 'string' ? Buffer.from(path, 'utf8') : path;
-  const bytes = asBuffer(c.pathBytes);
-  let lo = 0;
-  let hi = c.n;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    const cmp = bytes.compare(key, 0, key.length, pathStart(c, mid), c.pathEnd[mid]!);
-    if (cmp === 0) return mid;
-    if (cmp < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return -1;
-}
-
-/** The first row whose path sorts at or after `key` (where a new path goes). */
+/** The first row whose path sorts at or after `key` (binary search: each probe builds one row's path). */
 export function lowerBound(c: IndexColumns, key: Buffer): number {
-  const bytes = asBuffer(c.pathBytes);
   let lo = 0;
   let hi = c.n;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (bytes.compare(key, 0, key.length, pathStart(c, mid), c.pathEnd[mid]!) < 0) lo = mid + 1;
+    if (Buffer.compare(rowPathBytes(c, mid), key) < 0) lo = mid + 1;
     else hi = mid;
   }
   return lo;
+}
+
+/** The row of `path`, or -1. */
+export function findRow(c: IndexColumns, path: string | Buffer): number {
+  const key = typeof path === 'string' ? Buffer.from(path, 'utf8') : path;
+  const i = lowerBound(c, key);
+  return i < c.n && rowPathBytes(c, i).equals(key) ? i : -1;
 }
 
 /** Children lists: firstChild[n] is the first top-level row; -1 ends a list. */
@@ -147,27 +169,17 @@ export function childLinks(c: IndexColumns): ChildLinks {
   return { firstChild, nextSibling };
 }
 
-/** Byte length of row i's path, and of its name (the last component). */
-export function nameStart(c: IndexColumns, i: number): number {
-  const p = c.parent[i]!;
-  return p < 0 ? pathStart(c, i) : pathStart(c, i) + (c.pathEnd[p]! - pathStart(c, p)) + 1;
-}
-
-export function rowName(c: IndexColumns, i: number): string {
-  return asBuffer(c.pathBytes).toString('utf8', nameStart(c, i), c.pathEnd[i]!);
-}
-
 /**
  * Columns of sorted `entries`, with the stat data of each row from `statOf` (null: nothing
  * recorded) and whether it may be trusted.
  */
 export function columnsFromEntries(entries: readonly Entry[], statOf: (e: Entry, i: number) => { st: RowStat; trusted: boolean } | null) {
   const n = entries.length;
-  const paths = entries.map((e) => Buffer.from(e.path, 'utf8'));
+  const names = entries.map((e) => Buffer.from(e.path.slice(e.path.lastIndexOf('/') + 1), 'utf8'));
   const targets = entries.map((e) => (e.kind === 'symlink' ? Buffer.from(e.target, 'utf8') : null));
   const c = emptyColumns(
     n,
-    paths.reduce((s, b) => s + b.length, 0),
+    names.reduce((s, b) => s + b.length, 0),
     targets.reduce((s, b) => s + (b ? b.length : 0), 0),
   );
   const dirs = new Map<string, number>();
@@ -176,8 +188,8 @@ export function columnsFromEntries(entries: readonly Entry[], statOf: (e: Entry,
   for (let i = 0; i < n; i++) {
     const e = entries[i]!;
     c.kind[i] = kindCode(e.kind);
-    c.pathBytes.set(paths[i]!, po);
-    c.pathEnd[i] = po += paths[i]!.length;
+    c.nameBytes.set(names[i]!, po);
+    c.nameEnd[i] = po += names[i]!.length;
     const t = targets[i];
     if (t) c.valueBytes.set(t, vo);
     c.valueEnd[i] = vo += t ? t.length : 0;

@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { endianness } from 'node:os';
 import type { Digest } from '../canonical-json.js';
 import type { Entry } from '../snapshot.js';
-import { columnsFromEntries, KIND_DIR, KIND_FILE, KIND_LINK, type IndexColumns, type RowStat } from './index-columns.js';
+import { columnsFromEntries, type IndexColumns, type RowStat } from './index-columns.js';
 
 export const TREE_INDEX_VERSION = 2 as const;
 const MAGIC = Buffer.from('PDBTIX2\n', 'latin1');
@@ -64,7 +64,7 @@ export interface TreeIndexHeader {
 const pad8 = (n: number) => (n + 7) & ~7;
 
 /** Byte layout of the body: [column, element size, element count] in file order. */
-function layout(n: number, pathBytes: number, valueBytes: number): Array<[keyof IndexColumns, number, number]> {
+function layout(n: number, nameBytes: number, valueBytes: number): Array<[keyof IndexColumns, number, number]> {
   return [
     ['ino', 8, n],
     ['size', 8, n],
@@ -72,21 +72,21 @@ function layout(n: number, pathBytes: number, valueBytes: number): Array<[keyof 
     ['ctime', 8, n],
     ['parent', 4, n],
     ['mode', 4, n],
-    ['pathEnd', 4, n],
+    ['nameEnd', 4, n],
     ['valueEnd', 4, n],
     ['kind', 1, n],
     ['flags', 1, n],
     ['digest', 1, n * 32],
-    ['pathBytes', 1, pathBytes],
+    ['nameBytes', 1, nameBytes],
     ['valueBytes', 1, valueBytes],
   ];
 }
 
 /** The file bytes of an index. */
 export function encodeTreeIndex(header: TreeIndexHeader, c: IndexColumns): Buffer {
-  const head = Buffer.from(JSON.stringify({ ...header, count: c.n, pathBytes: c.pathBytes.length, valueBytes: c.valueBytes.length }));
+  const head = Buffer.from(JSON.stringify({ ...header, count: c.n, nameBytes: c.nameBytes.length, valueBytes: c.valueBytes.length }));
   const parts: Buffer[] = [Buffer.alloc(PREFIX), head, Buffer.alloc(pad8(head.length) - head.length)];
-  for (const [name, size, count] of layout(c.n, c.pathBytes.length, c.valueBytes.length)) {
+  for (const [name, size, count] of layout(c.n, c.nameBytes.length, c.valueBytes.length)) {
     const col = c[name] as ArrayBufferView;
     parts.push(Buffer.from(col.buffer, col.byteOffset, size * count));
     if (pad8(size * count) !== size * count) parts.push(Buffer.alloc(pad8(size * count) - size * count));
@@ -116,18 +116,18 @@ export function decodeTreeIndex(file: Buffer): { header: TreeIndexHeader; column
   if (PREFIX + headLen > buf.length) return null;
   const digest = createHash('sha256').update(buf.subarray(PREFIX)).digest();
   if (!digest.equals(buf.subarray(16, 48))) return null;
-  let h: TreeIndexHeader & { pathBytes: number; valueBytes: number };
+  let h: TreeIndexHeader & { nameBytes: number; valueBytes: number };
   try {
     h = JSON.parse(buf.toString('utf8', PREFIX, PREFIX + headLen));
   } catch {
     return null;
   }
   if (h?.kind !== 'pdb-env-tree-index' || h.version !== TREE_INDEX_VERSION || !Array.isArray(h.excludes)) return null;
-  if (!isNat(h.count) || !isNat(h.pathBytes) || !isNat(h.valueBytes) || !isFlag(h.coarse)) return null;
+  if (!isNat(h.count) || !isNat(h.nameBytes) || !isNat(h.valueBytes) || !isFlag(h.coarse)) return null;
   const n = h.count;
   const c = {} as Record<string, unknown>;
   let off = PREFIX + pad8(headLen);
-  for (const [name, size, count] of layout(n, h.pathBytes, h.valueBytes)) {
+  for (const [name, size, count] of layout(n, h.nameBytes, h.valueBytes)) {
     if (off + size * count > buf.length) return null;
     const at = buf.byteOffset + off;
     c[name] =
@@ -144,25 +144,11 @@ export function decodeTreeIndex(file: Buffer): { header: TreeIndexHeader; column
     n,
     parent: new Int32Array((c.parent as Uint32Array).buffer, (c.parent as Uint32Array).byteOffset, n),
   } as IndexColumns;
-  if (!soundColumns(columns)) return null;
-  const { pathBytes: _p, valueBytes: _v, ...header } = h;
+  // The checksum says these are the bytes our writer wrote; what the walk's memory safety needs is
+  // checked again where it matters (native/scan.c checks every offset and parent).
+  if (n > 0 && (columns.nameEnd[n - 1] !== columns.nameBytes.length || columns.valueEnd[n - 1] !== columns.valueBytes.length)) return null;
+  const { nameBytes: _p, valueBytes: _v, ...header } = h;
   return { header, columns };
-}
-
-/** The structure a scan relies on: kinds known, parents earlier directories, offsets in order. */
-function soundColumns(c: IndexColumns): boolean {
-  let pe = 0;
-  let ve = 0;
-  for (let i = 0; i < c.n; i++) {
-    const k = c.kind[i]!;
-    if (k !== KIND_DIR && k !== KIND_FILE && k !== KIND_LINK) return false;
-    const p = c.parent[i]!;
-    if (p >= i || p < -1 || (p >= 0 && c.kind[p] !== KIND_DIR)) return false;
-    if (c.pathEnd[i]! <= pe || c.valueEnd[i]! < ve) return false;
-    pe = c.pathEnd[i]!;
-    ve = c.valueEnd[i]!;
-  }
-  return pe === c.pathBytes.length && ve === c.valueBytes.length;
 }
 
 /** A version 1 signature string `ino:size:mtimeMs:ctimeMs:mode` as numbers; null when it is not one. */

@@ -38,8 +38,9 @@ interface Plan {
   /** Per new row: the old row it copies (>= 0) or -(j + 1) for inserts[j]. */
   src: Int32Array;
   oldToNew: Int32Array;
-  inserts: Array<{ t: RawEntry; key: Buffer }>;
-  pathBytes: number;
+  /** New paths, sorted: the walk's entry, its path bytes (the sort key) and its name's. */
+  inserts: Array<{ t: RawEntry; key: Buffer; name: Buffer }>;
+  nameBytes: number;
 }
 
 /** Where every row goes: kept old rows in their order, new paths merged in by their bytes. */
@@ -47,11 +48,11 @@ function plan(c: IndexColumns, raw: RawScan): Plan {
   const status = raw.status;
   const inserts = raw.touched
     .filter((t) => t.row < 0)
-    .map((t) => ({ t, key: Buffer.from(t.path, 'utf8') }))
+    .map((t) => ({ t, key: Buffer.from(t.path, 'utf8'), name: Buffer.from(t.path.slice(t.path.lastIndexOf('/') + 1), 'utf8') }))
     .sort((a, b) => Buffer.compare(a.key, b.key));
   const at = inserts.map((x) => lowerBound(c, x.key));
   let kept = 0;
-  let pathBytes = 0;
+  let nameBytes = 0;
   for (let i = 0; i < c.n; i++) if (!status || status[i] !== 0) kept++;
   const src = new Int32Array(kept + inserts.length);
   const oldToNew = new Int32Array(c.n).fill(-1);
@@ -59,27 +60,27 @@ function plan(c: IndexColumns, raw: RawScan): Plan {
   let j = 0;
   for (let i = 0; i <= c.n; i++) {
     while (j < inserts.length && at[j] === i) {
-      pathBytes += inserts[j]!.key.length;
+      nameBytes += inserts[j]!.name.length;
       src[k++] = -(j++ + 1);
     }
     if (i === c.n || (status && status[i] === 0)) continue;
-    pathBytes += c.pathEnd[i]! - (i === 0 ? 0 : c.pathEnd[i - 1]!);
+    nameBytes += c.nameEnd[i]! - (i === 0 ? 0 : c.nameEnd[i - 1]!);
     oldToNew[i] = k;
     src[k++] = i;
   }
-  return { src, oldToNew, inserts, pathBytes };
+  return { src, oldToNew, inserts, nameBytes };
 }
 
-/** Copy the kept rows' columns and path bytes, and give every row its parent in the new order. */
+/** Copy the kept rows' columns and name bytes, and give every row its parent in the new order. */
 function copyKept(c: IndexColumns, p: Plan, out: IndexColumns): void {
   const newRow = new Map<string, number>();
   let po = 0;
   for (let k = 0; k < out.n; k++) {
     const s = p.src[k]!;
     if (s < 0) {
-      const { t, key } = p.inserts[-s - 1]!;
-      out.pathBytes.set(key, po);
-      out.pathEnd[k] = po += key.length;
+      const { t, name } = p.inserts[-s - 1]!;
+      out.nameBytes.set(name, po);
+      out.nameEnd[k] = po += name.length;
       const slash = t.path.lastIndexOf('/');
       const parent = slash < 0 ? -1 : (newRow.get(t.path.slice(0, slash)) ?? p.oldToNew[findRow(c, t.path.slice(0, slash))] ?? -2);
       if (parent === -2 || parent === undefined || parent >= k) throw new PdbError('E_INTERNAL', `tree index: no directory for ${t.path}`);
@@ -88,16 +89,16 @@ function copyKept(c: IndexColumns, p: Plan, out: IndexColumns): void {
       out.flags[k] = needsEscape(t.path) ? F_ESCAPE : 0;
       continue;
     }
-    // A run of old rows kept in order: their path and digest bytes move in one copy each.
+    // A run of old rows kept in order: their name and digest bytes move in one copy each.
     let e = k + 1;
     while (e < out.n && p.src[e] === p.src[e - 1]! + 1) e++;
     const first = s;
     const last = s + (e - k) - 1;
-    const from = first === 0 ? 0 : c.pathEnd[first - 1]!;
-    out.pathBytes.set(c.pathBytes.subarray(from, c.pathEnd[last]!), po);
+    const from = first === 0 ? 0 : c.nameEnd[first - 1]!;
+    out.nameBytes.set(c.nameBytes.subarray(from, c.nameEnd[last]!), po);
     out.digest.set(c.digest.subarray(first * 32, (last + 1) * 32), k * 32);
     for (let r = first, q = k; r <= last; r++, q++) {
-      out.pathEnd[q] = po + (c.pathEnd[r]! - from);
+      out.nameEnd[q] = po + (c.nameEnd[r]! - from);
       const op = c.parent[r]!;
       out.parent[q] = op < 0 ? -1 : p.oldToNew[op]!;
       if (op >= 0 && out.parent[q]! < 0) throw new PdbError('E_INTERNAL', 'tree index: a kept row lost its directory');
@@ -109,7 +110,7 @@ function copyKept(c: IndexColumns, p: Plan, out: IndexColumns): void {
       out.ctime[q] = c.ctime[r]!;
       out.mode[q] = c.mode[r]!;
     }
-    po = out.pathEnd[e - 1]!;
+    po = out.nameEnd[e - 1]!;
     k = e - 1;
   }
 }
@@ -138,7 +139,7 @@ export function nextColumns(
     else if (c.kind[s] === KIND_LINK) targets[k] = Buffer.from(c.valueBytes.subarray(s === 0 ? 0 : c.valueEnd[s - 1]!, c.valueEnd[s]!));
     valueBytes += targets[k]?.length ?? 0;
   }
-  const out = emptyColumns(p.src.length, p.pathBytes, valueBytes);
+  const out = emptyColumns(p.src.length, p.nameBytes, valueBytes);
   copyKept(c, p, out);
   const window = coarse ? COARSE_RACY_WINDOW_MS : RACY_WINDOW_MS;
   for (let k = 0; k < out.n; k++) {

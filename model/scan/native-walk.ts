@@ -5,7 +5,7 @@ import { PdbError } from '../errors.js';
 import type { IndexColumns } from './index-columns.js';
 import { kindOf, nonUtf8, vanished, type RawEntry, type RawScan, type WalkInput } from './tree-walk.js';
 
-type Columns = Pick<IndexColumns, 'kind' | 'flags' | 'parent' | 'pathEnd' | 'pathBytes' | 'ino' | 'size' | 'mtime' | 'ctime' | 'mode'>;
+type Columns = Pick<IndexColumns, 'kind' | 'flags' | 'parent' | 'nameEnd' | 'nameBytes' | 'ino' | 'size' | 'mtime' | 'ctime' | 'mode'>;
 
 export interface NativeAddon {
   version: string;

@@ -1,8 +1,10 @@
 // The canonical bytes of a Snapshot written straight from tree index columns: the same bytes as
 // canonicalSnapshot (model/snapshot.ts) gives for the rows as entries, without building an entry
-// or a string per row. Paths and digests are copied as bytes; a path JSON must escape (flag
-// F_ESCAPE) and every symlink target go through JSON.stringify. The test suite checks the two
-// agree on random trees with every character class JSON treats specially.
+// or a string per row. A row's path is its directory's path as already written (rows come after
+// their directory), '/', and its name; digests are written as hex from their bytes. A path JSON
+// must escape (flag F_ESCAPE, set for every path holding such a character, so for everything
+// below such a directory too) and every symlink target go through JSON.stringify. The test suite
+// checks the two agree on random trees with every character class JSON treats specially.
 import { sha256Digest, type Digest } from '../canonical-json.js';
 import { F_ESCAPE, F_EXEC, KIND_DIR, KIND_FILE, rowPath, rowTarget, type IndexColumns } from './index-columns.js';
 
@@ -24,8 +26,15 @@ export function snapshotBytesFromColumns(
 ): { bytes: Buffer; digest: Digest } {
   const head = bytesOf(`{"base":${base === null ? 'null' : JSON.stringify(base)},"entries":[`);
   const tail = bytesOf(`],"excludes":${JSON.stringify(excludes)},"version":1}`);
-  // Generous: every path byte escaped as \u00XX, every row with the longest fixed parts.
-  const bound = head.length + tail.length + c.pathBytes.length * 6 + c.valueBytes.length * 6 + c.n * 160;
+  // Where each directory's path (unescaped) was written, to copy from for what it holds.
+  const at = new Int32Array(c.n);
+  const len = new Int32Array(c.n);
+  let bound = head.length + tail.length + c.valueBytes.length * 6 + c.n * 160;
+  for (let i = 0; i < c.n; i++) {
+    const p = c.parent[i]!;
+    len[i] = (p < 0 ? -1 : len[p]!) + 1 + c.nameEnd[i]! - (i === 0 ? 0 : c.nameEnd[i - 1]!);
+    bound += len[i]! * 6; // generous: every byte escaped as \u00XX
+  }
   const out = Buffer.allocUnsafe(bound);
   let o = 0;
   const put = (b: Uint8Array) => {
@@ -34,8 +43,15 @@ export function snapshotBytesFromColumns(
   const putPath = (i: number) => {
     if ((c.flags[i]! & F_ESCAPE) !== 0) return put(bytesOf(JSON.stringify(rowPath(c, i))));
     out[o++] = 0x22;
-    const p = c.pathBytes;
-    for (let k = i === 0 ? 0 : c.pathEnd[i - 1]!, e = c.pathEnd[i]!; k < e; k++) out[o++] = p[k]!;
+    at[i] = o;
+    const p = c.parent[i]!;
+    if (p >= 0) {
+      out.copy(out, o, at[p]!, at[p]! + len[p]!);
+      o += len[p]!;
+      out[o++] = 0x2f;
+    }
+    const names = c.nameBytes;
+    for (let k = i === 0 ? 0 : c.nameEnd[i - 1]!, e = c.nameEnd[i]!; k < e; k++) out[o++] = names[k]!;
     out[o++] = 0x22;
   };
   put(head);

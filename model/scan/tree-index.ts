@@ -23,6 +23,7 @@ import type { Entry, Snapshot } from '../snapshot.js';
 import {
   F_TRUSTED,
   KIND_DIR,
+  allPaths,
   columnsFromEntries,
   findRow,
   rowEntry,
@@ -46,6 +47,7 @@ export const COARSE_RACY_WINDOW_MS = 2_000;
 /** A tree index in memory: its header and its columns (index-columns.ts); entries are built only when asked for. */
 export class TreeIndex {
   private built: Array<Entry | undefined> | null = null;
+  private paths: string[] | null = null;
 
   constructor(
     readonly header: TreeIndexHeader,
@@ -62,7 +64,7 @@ export class TreeIndex {
   }
 
   path(i: number): string {
-    return rowPath(this.cols, i);
+    return this.paths ? this.paths[i]! : rowPath(this.cols, i);
   }
 
   /** A symlink's target (only for kind 'l'). */
@@ -84,8 +86,10 @@ export class TreeIndex {
 
   /** Every entry, sorted (built once). */
   get entries(): Entry[] {
-    for (let i = 0; i < this.cols.n; i++) this.entry(i);
-    return (this.built ?? []) as Entry[];
+    this.paths ??= allPaths(this.cols);
+    this.built ??= new Array(this.cols.n);
+    for (let i = 0; i < this.cols.n; i++) this.built[i] ??= rowEntry(this.cols, i, this.paths[i]);
+    return this.built as Entry[];
   }
 
   /** Path -> row (binary search). */
