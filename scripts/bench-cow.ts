@@ -23,8 +23,10 @@ import { cowTable, cowTargets, type CowRow } from './bench-cow-report.js';
 import { generateTree, gitCommitAll, NPM_FIXTURE_DEPENDENCIES, prng, shuffle } from './bench-cow-tree.js';
 import { freeBytesAfterSync, isRoot, loopFsUnavailableReason, mountLoopFs, releaseLoopFs, type LoopFsType } from './host-setup.js';
 import { packageFile } from '../model/paths.js';
-import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchRow } from './bench-receipt.js';
+import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchGoal, type BenchRow } from './bench-receipt.js';
 import { userPathRows } from './bench-user-path.js';
+import { evaluateGoals, goalLines } from './bench-goals.js';
+import { scannerInfo } from '../model/scan/scanner.js';
 import { CLI, median, scriptArgs } from './lib.js';
 
 const USAGE = `usage: node dist/scripts/bench-cow.js [--rounds 5] [--files 15200] [--mib 330] [--tree DIR | --npm-fixture DIR]
@@ -129,6 +131,11 @@ function cases(p: Prepared): Record<string, Case> {
     },
     'cp --reflink=never': async (dir) => {
       await $`cp -a --reflink=never ${treeBase} ${join(dir, 'root')}`;
+      return none;
+    },
+    // Process start alone: what an O(1) create is judged against.
+    'node -e 0': async () => {
+      await $`node -e 0`;
       return none;
     },
     'git worktree add': async (dir) => {
@@ -300,12 +307,14 @@ async function main(): Promise<void> {
   for (const [what, ok, value] of cowTargets(FILESYSTEMS, rows)) console.log(`  ${ok ? 'MET    ' : 'NOT MET'}  ${what}: ${value}`);
   if (values.json) writeFileSync(values.json, `${JSON.stringify({ seed: SEED, rounds: ROUNDS, kernel, rows }, null, 2)}\n`);
   if (userPathLines.length) console.log(`\nuser path (paired ratio = median of per-round ratios):\n${userPathLines.join('\n')}`);
-  console.log(`receipt: ${await writeCowReceipt(start, rows)}`);
+  const goals = evaluateGoals(userPathResults, (group) => group.split('/').pop()!);
+  if (goals.length) console.log(`\ngoals (issue 26), one run, same rounds:\n${goalLines(goals).join('\n')}`);
+  console.log(`receipt: ${await writeCowReceipt(start, rows, goals)}`);
 }
 
 /** The path-free receipt of the run: one row per filesystem x case, ratios to the cp and git worktree baselines of its filesystem. */
-function writeCowReceipt(start: Awaited<ReturnType<typeof startBenchReceipt>>, rows: CowRow[]): Promise<string> {
-  const baselines = ['cp --reflink=always', 'cp --reflink=never', 'git worktree add'];
+function writeCowReceipt(start: Awaited<ReturnType<typeof startBenchReceipt>>, rows: CowRow[], goals: BenchGoal[]): Promise<string> {
+  const baselines = ['cp --reflink=always', 'cp --reflink=never', 'git worktree add', 'node -e 0'];
   const samples = (fs: string, name: string) => rows.find((r) => r.fs === fs && r.backend === name)?.samplesMs;
   return writeBenchReceipt(start, {
     benchmark: 'cow',
@@ -318,6 +327,8 @@ function writeCowReceipt(start: Awaited<ReturnType<typeof startBenchReceipt>>, r
       wideFiles: WIDE_FILES,
       btrfsMkfs: BTRFS_MKFS.join(' '),
       btrfsMount: BTRFS_MOUNT,
+      scanner: scannerInfo().scanner,
+      nodeExtraCaCerts: process.env.NODE_EXTRA_CA_CERTS ? 'set' : 'unset',
     },
     results: rows
       .map((r) => {
@@ -335,6 +346,7 @@ function writeCowReceipt(start: Awaited<ReturnType<typeof startBenchReceipt>>, r
         });
       })
       .concat(userPathResults),
+    goals,
   });
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Builds the native scanner (native/scan.c, an N-API addon) with node-gyp; npm runs it at install.
+// Builds the native scanner (native/walk.c, an N-API addon) with node-gyp; npm runs it at install.
 // A build that cannot run here (no compiler, no headers, no network for them) is not an install
 // failure: pdb-env then scans with its JavaScript scanner, and `pdb-env doctor` says which one runs.
 // PDB_ENV_SKIP_NATIVE=1 skips the build.

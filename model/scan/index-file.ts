@@ -145,7 +145,7 @@ export function decodeTreeIndex(file: Buffer): { header: TreeIndexHeader; column
     parent: new Int32Array((c.parent as Uint32Array).buffer, (c.parent as Uint32Array).byteOffset, n),
   } as IndexColumns;
   // The checksum says these are the bytes our writer wrote; what the walk's memory safety needs is
-  // checked again where it matters (native/scan.c checks every offset and parent).
+  // checked again where it matters (native/walk.c checks every offset and parent).
   if (n > 0 && (columns.nameEnd[n - 1] !== columns.nameBytes.length || columns.valueEnd[n - 1] !== columns.valueBytes.length)) return null;
   const { nameBytes: _p, valueBytes: _v, ...header } = h;
   return { header, columns };

@@ -71,16 +71,30 @@ function plan(c: IndexColumns, raw: RawScan): Plan {
   return { src, oldToNew, inserts, nameBytes };
 }
 
-/** Copy the kept rows' columns and name bytes, and give every row its parent in the new order. */
-function copyKept(c: IndexColumns, p: Plan, out: IndexColumns): void {
+/** The row each insert went to, by its index in `p.inserts`. */
+function insertRows(p: Plan): Int32Array {
+  const rows = new Int32Array(p.inserts.length);
+  for (let k = 0; k < p.src.length; k++) if (p.src[k]! < 0) rows[-p.src[k]! - 1] = k;
+  return rows;
+}
+
+/**
+ * Copy the kept rows' columns, name bytes and (when `values`) symlink targets, a whole run of
+ * rows kept in order at a time, and give every row its parent in the new order. Rows of an
+ * unchanged structure copy their parents as they are; otherwise each is mapped.
+ */
+function copyKept(c: IndexColumns, p: Plan, out: IndexColumns, values: boolean): void {
   const newRow = new Map<string, number>();
+  const identity = p.inserts.length === 0 && p.src.length === c.n;
   let po = 0;
+  let vo = 0;
   for (let k = 0; k < out.n; k++) {
     const s = p.src[k]!;
     if (s < 0) {
       const { t, name } = p.inserts[-s - 1]!;
       out.nameBytes.set(name, po);
       out.nameEnd[k] = po += name.length;
+      if (values) out.valueEnd[k] = vo;
       const slash = t.path.lastIndexOf('/');
       const parent = slash < 0 ? -1 : (newRow.get(t.path.slice(0, slash)) ?? p.oldToNew[findRow(c, t.path.slice(0, slash))] ?? -2);
       if (parent === -2 || parent === undefined || parent >= k) throw new PdbError('E_INTERNAL', `tree index: no directory for ${t.path}`);
@@ -89,30 +103,36 @@ function copyKept(c: IndexColumns, p: Plan, out: IndexColumns): void {
       out.flags[k] = needsEscape(t.path) ? F_ESCAPE : 0;
       continue;
     }
-    // A run of old rows kept in order: their name and digest bytes move in one copy each.
     let e = k + 1;
     while (e < out.n && p.src[e] === p.src[e - 1]! + 1) e++;
-    const first = s;
-    const last = s + (e - k) - 1;
-    const from = first === 0 ? 0 : c.nameEnd[first - 1]!;
-    out.nameBytes.set(c.nameBytes.subarray(from, c.nameEnd[last]!), po);
-    out.digest.set(c.digest.subarray(first * 32, (last + 1) * 32), k * 32);
-    for (let r = first, q = k; r <= last; r++, q++) {
-      out.nameEnd[q] = po + (c.nameEnd[r]! - from);
-      const op = c.parent[r]!;
-      out.parent[q] = op < 0 ? -1 : p.oldToNew[op]!;
-      if (op >= 0 && out.parent[q]! < 0) throw new PdbError('E_INTERNAL', 'tree index: a kept row lost its directory');
-      out.kind[q] = c.kind[r]!;
-      out.flags[q] = c.flags[r]!;
-      out.ino[q] = c.ino[r]!;
-      out.size[q] = c.size[r]!;
-      out.mtime[q] = c.mtime[r]!;
-      out.ctime[q] = c.ctime[r]!;
-      out.mode[q] = c.mode[r]!;
+    const [a, b] = [s, s + (e - k)]; // old rows a .. b - 1 become new rows k .. e - 1
+    for (const col of ['kind', 'flags', 'ino', 'size', 'mtime', 'ctime', 'mode'] as const) out[col].set(c[col].subarray(a, b), k);
+    out.digest.set(c.digest.subarray(a * 32, b * 32), k * 32);
+    const from = a === 0 ? 0 : c.nameEnd[a - 1]!;
+    out.nameBytes.set(c.nameBytes.subarray(from, c.nameEnd[b - 1]!), po);
+    shift(out.nameEnd, c.nameEnd, a, b, k, po - from);
+    po += c.nameEnd[b - 1]! - from;
+    if (values) {
+      const vfrom = a === 0 ? 0 : c.valueEnd[a - 1]!;
+      out.valueBytes.set(c.valueBytes.subarray(vfrom, c.valueEnd[b - 1]!), vo);
+      shift(out.valueEnd, c.valueEnd, a, b, k, vo - vfrom);
+      vo += c.valueEnd[b - 1]! - vfrom;
     }
-    po = out.nameEnd[e - 1]!;
+    if (identity) out.parent.set(c.parent.subarray(a, b), k);
+    else
+      for (let r = a, q = k; r < b; r++, q++) {
+        const op = c.parent[r]!;
+        out.parent[q] = op < 0 ? -1 : p.oldToNew[op]!;
+        if (op >= 0 && out.parent[q]! < 0) throw new PdbError('E_INTERNAL', 'tree index: a kept row lost its directory');
+      }
     k = e - 1;
   }
+}
+
+/** to[q + i] = from[a + i] + delta for the rows a .. b - 1 (offsets moved with their bytes). */
+function shift(to: Uint32Array, from: Uint32Array, a: number, b: number, q: number, delta: number): void {
+  if (delta === 0) to.set(from.subarray(a, b), q);
+  else for (let r = a; r < b; r++) to[q++] = from[r]! + delta;
 }
 
 /**
@@ -128,32 +148,41 @@ export function nextColumns(
 ): IndexColumns {
   const c = old ?? NONE;
   const p = plan(c, raw);
-  const targets: Array<Buffer | null> = new Array(p.src.length).fill(null);
-  let valueBytes = 0;
-  const touchedAt = new Map<number, RawEntry>();
-  for (const t of raw.touched) if (t.row >= 0) touchedAt.set(p.oldToNew[t.row]!, t);
-  for (let k = 0; k < p.src.length; k++) {
-    const s = p.src[k]!;
-    const t = s < 0 ? p.inserts[-s - 1]!.t : touchedAt.get(k);
-    if (t) targets[k] = t.kind === KIND_LINK ? Buffer.from(t.target!, 'utf8') : null;
-    else if (c.kind[s] === KIND_LINK) targets[k] = Buffer.from(c.valueBytes.subarray(s === 0 ? 0 : c.valueEnd[s - 1]!, c.valueEnd[s]!));
-    valueBytes += targets[k]?.length ?? 0;
-  }
-  const out = emptyColumns(p.src.length, p.nameBytes, valueBytes);
-  copyKept(c, p, out);
+  const inserted = insertRows(p);
+  // Symlink targets move with their runs unless a touched or new entry is (or was) a symlink.
+  const linksTouched = raw.touched.some((t) => t.kind === KIND_LINK || (t.row >= 0 && c.kind[t.row] === KIND_LINK));
+  const out = emptyColumns(p.src.length, p.nameBytes, linksTouched ? 0 : c.valueBytes.length);
+  copyKept(c, p, out, !linksTouched);
   const window = coarse ? COARSE_RACY_WINDOW_MS : RACY_WINDOW_MS;
+  const at = (t: RawEntry, j: number) => (t.row >= 0 ? p.oldToNew[t.row]! : inserted[j]!);
+  const inserts = new Map(p.inserts.map((x, j) => [x.t, j]));
+  for (const t of raw.touched)
+    updateRow(out, at(t, inserts.get(t) ?? -1), t, t.kind === KIND_FILE ? content(t) : undefined, raw.startedAtMs, window);
+  if (linksTouched) rebuildTargets(c, p, raw, out);
+  return out;
+}
+
+/** Every row's symlink target again: the kept rows' from `c`, the touched and new ones' from the walk. */
+function rebuildTargets(c: IndexColumns, p: Plan, raw: RawScan, out: IndexColumns): void {
+  const targets: Array<Buffer | null> = new Array(out.n).fill(null);
   for (let k = 0; k < out.n; k++) {
     const s = p.src[k]!;
-    const t = s < 0 ? p.inserts[-s - 1]!.t : touchedAt.get(k);
-    if (t) updateRow(out, k, t, t.kind === KIND_FILE ? content(t) : undefined, raw.startedAtMs, window);
+    if (s >= 0 && c.kind[s] === KIND_LINK)
+      targets[k] = Buffer.from(c.valueBytes.subarray(s === 0 ? 0 : c.valueEnd[s - 1]!, c.valueEnd[s]!));
   }
+  const inserts = new Map(p.inserts.map((x, j) => [x.t, j]));
+  const rows = insertRows(p);
+  for (const t of raw.touched) {
+    const k = t.row >= 0 ? p.oldToNew[t.row]! : rows[inserts.get(t)!]!;
+    targets[k] = t.kind === KIND_LINK ? Buffer.from(t.target!, 'utf8') : null;
+  }
+  out.valueBytes = new Uint8Array(targets.reduce((n, b) => n + (b?.length ?? 0), 0));
   let vo = 0;
   for (let k = 0; k < out.n; k++) {
     const b = targets[k];
     if (b) out.valueBytes.set(b, vo);
     out.valueEnd[k] = vo += b ? b.length : 0;
   }
-  return out;
 }
 
 function updateRow(out: IndexColumns, k: number, t: RawEntry, got: Content | undefined, recordedAtMs: number, window: number): void {

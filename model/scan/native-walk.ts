@@ -1,4 +1,4 @@
-// The call into the native scanner (native/scan.c) and the decoding of what it returns: the
+// The call into the native scanner (native/walk.c) and the decoding of what it returns: the
 // touched entries as packed records, its failures as the same typed errors tree-walk.ts throws.
 import { constants } from 'node:os';
 import { PdbError } from '../errors.js';
@@ -9,6 +9,12 @@ type Columns = Pick<IndexColumns, 'kind' | 'flags' | 'parent' | 'nameEnd' | 'nam
 
 export interface NativeAddon {
   version: string;
+  /** head, every row's canonical Snapshot entry (comma-separated), tail (native/snapshot.c). */
+  snapshotBytes(
+    columns: Pick<IndexColumns, 'kind' | 'flags' | 'parent' | 'nameEnd' | 'nameBytes' | 'valueEnd' | 'valueBytes' | 'digest' | 'size'>,
+    head: Buffer,
+    tail: Buffer,
+  ): Buffer;
   scan(args: {
     root: string;
     excludeNames: string[];
@@ -58,7 +64,7 @@ function failure(input: WalkInput, r: { error: string; errno: number; path: Buff
   }
 }
 
-/** The records of native/scan.c writeRecord: 32 bytes of doubles, 24 of u32, then path and target padded to 8. */
+/** The records of native/walk.c writeRecord: 32 bytes of doubles, 24 of u32, then path and target padded to 8. */
 function decodeTouched(buf: Buffer): RawEntry[] {
   let aligned = buf;
   if (buf.byteOffset % 8 !== 0) {

@@ -185,7 +185,7 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
   const columns = () => (cols ??= nextColumns(trust?.cols ?? null, raw, (t) => hashed.content.get(t), coarse));
   let entries: Entry[] | null = null;
   const same = trust !== null && changed!.size === 0;
-  const stale = trust ? raw.touched.filter((t) => t.row >= 0).length + [...raw.status!].filter((x) => x === 0).length : raw.touched.length;
+  const stale = trust ? raw.touched.filter((t) => t.row >= 0).length + unseen(raw.status!).length : raw.touched.length;
   return {
     get entries() {
       return (entries ??= same ? trust.entries : new TreeIndex(indexHeader(emptyFields(), 0), columns()).entries);
@@ -229,6 +229,13 @@ const emptyFields = (): IndexFields => ({
   generation: '',
   source: null,
 });
+
+/** Index rows the walk did not see (found by indexOf: a loop over every row is slow in code that runs once). */
+function unseen(status: Uint8Array): number[] {
+  const out: number[] = [];
+  for (let i = status.indexOf(0); i >= 0; i = status.indexOf(0, i + 1)) out.push(i);
+  return out;
+}
 
 /** After objects left the store: trusted files whose object is gone are hashed (and installed) again. */
 function recheckObjects(trust: TreeIndex, raw: RawScan, store: ObjectStore): void {
@@ -282,7 +289,7 @@ function changesOf(trust: TreeIndex, raw: RawScan, content: ReadonlyMap<RawEntry
     if (differs) changed.set(t.path, entryOf(t, content));
   }
   const status = raw.status!;
-  for (let i = 0; i < c.n; i++) if (status[i] === 0) changed.set(trust.path(i), null);
+  for (const i of unseen(status)) changed.set(trust.path(i), null);
   return changed;
 }
 

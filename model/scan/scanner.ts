@@ -1,4 +1,4 @@
-// Which stat walk runs: the native scanner (native/scan.c, an N-API addon built at install when a
+// Which stat walk runs: the native scanner (native/walk.c, an N-API addon built at install when a
 // compiler is there) or the JavaScript one (tree-walk.ts), the fallback and the oracle. Both give
 // the same RawScan (a property test holds them to it). PDB_ENV_SCANNER=js forces JavaScript;
 // PDB_ENV_SCANNER=native makes a missing addon an error instead of a fallback.
@@ -64,6 +64,12 @@ export function scannerInfo(): ScannerInfo {
 export function nativeUnavailable(): string | null {
   const { addon, reason } = loadAddon();
   return addon ? null : reason;
+}
+
+/** The native Snapshot writer when the native scanner is the one in use (or `scanner` names it), else null. */
+export function nativeSnapshotWriter(scanner: 'auto' | 'js' | 'native' = 'auto'): NativeAddon['snapshotBytes'] | null {
+  const { addon } = scanner === 'js' ? { addon: null } : scanner === 'native' ? loadAddon() : load();
+  return addon && typeof addon.snapshotBytes === 'function' ? addon.snapshotBytes.bind(addon) : null;
 }
 
 /** The stat walk of `input.root` against its index, by the scanner in use ('auto'), or the one named. */

@@ -7,6 +7,7 @@
 // checks the two agree on random trees with every character class JSON treats specially.
 import { sha256Digest, type Digest } from '../canonical-json.js';
 import { F_ESCAPE, F_EXEC, KIND_DIR, KIND_FILE, rowPath, rowTarget, type IndexColumns } from './index-columns.js';
+import { nativeSnapshotWriter } from './scanner.js';
 
 const HEX = Buffer.from('0123456789abcdef', 'latin1');
 const bytesOf = (s: string) => Buffer.from(s, 'utf8');
@@ -18,14 +19,29 @@ const FILE_SIZE = bytesOf(',"size":');
 const LINK_HEAD = bytesOf('{"kind":"symlink","path":');
 const LINK_TARGET = bytesOf(',"target":');
 
-/** The canonical Snapshot document `{base, entries, excludes, version}` of the rows, and its digest. */
+/**
+ * The canonical Snapshot document `{base, entries, excludes, version}` of the rows, and its
+ * digest: written by native/snapshot.c where the native scanner runs (a loop over every row runs
+ * once per process, and JavaScript never optimizes it then), by the same code in JavaScript
+ * otherwise; `writer` names one.
+ */
 export function snapshotBytesFromColumns(
   c: IndexColumns,
   base: Digest | null,
   excludes: readonly string[],
+  writer: 'auto' | 'js' | 'native' = 'auto',
 ): { bytes: Buffer; digest: Digest } {
   const head = bytesOf(`{"base":${base === null ? 'null' : JSON.stringify(base)},"entries":[`);
   const tail = bytesOf(`],"excludes":${JSON.stringify(excludes)},"version":1}`);
+  const native = nativeSnapshotWriter(writer);
+  if (native) {
+    const bytes = native(c, head, tail);
+    return { bytes, digest: sha256Digest(bytes) };
+  }
+  return jsSnapshotBytes(c, head, tail);
+}
+
+function jsSnapshotBytes(c: IndexColumns, head: Buffer, tail: Buffer): { bytes: Buffer; digest: Digest } {
   // Where each directory's path (unescaped) was written, to copy from for what it holds.
   const at = new Int32Array(c.n);
   const len = new Int32Array(c.n);

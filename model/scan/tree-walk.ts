@@ -1,5 +1,5 @@
 // The stat walk of a tree against its tree index, in JavaScript: the fallback when the native
-// scanner (native/scan.c) is not built, and the oracle it is tested against. Both follow one
+// scanner (native/walk.c) is not built, and the oracle it is tested against. Both follow one
 // algorithm and give the same RawScan:
 //
 // - every entry is lstat'ed once (the root too); its kind comes from that lstat;

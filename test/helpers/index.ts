@@ -99,7 +99,7 @@ export const CAPABILITIES = [
   'agentfs', // a pinned AgentFS binary that passes its probe (never installed by CI: none is pinned)
   'procfs', // Linux /proc (a resettable VmHWM, for the harness's own peak RSS per phase)
   'cgroup2', // a cgroup v2 hierarchy (mounted in a private mount namespace as root), for per-session cgroup tracking
-  'native-scan', // the native scanner (native/scan.c), built by npm install where python3, make and a C compiler are
+  'native-scan', // the native scanner (native/walk.c), built by npm install where python3, make and a C compiler are
 ] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 

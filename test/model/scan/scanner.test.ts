@@ -1,4 +1,4 @@
-// The native scanner (native/scan.c) against the JavaScript one, its oracle: on random trees,
+// The native scanner (native/walk.c) against the JavaScript one, its oracle: on random trees,
 // without an index and against an index after random changes, both give the same RawScan (every
 // touched entry with its stat data, the status of every row, the counts), and the same typed
 // errors. Skipped, and named, when the addon is not built (CI builds it and requires it).

@@ -7,73 +7,7 @@
 // records (layout in writeRecord). Times are computed exactly as Node computes mtimeMs
 // (sec * 1000 + nsec / 1e6 in doubles; built with -ffp-contract=off so no FMA changes a bit).
 #define _GNU_SOURCE
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <node_api.h>
-#include <pthread.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#ifdef __APPLE__
-#define MTIM st_mtimespec
-#define CTIM st_ctimespec
-#else
-#define MTIM st_mtim
-#define CTIM st_ctim
-#endif
-
-#define VERSION "1"
-#define KIND_DIR 1
-#define KIND_FILE 2
-#define KIND_LINK 3
-#define F_TRUSTED 2
-
-enum { OK = 0, E_ERRNO, E_ROOT_MISSING, E_ROOT_NOT_DIR, E_UNSUPPORTED, E_NON_UTF8_NAME, E_NON_UTF8_TARGET, E_VANISHED, E_NOMEM };
-
-typedef struct {
-  double ino, size, mtime, ctime;
-  uint32_t mode;
-  int err;
-} stat_t;
-
-typedef struct {
-  uint8_t *p;
-  size_t len, cap;
-} buf_t;
-
-typedef struct {
-  // The index (borrowed from JavaScript typed arrays); hasIndex == 0 without one.
-  int hasIndex;
-  uint32_t n;
-  const uint8_t *kind, *flags, *nameBytes;
-  const int32_t *parent;
-  const uint32_t *nameEnd, *mode;
-  const double *ino, *size, *mtime, *ctime;
-  uint8_t *status;
-  int32_t *firstChild, *nextSibling;
-  stat_t *pre;
-  // Each directory row's relative path, for phase A (a row's path is its directory's, '/', its name).
-  char *dirPaths;
-  size_t *dirOff;
-  // What is left out.
-  char **exNames, **exPaths;
-  uint32_t nExNames, nExPaths;
-  int dirRule;
-  // The root directory, open: every path below is looked up from it (a shorter walk per lstat).
-  int rootFd;
-  // The absolute path being visited: root, then "/rel".
-  char *path;
-  size_t pathLen, pathCap, rootLen;
-  buf_t out;
-  double entries, files, bytes, dirsRead;
-  int err, errNo;
-  uint32_t errMode;
-  char *errPath;
-} scan_t;
+#include "scan.h"
 
 static double ms(struct timespec t) { return (double)t.tv_sec * 1000.0 + (double)t.tv_nsec / 1000000.0; }
 
@@ -392,74 +326,9 @@ static void preloadAll(scan_t *s, int threads) {
   }
 }
 
-// ---- the N-API face: scan(args) -> { touched, entries, files, bytes, dirsRead } | { error, errno, path, mode }
-
-static napi_value prop(napi_env env, napi_value obj, const char *name) {
-  napi_value v = NULL;
-  napi_get_named_property(env, obj, name, &v);
-  return v;
-}
-
-static int isUndefined(napi_env env, napi_value v) {
-  napi_valuetype t;
-  return !v || napi_typeof(env, v, &t) != napi_ok || t == napi_undefined || t == napi_null;
-}
-
-static void *typed(napi_env env, napi_value obj, const char *name, size_t *length) {
-  napi_value v = prop(env, obj, name);
-  napi_typedarray_type type;
-  void *data = NULL;
-  size_t len = 0;
-  static uint64_t empty;
-  if (isUndefined(env, v) || napi_get_typedarray_info(env, v, &type, &len, &data, NULL, NULL) != napi_ok) return NULL;
-  if (length) *length = len;
-  return data ? data : &empty; // a zero-length array may have no storage
-}
-
-static char *string(napi_env env, napi_value v) {
-  size_t len = 0;
-  if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) return NULL;
-  char *out = malloc(len + 1);
-  if (out) napi_get_value_string_utf8(env, v, out, len + 1, &len);
-  return out;
-}
-
-static char **strings(napi_env env, napi_value arr, uint32_t *count) {
-  uint32_t n = 0;
-  napi_get_array_length(env, arr, &n);
-  char **out = calloc(n + 1, sizeof(char *));
-  for (uint32_t i = 0; out && i < n; i++) {
-    napi_value v;
-    napi_get_element(env, arr, i, &v);
-    out[i] = string(env, v);
-  }
-  *count = n;
-  return out;
-}
-
-static void setNumber(napi_env env, napi_value obj, const char *name, double x) {
-  napi_value v;
-  napi_create_double(env, x, &v);
-  napi_set_named_property(env, obj, name, v);
-}
-
-static int readIndex(napi_env env, napi_value idx, scan_t *s) {
-  size_t n = 0;
-  s->kind = typed(env, idx, "kind", &n);
-  s->n = (uint32_t)n;
-  s->flags = typed(env, idx, "flags", NULL);
-  s->parent = typed(env, idx, "parent", NULL);
-  s->nameEnd = typed(env, idx, "nameEnd", NULL);
-  size_t nameBytes = 0;
-  s->nameBytes = typed(env, idx, "nameBytes", &nameBytes);
-  s->ino = typed(env, idx, "ino", NULL);
-  s->size = typed(env, idx, "size", NULL);
-  s->mtime = typed(env, idx, "mtime", NULL);
-  s->ctime = typed(env, idx, "ctime", NULL);
-  s->mode = typed(env, idx, "mode", NULL);
-  if (!s->kind || !s->flags || !s->parent || !s->nameEnd || !s->ino || !s->size || !s->mtime || !s->ctime || !s->mode) return 0;
-  if (s->n && !s->nameBytes) return 0;
-  // Memory safety does not rest on the caller: offsets in order and in bounds, parents earlier directories.
+// The index's structure, checked (memory safety does not rest on the caller), its child lists
+// and each directory's path for phase A.
+int scanPrepareIndex(scan_t *s, size_t nameBytes) {
   for (uint32_t i = 0, end = 0; i < s->n; i++) {
     if (s->nameEnd[i] <= end || s->nameEnd[i] > nameBytes) return 0;
     end = s->nameEnd[i];
@@ -508,7 +377,8 @@ static int readIndex(napi_env env, napi_value idx, scan_t *s) {
   return 1;
 }
 
-static void freeScan(scan_t *s) {
+
+void scanFree(scan_t *s) {
   for (uint32_t k = 0; s->exNames && k < s->nExNames; k++) free(s->exNames[k]);
   for (uint32_t k = 0; s->exPaths && k < s->nExPaths; k++) free(s->exPaths[k]);
   free(s->exNames);
@@ -523,42 +393,17 @@ static void freeScan(scan_t *s) {
   free(s->errPath);
 }
 
-static const char *errName(int err) {
-  switch (err) {
-    case E_ROOT_MISSING: return "root-missing";
-    case E_ROOT_NOT_DIR: return "root-not-dir";
-    case E_UNSUPPORTED: return "unsupported";
-    case E_NON_UTF8_NAME: return "non-utf8-name";
-    case E_NON_UTF8_TARGET: return "non-utf8-target";
-    case E_VANISHED: return "vanished";
-    case E_NOMEM: return "nomem";
-    default: return "errno";
+void scanRoot(scan_t *s, const char *root, const double *keep, double *rootStat, int threads) {
+  s->rootLen = strlen(root);
+  s->pathCap = s->rootLen + 4096;
+  s->path = malloc(s->pathCap);
+  if (!s->path) {
+    s->err = E_NOMEM;
+    s->errNo = ENOMEM;
+    return;
   }
-}
-
-static napi_value result(napi_env env, scan_t *s) {
-  napi_value out, v;
-  napi_create_object(env, &out);
-  if (s->err) {
-    napi_create_string_utf8(env, errName(s->err), NAPI_AUTO_LENGTH, &v);
-    napi_set_named_property(env, out, "error", v);
-    setNumber(env, out, "errno", s->errNo);
-    setNumber(env, out, "mode", s->errMode);
-    const char *p = s->errPath ? s->errPath : "";
-    napi_create_buffer_copy(env, strlen(p), p, NULL, &v);
-    napi_set_named_property(env, out, "path", v);
-    return out;
-  }
-  napi_create_buffer_copy(env, s->out.len, s->out.len ? s->out.p : (const uint8_t *)"", NULL, &v);
-  napi_set_named_property(env, out, "touched", v);
-  setNumber(env, out, "entries", s->entries);
-  setNumber(env, out, "files", s->files);
-  setNumber(env, out, "bytes", s->bytes);
-  setNumber(env, out, "dirsRead", s->dirsRead);
-  return out;
-}
-
-static void scanRoot(scan_t *s, const double *keep, double *rootStat, int threads) {
+  memcpy(s->path, root, s->rootLen + 1);
+  s->pathLen = s->rootLen;
   struct stat st;
   if (lstat(s->path, &st) != 0) {
     fail(s, errno == ENOENT ? E_ROOT_MISSING : E_ERRNO, errno, 0);
@@ -583,57 +428,3 @@ static void scanRoot(scan_t *s, const double *keep, double *rootStat, int thread
   close(s->rootFd);
 }
 
-static napi_value Scan(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value args;
-  napi_get_cb_info(env, info, &argc, &args, NULL, NULL);
-  scan_t s;
-  memset(&s, 0, sizeof s);
-  char *root = string(env, prop(env, args, "root"));
-  s.exNames = strings(env, prop(env, args, "excludeNames"), &s.nExNames);
-  s.exPaths = strings(env, prop(env, args, "excludePaths"), &s.nExPaths);
-  bool dirRule = false;
-  napi_get_value_bool(env, prop(env, args, "dirRule"), &dirRule);
-  s.dirRule = dirRule;
-  int32_t threads = 1;
-  napi_get_value_int32(env, prop(env, args, "threads"), &threads);
-  double *rootStat = typed(env, args, "rootStat", NULL);
-  const double *keep = typed(env, args, "rootKeep", NULL);
-  napi_value idx = prop(env, args, "index");
-  int ok = root && s.exNames && s.exPaths && rootStat;
-  if (ok && !isUndefined(env, idx)) {
-    ok = readIndex(env, idx, &s);
-    s.hasIndex = 1;
-    s.status = typed(env, args, "status", NULL);
-    ok = ok && s.status;
-  }
-  if (!ok) {
-    free(root);
-    freeScan(&s);
-    napi_throw_error(env, "E_INTERNAL", "pdb_scan: bad arguments");
-    return NULL;
-  }
-  s.rootLen = strlen(root);
-  s.pathCap = s.rootLen + 4096;
-  s.path = malloc(s.pathCap);
-  if (s.path) {
-    memcpy(s.path, root, s.rootLen + 1);
-    s.pathLen = s.rootLen;
-    scanRoot(&s, keep, rootStat, threads);
-  } else fail(&s, E_NOMEM, ENOMEM, 0);
-  free(root);
-  napi_value out = result(env, &s);
-  freeScan(&s);
-  return out;
-}
-
-static napi_value Init(napi_env env, napi_value exports) {
-  napi_value fn, version;
-  napi_create_function(env, "scan", NAPI_AUTO_LENGTH, Scan, NULL, &fn);
-  napi_set_named_property(env, exports, "scan", fn);
-  napi_create_string_utf8(env, VERSION, NAPI_AUTO_LENGTH, &version);
-  napi_set_named_property(env, exports, "version", version);
-  return exports;
-}
-
-NAPI_MODULE(NODE_GYP_MODULE_NAME, Init)
