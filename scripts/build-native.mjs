@@ -39,6 +39,8 @@ const r = spawnSync(process.execPath, [gyp, 'rebuild', `--directory=${join(root,
 });
 if (r.status === 0 && existsSync(join(root, 'native', 'build', 'Release', 'pdb_scan.node'))) say('native scanner built');
 else {
-  const why = (r.stderr || r.stdout || String(r.error ?? '')).trim().split('\n').slice(-3).join(' | ');
+  const lines = (r.stderr || r.stdout || String(r.error ?? '')).trim().split('\n');
+  // The line that says what failed (a compiler error, make's exit, a download), else the last one.
+  const why = (lines.find((l) => /error:|Error:|not found|ENOENT|EACCES/.test(l)) ?? lines[lines.length - 1] ?? '').trim();
   say(`native scanner not built (${why || `node-gyp exited ${r.status}`}); the JavaScript scanner will run`);
 }
