@@ -6,8 +6,8 @@
 // - `git worktree add` + `pnpm install --offline --frozen-lockfile` from a warm store: a ready
 //   workspace as people make one today (only for a pnpm project in a git repository);
 // - `node -e 0` (process start), `cp -a --reflink=never` (a full copy), a `find -printf` stat walk.
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { $ as zx } from 'zx';
 import { packageFile } from '../model/paths.js';
 
@@ -51,15 +51,22 @@ export interface WorktreeBaseline {
 
 /**
  * `git worktree add --detach` of the tree's HEAD, then `pnpm install --offline --frozen-lockfile`
- * with the store the tree was installed from (warm: nothing is downloaded).
+ * from a copy of the store the tree was installed from (warm: nothing is downloaded). A copy,
+ * because pnpm hard-links the store's files: an install from the tree's own store would change
+ * the ctime of the tree's files (they are the same inodes), and the next `create --from` would
+ * rightly hash them all again, which is no longer an unchanged source.
  */
 export async function worktreeInstall(tree: string, work: string): Promise<WorktreeBaseline> {
   const none = (unavailable: string): WorktreeBaseline => ({ unavailable, run: () => Promise.reject(new Error(unavailable)) });
   if (!existsSync(join(tree, 'pnpm-lock.yaml'))) return none('no pnpm-lock.yaml in the tree');
-  if ((await $({ cwd: tree })`git rev-parse --show-toplevel`.nothrow()).stdout.trim() !== tree)
+  if ((await $({ cwd: tree })`git rev-parse --show-toplevel`.nothrow()).stdout.trim() !== realpathSync(tree))
     return none('the tree is not a git work tree');
   const pnpm = await pnpmCommand(work);
-  const storeDir = (await $({ cwd: tree })`${pnpm} store path`).stdout.trim();
+  const storeDir = join(work, 'pnpm-store-baseline');
+  // `pnpm store path` names the versioned directory (…/v10); --store-dir takes its parent.
+  const storePath = (await $({ cwd: tree })`${pnpm} store path`).stdout.trim();
+  rmSync(storeDir, { recursive: true, force: true });
+  await $`cp -a --reflink=never ${/\/v\d+$/.test(storePath) ? dirname(storePath) : storePath} ${storeDir}`;
   const env = { ...process.env, CI: '1', npm_config_update_notifier: 'false' };
   return {
     unavailable: null,

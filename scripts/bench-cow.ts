@@ -89,9 +89,16 @@ const fileBytes = (snapshot: Snapshot) => snapshot.entries.reduce((n, e) => n + 
 async function prepare(fsType: LoopFsType, mnt: string, tree: string | null): Promise<Prepared> {
   const src = join(mnt, 'src');
   if (tree) {
-    log(`${fsType}: copying the given tree`);
+    // A project (package.json at its top) is the source itself; a bare node_modules goes in one.
+    const project = existsSync(join(tree, 'package.json'));
+    log(`${fsType}: copying the given ${project ? 'project' : 'tree'} (without its .git)`);
     mkdirSync(src, { recursive: true });
-    await $`cp -a --reflink=never ${tree} ${join(src, 'node_modules')}`;
+    await $`cp -a --reflink=never ${tree} ${project ? join(mnt, 'src-copy') : join(src, 'node_modules')}`;
+    if (project) {
+      rmSync(src, { recursive: true, force: true });
+      await $`mv ${join(mnt, 'src-copy')} ${src}`;
+      rmSync(join(src, '.git'), { recursive: true, force: true });
+    }
   } else {
     log(`${fsType}: generating ${FILES} files / ${MIB} MiB`);
     generateTree(src, FILES, MIB, SEED);

@@ -76,7 +76,8 @@ export function evaluateGoals(rows: BenchRow[], backendOf: (group: string) => st
       const r = row?.ratios[g.baseline];
       if (r === undefined) continue;
       const ratio = g.direction === 'at-most' ? r : 1 / r;
-      const met = g.direction === 'at-most' ? ratio <= g.limit : ratio >= g.limit;
+      // A difference of two timings can come out negative in a noisy run: that meets nothing.
+      const met = ratio > 0 && (g.direction === 'at-most' ? ratio <= g.limit : ratio >= g.limit);
       out.push({
         goal: g.what,
         group,
