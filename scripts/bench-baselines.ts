@@ -22,8 +22,16 @@ export async function pnpmCommand(work: string): Promise<string[]> {
   return [process.execPath, cjs];
 }
 
+export interface AllTracked {
+  dir: string;
+  /** One timed `git status --porcelain`. */
+  status: () => Promise<unknown>;
+  /** Back to the committed tree (what a measurement appended to is undone), the index warm again. */
+  reset: () => Promise<void>;
+}
+
 /** A copy of `tree` in `dir` with every file tracked by git, its index warm: the equal-work baseline for a scan. */
-export async function allTrackedCopy(tree: string, dir: string): Promise<{ status: () => Promise<unknown>; dir: string }> {
+export async function allTrackedCopy(tree: string, dir: string): Promise<AllTracked> {
   rmSync(dir, { recursive: true, force: true });
   await $`cp -a --reflink=never ${tree} ${dir}`;
   rmSync(join(dir, '.git'), { recursive: true, force: true }); // a repository of its own, whatever the tree is
@@ -38,8 +46,18 @@ export async function allTrackedCopy(tree: string, dir: string): Promise<{ statu
   await git('-c', 'user.name=bench', '-c', 'user.email=bench@example.invalid', 'commit', '-q', '-m', 'tree');
   const status = () => git('status', '--porcelain');
   // Warm: the first runs refresh the index's stat data and fill the untracked cache.
-  for (let i = 0; i < 3; i++) await status();
-  return { status, dir };
+  const warm = async () => {
+    for (let i = 0; i < 3; i++) await status();
+  };
+  await warm();
+  return {
+    dir,
+    status,
+    reset: async () => {
+      await git('checkout', '-q', '--', '.');
+      await warm();
+    },
+  };
 }
 
 export interface WorktreeBaseline {

@@ -25,6 +25,7 @@ import { freeBytesAfterSync, isRoot, loopFsUnavailableReason, mountLoopFs, relea
 import { packageFile } from '../model/paths.js';
 import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchGoal, type BenchRow } from './bench-receipt.js';
 import { userPathRows } from './bench-user-path.js';
+import { allTrackedCopy } from './bench-baselines.js';
 import { evaluateGoals, goalLines } from './bench-goals.js';
 import { scannerInfo } from '../model/scan/scanner.js';
 import { CLI, median, scriptArgs } from './lib.js';
@@ -255,10 +256,13 @@ const userPathLines: string[] = [];
 /** The user path of each chosen CoW backend on this filesystem, each with a store of its own. */
 async function userPath(fsType: LoopFsType, mnt: string, p: Prepared): Promise<void> {
   const chosen = values['user-path'] === 'all' ? p.backends : values['user-path'] === 'none' ? [] : values['user-path'].split(',');
+  if (!chosen.some((b) => p.backends.includes(b))) return;
+  log(`${fsType}: an all-tracked git copy of the tree (the git status baseline of every backend)`);
+  const git = await allTrackedCopy(p.src, join(mnt, 'user-path-git-tree'));
   for (const backend of chosen.filter((b) => p.backends.includes(b))) {
     const store = join(mnt, `user-path-store-${backend}`);
     const scratch = join(mnt, `user-path-scratch-${backend}`);
-    const r = await userPathRows({ tree: p.src, store, scratch, backend, rounds: ROUNDS, group: `${fsType}/${backend}`, log });
+    const r = await userPathRows({ tree: p.src, store, scratch, backend, rounds: ROUNDS, group: `${fsType}/${backend}`, git, log });
     userPathResults.push(...r.rows);
     userPathLines.push(...r.lines);
     await $`node ${CLI} gc --store ${store}`; // removes the bases (btrfs subvolumes need their own delete)
@@ -268,6 +272,7 @@ async function userPath(fsType: LoopFsType, mnt: string, p: Prepared): Promise<v
     rmSync(store, { recursive: true, force: true });
     rmSync(scratch, { recursive: true, force: true });
   }
+  await $`rm -rf ${git.dir}`;
 }
 
 /** The tree to benchmark: --tree, the npm fixture (installed once), or null for a generated one. */

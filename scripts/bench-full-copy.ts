@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { $ as zx } from 'zx';
 import { packageFile } from '../model/paths.js';
 import { scannerInfo } from '../model/scan/scanner.js';
-import { PDB_ENV, ensurePnpmMonorepo, worktreeInstall } from './bench-baselines.js';
+import { PDB_ENV, allTrackedCopy, ensurePnpmMonorepo, worktreeInstall } from './bench-baselines.js';
 import { evaluateGoals, goalLines } from './bench-goals.js';
 import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchRow } from './bench-receipt.js';
 import { countEntries, userPathRows } from './bench-user-path.js';
@@ -83,6 +83,8 @@ const report = wanted.length
   ? (JSON.parse((await $`${PDB_ENV} backends --json`).stdout) as { backends: Array<{ name: string; available: boolean }> })
   : null;
 const worktree = wanted.includes('overlay') ? await worktreeInstall(tree, work) : null;
+console.log('an all-tracked git copy of the tree (the git status baseline of every group)');
+const git = await allTrackedCopy(tree, join(work, 'git-tree'));
 const lines: string[] = [];
 for (const backend of wanted) {
   if (!report!.backends.some((b) => b.name === backend && b.available)) {
@@ -101,6 +103,7 @@ for (const backend of wanted) {
     gc: backend === 'full-copy',
     cp: backend === 'full-copy',
     worktree: backend === 'overlay' ? worktree : null,
+    git,
     log: (l) => console.log(l),
   });
   lines.push(...r.lines);
@@ -108,6 +111,7 @@ for (const backend of wanted) {
   for (const d of [ustore, join(work, `scratch-${backend}`)]) await $`rm -rf ${d}`;
 }
 
+await $`rm -rf ${git.dir}`;
 const goals = evaluateGoals(userPath, (group) => group);
 console.log(`\nuser path, ${entries} entries (paired ratio = median of per-round ratios)\n${lines.join('\n')}`);
 console.log(`\ngoals (issue 26), one run, same rounds:\n${goalLines(goals).join('\n')}`);

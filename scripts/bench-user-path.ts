@@ -20,7 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { $ as zx } from 'zx';
 import { GIT_STATUS, WORKTREE } from './bench-goals.js';
-import { PDB_ENV, allTrackedCopy, type WorktreeBaseline } from './bench-baselines.js';
+import { PDB_ENV, allTrackedCopy, type AllTracked, type WorktreeBaseline } from './bench-baselines.js';
 import { benchRow, type BenchRow } from './bench-receipt.js';
 import { formatDuration, median } from './lib.js';
 
@@ -43,6 +43,8 @@ export interface UserPathOptions {
   cp?: boolean;
   /** The worktree + pnpm install baseline, when the tree has one. */
   worktree?: WorktreeBaseline | null;
+  /** An all-tracked git copy of the tree on the same filesystem, shared by the groups (else one is made and removed). */
+  git?: AllTracked;
   log?: (line: string) => void;
 }
 
@@ -70,7 +72,8 @@ export async function userPathRows(o: UserPathOptions): Promise<{ rows: BenchRow
   mkdirSync(o.scratch, { recursive: true });
   const pdb: Pdb = (...args) => $`${PDB_ENV} ${args} --store ${o.store}`;
   log(`${o.group}: an all-tracked git copy of the tree (the git status baseline)`);
-  const git = await allTrackedCopy(o.tree, join(o.scratch, 'git-tree'));
+  const git = o.git ?? (await allTrackedCopy(o.tree, join(o.scratch, 'git-tree')));
+  if (o.git) await o.git.reset();
   log(`${o.group}: first import and a warm create (not timed)`);
   const base = JSON.parse((await pdb('create', 'warm', '--from', o.tree, '--backend', o.backend, '--json')).stdout).base as string;
   await pdb('discard', 'warm');
@@ -86,7 +89,7 @@ export async function userPathRows(o: UserPathOptions): Promise<{ rows: BenchRow
     rows.push(g.row);
     lines.push(g.line);
   }
-  await $`rm -rf ${git.dir}`;
+  if (!o.git) await $`rm -rf ${git.dir}`;
   return { rows, lines };
 }
 
