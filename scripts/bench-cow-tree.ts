@@ -100,9 +100,9 @@ export function generateTree(root: string, files: number, mib: number, seed: num
   return { files: n + large + 1, bytes: written };
 }
 
-/** Commit the whole tree, for the `git worktree add` baseline. */
+/** Commit the whole tree, ignored files too, for the `git worktree add` baseline (a worktree then holds what a session does). */
 export async function gitCommitAll(dir: string): Promise<number | null> {
   const env = { ...process.env, GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@b', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@b' };
-  const r = await $({ cwd: dir, env })`sh -c ${'git init -q && git -c core.bigFileThreshold=1m add -A && git commit -q -m fixture'}`;
+  const r = await $({ cwd: dir, env })`sh -c ${'git init -q && git -c core.bigFileThreshold=1m add -A -f && git commit -q -m fixture'}`;
   return r.exitCode;
 }

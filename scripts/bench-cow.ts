@@ -23,8 +23,11 @@ import { cowTable, cowTargets, type CowRow } from './bench-cow-report.js';
 import { generateTree, gitCommitAll, NPM_FIXTURE_DEPENDENCIES, prng, shuffle } from './bench-cow-tree.js';
 import { freeBytesAfterSync, isRoot, loopFsUnavailableReason, mountLoopFs, releaseLoopFs, type LoopFsType } from './host-setup.js';
 import { packageFile } from '../model/paths.js';
-import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchRow } from './bench-receipt.js';
+import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchGoal, type BenchRow } from './bench-receipt.js';
 import { userPathRows } from './bench-user-path.js';
+import { allTrackedCopy } from './bench-baselines.js';
+import { evaluateGoals, goalLines } from './bench-goals.js';
+import { scannerInfo } from '../model/scan/scanner.js';
 import { CLI, median, scriptArgs } from './lib.js';
 
 const USAGE = `usage: node dist/scripts/bench-cow.js [--rounds 5] [--files 15200] [--mib 330] [--tree DIR | --npm-fixture DIR]
@@ -87,9 +90,16 @@ const fileBytes = (snapshot: Snapshot) => snapshot.entries.reduce((n, e) => n + 
 async function prepare(fsType: LoopFsType, mnt: string, tree: string | null): Promise<Prepared> {
   const src = join(mnt, 'src');
   if (tree) {
-    log(`${fsType}: copying the given tree`);
+    // A project (package.json at its top) is the source itself; a bare node_modules goes in one.
+    const project = existsSync(join(tree, 'package.json'));
+    log(`${fsType}: copying the given ${project ? 'project' : 'tree'} (without its .git)`);
     mkdirSync(src, { recursive: true });
-    await $`cp -a --reflink=never ${tree} ${join(src, 'node_modules')}`;
+    await $`cp -a --reflink=never ${tree} ${project ? join(mnt, 'src-copy') : join(src, 'node_modules')}`;
+    if (project) {
+      rmSync(src, { recursive: true, force: true });
+      await $`mv ${join(mnt, 'src-copy')} ${src}`;
+      rmSync(join(src, '.git'), { recursive: true, force: true });
+    }
   } else {
     log(`${fsType}: generating ${FILES} files / ${MIB} MiB`);
     generateTree(src, FILES, MIB, SEED);
@@ -129,6 +139,11 @@ function cases(p: Prepared): Record<string, Case> {
     },
     'cp --reflink=never': async (dir) => {
       await $`cp -a --reflink=never ${treeBase} ${join(dir, 'root')}`;
+      return none;
+    },
+    // Process start alone: what an O(1) create is judged against.
+    'node -e 0': async () => {
+      await $`node -e 0`;
       return none;
     },
     'git worktree add': async (dir) => {
@@ -241,10 +256,13 @@ const userPathLines: string[] = [];
 /** The user path of each chosen CoW backend on this filesystem, each with a store of its own. */
 async function userPath(fsType: LoopFsType, mnt: string, p: Prepared): Promise<void> {
   const chosen = values['user-path'] === 'all' ? p.backends : values['user-path'] === 'none' ? [] : values['user-path'].split(',');
+  if (!chosen.some((b) => p.backends.includes(b))) return;
+  log(`${fsType}: an all-tracked git copy of the tree (the git status baseline of every backend)`);
+  const git = await allTrackedCopy(p.src, join(mnt, 'user-path-git-tree'));
   for (const backend of chosen.filter((b) => p.backends.includes(b))) {
     const store = join(mnt, `user-path-store-${backend}`);
     const scratch = join(mnt, `user-path-scratch-${backend}`);
-    const r = await userPathRows({ tree: p.src, store, scratch, backend, rounds: ROUNDS, group: `${fsType}/${backend}`, log });
+    const r = await userPathRows({ tree: p.src, store, scratch, backend, rounds: ROUNDS, group: `${fsType}/${backend}`, git, log });
     userPathResults.push(...r.rows);
     userPathLines.push(...r.lines);
     await $`node ${CLI} gc --store ${store}`; // removes the bases (btrfs subvolumes need their own delete)
@@ -254,6 +272,7 @@ async function userPath(fsType: LoopFsType, mnt: string, p: Prepared): Promise<v
     rmSync(store, { recursive: true, force: true });
     rmSync(scratch, { recursive: true, force: true });
   }
+  await $`rm -rf ${git.dir}`;
 }
 
 /** The tree to benchmark: --tree, the npm fixture (installed once), or null for a generated one. */
@@ -300,12 +319,14 @@ async function main(): Promise<void> {
   for (const [what, ok, value] of cowTargets(FILESYSTEMS, rows)) console.log(`  ${ok ? 'MET    ' : 'NOT MET'}  ${what}: ${value}`);
   if (values.json) writeFileSync(values.json, `${JSON.stringify({ seed: SEED, rounds: ROUNDS, kernel, rows }, null, 2)}\n`);
   if (userPathLines.length) console.log(`\nuser path (paired ratio = median of per-round ratios):\n${userPathLines.join('\n')}`);
-  console.log(`receipt: ${await writeCowReceipt(start, rows)}`);
+  const goals = evaluateGoals(userPathResults, (group) => group.split('/').pop()!);
+  if (goals.length) console.log(`\ngoals (issue 26), one run, same rounds:\n${goalLines(goals).join('\n')}`);
+  console.log(`receipt: ${await writeCowReceipt(start, rows, goals)}`);
 }
 
 /** The path-free receipt of the run: one row per filesystem x case, ratios to the cp and git worktree baselines of its filesystem. */
-function writeCowReceipt(start: Awaited<ReturnType<typeof startBenchReceipt>>, rows: CowRow[]): Promise<string> {
-  const baselines = ['cp --reflink=always', 'cp --reflink=never', 'git worktree add'];
+function writeCowReceipt(start: Awaited<ReturnType<typeof startBenchReceipt>>, rows: CowRow[], goals: BenchGoal[]): Promise<string> {
+  const baselines = ['cp --reflink=always', 'cp --reflink=never', 'git worktree add', 'node -e 0'];
   const samples = (fs: string, name: string) => rows.find((r) => r.fs === fs && r.backend === name)?.samplesMs;
   return writeBenchReceipt(start, {
     benchmark: 'cow',
@@ -318,6 +339,8 @@ function writeCowReceipt(start: Awaited<ReturnType<typeof startBenchReceipt>>, r
       wideFiles: WIDE_FILES,
       btrfsMkfs: BTRFS_MKFS.join(' '),
       btrfsMount: BTRFS_MOUNT,
+      scanner: scannerInfo().scanner,
+      nodeExtraCaCerts: process.env.NODE_EXTRA_CA_CERTS ? 'set' : 'unset',
     },
     results: rows
       .map((r) => {
@@ -335,6 +358,7 @@ function writeCowReceipt(start: Awaited<ReturnType<typeof startBenchReceipt>>, r
         });
       })
       .concat(userPathResults),
+    goals,
   });
 }
 

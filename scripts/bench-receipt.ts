@@ -24,10 +24,27 @@ export interface BenchRow {
   metrics: Record<string, string | number | null>;
 }
 
+/** One goal of issue 26 as a run measured it: a ratio to a baseline of the same rounds. */
+export interface BenchGoal {
+  goal: string;
+  group: string;
+  /** The measured row and its baseline row (by name, in `group`). */
+  measured: string;
+  baseline: string;
+  /** at-most: measured / baseline must not exceed `limit`; faster: baseline / measured must reach it. */
+  direction: 'at-most' | 'faster';
+  limit: number;
+  /** The median of per-round ratios, in the goal's direction. */
+  ratio: number;
+  met: boolean;
+  /** For goals with a stretch limit: whether it was met too. */
+  stretchMet?: boolean;
+}
+
 export interface BenchReceipt {
   kind: 'pdb-env-bench-receipt';
   schemaVersion: 1;
-  benchmark: 'full-copy' | 'cow';
+  benchmark: 'full-copy' | 'cow' | 'scale';
   tool: { name: 'pdb-env'; version: string };
   provenance: Provenance;
   command: string;
@@ -36,6 +53,8 @@ export interface BenchReceipt {
   host: HostFingerprint;
   params: Record<string, string | number | boolean | null>;
   results: BenchRow[];
+  /** The goals the rows answer, evaluated (absent in receipts written before issue 26). */
+  goals?: BenchGoal[];
 }
 
 /** A row from samples, with the median of per-round ratios to the named rows' samples. */
@@ -82,7 +101,7 @@ export async function startBenchReceipt(dir: string, outDir: string): Promise<Be
 /** Validate (schema and path-free) and write the receipt; returns its path. */
 export async function writeBenchReceipt(
   start: BenchStart,
-  r: Pick<BenchReceipt, 'benchmark' | 'command' | 'params' | 'results'>,
+  r: Pick<BenchReceipt, 'benchmark' | 'command' | 'params' | 'results' | 'goals'>,
 ): Promise<string> {
   const receipt: BenchReceipt = {
     kind: 'pdb-env-bench-receipt',
@@ -96,6 +115,7 @@ export async function writeBenchReceipt(
     host: start.host,
     params: r.params,
     results: r.results,
+    ...(r.goals ? { goals: r.goals } : {}),
   };
   const issues = validateAgainst('bench-receipt', receipt);
   if (issues.length) throw new PdbError('E_SCHEMA_INVALID', `the benchmark receipt does not match its schema: ${formatIssues(issues)}`);

@@ -1,7 +1,6 @@
 // The backend a session was made by: a built-in one by name, or a user's own, loaded again from
 // the module its record names (a later process, such as discard or gc, has not loaded it yet).
-import { loadBackendModule } from '../backends/module.js';
-import { getBackend } from '../backends/registry.js';
+import { loadBackend } from '../backends/load.js';
 import type { Backend } from '../backends/types.js';
 import { PdbError, isPdbError } from '../model/errors.js';
 import type { SessionRecord } from './records.js';
@@ -9,6 +8,7 @@ import type { SessionRecord } from './records.js';
 export async function sessionBackend(rec: Pick<SessionRecord, 'name' | 'backend' | 'backendModule'>): Promise<Backend> {
   if (rec.backendModule) {
     try {
+      const { loadBackendModule } = await import('../backends/module.js');
       const m = await loadBackendModule(rec.backendModule);
       if (m.backend.name !== rec.backend)
         throw new PdbError(
@@ -27,5 +27,5 @@ export async function sessionBackend(rec: Pick<SessionRecord, 'name' | 'backend'
       );
     }
   }
-  return getBackend(rec.backend, { allowTestOnly: true });
+  return loadBackend(rec.backend, { allowTestOnly: true });
 }

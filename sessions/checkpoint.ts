@@ -11,9 +11,8 @@ import { crashPoint } from '../model/crash-point.js';
 import { PdbError, isPdbError } from '../model/errors.js';
 import { writeFileAtomic } from '../model/store/object-store.js';
 import type { ProgressFn } from '../model/progress.js';
-import { scanTree, trustableSignatures, type ScanResult } from '../model/scan/scan.js';
+import { scanTree, type ScanResult } from '../model/scan/scan.js';
 import {
-  SNAPSHOT_VERSION,
   changeOf,
   createChangeset,
   diffEntries,
@@ -23,11 +22,11 @@ import {
   type Entry,
   type Snapshot,
 } from '../model/snapshot.js';
-import { createTreeIndex, readTreeIndex, serializeTreeIndex, type TreeIndex } from '../model/scan/tree-index.js';
+import { readTreeIndex, serializeTreeIndex, type TreeIndex } from '../model/scan/tree-index.js';
 import { acquireLease } from './locks/lease.js';
 import { withObjectWrites } from './locks/object-lease.js';
 import { appendCheckpointLog, readSession, sessionIndexFile, writeSession, type StoreContext } from './records.js';
-import { resumeSession, type OpenSession } from './session-ops.js';
+import { resumeSession, type OpenSession } from './session-open.js';
 
 export interface CheckpointOptions {
   /** Re-hash every file instead of trusting recorded signatures. */
@@ -46,6 +45,10 @@ export interface CheckpointResult {
   /** Files read and hashed by this checkpoint; the others kept their recorded digest. */
   filesHashed: number;
   filesTrusted: number;
+  /** Directories read (readdir); the others kept their recorded names (the directory rule). */
+  dirsRead: number;
+  /** The stat walk that ran: the native scanner or the JavaScript one. */
+  scanner: 'native' | 'js';
 }
 
 /** The tree index that describes this session: its own (create or last checkpoint), else its base's. */
@@ -173,8 +176,9 @@ async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: string,
   let changes: number;
   if (again) [snapshot, changeset, changes] = [h.snapshot!, h.changeset!, h.changes!];
   else {
-    const result: Snapshot = { version: SNAPSHOT_VERSION, base: s.rec.base, excludes: scanned.excludes, entries: scan.entries };
-    snapshot = await ctx.store.putSnapshot(result);
+    // The result's canonical bytes straight from the scanned tree's columns (no entry objects).
+    const doc = scan.snapshotBytes(s.rec.base);
+    snapshot = await ctx.store.putDocumentBytes(doc.bytes, doc.digest);
     const list = changesSinceBase(ctx, s, scanned);
     changeset = await ctx.store.putDocument(createChangeset(s.rec.base, snapshot, list));
     changes = list.length;
@@ -192,10 +196,12 @@ async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: string,
     snapshot,
     changeset,
     changes,
-    files: scan.walk.files.length,
+    files: scan.files,
     bytes: scan.bytes,
     filesHashed: scan.filesHashed,
     filesTrusted: scan.filesTrusted,
+    dirsRead: scan.raw.dirsRead,
+    scanner: scan.raw.scanner,
   };
 }
 
@@ -208,21 +214,10 @@ async function writeSessionIndex(
 ) {
   const file = sessionIndexFile(ctx.store, s.rec.name);
   const old = scanned.index;
-  // The session's own index, nothing changed, every file trusted: it already says exactly this.
+  // The session's own index, nothing changed, every row as recorded: it already says exactly this.
   const own = old !== null && old.header.snapshot === cp.snapshot && old.header.generation === scanned.generation;
-  if (own && scanned.scan.filesHashed === 0 && scanned.scan.changedPaths!.length === 0) return;
-  const next = createTreeIndex(
-    {
-      ...cp,
-      base: s.rec.base,
-      excludes: scanned.excludes,
-      recordedAtMs: scanned.scan.walk.startedAtMs,
-      generation: scanned.generation,
-      source: null,
-    },
-    scanned.scan.entries,
-    trustableSignatures(scanned.scan.walk),
-  );
+  if (own && scanned.scan.stale === 0 && old.header.extraExcludes?.length === 0) return;
+  const next = scanned.scan.nextIndex({ ...cp, base: s.rec.base, generation: scanned.generation, source: null });
   await writeFileAtomic(ctx.store.paths, file, serializeTreeIndex(next), 0o644, { sync: false });
 }
 

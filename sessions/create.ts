@@ -14,7 +14,7 @@ import { writeFileAtomic, type ObjectStore } from '../model/store/object-store.j
 import type { ProgressFn } from '../model/progress.js';
 import { removeTree } from '../model/os/remove-tree.js';
 import type { Snapshot } from '../model/snapshot.js';
-import { materializedTreeIndex, serializeTreeIndex } from '../model/scan/tree-index.js';
+import { materializedTreeIndex, serializeTreeIndex, withDirSignatures } from '../model/scan/tree-index.js';
 import { resolveDigestArg } from './digests.js';
 import { envHead, headRepair, initEnv } from './environments.js';
 import { assertSourceUnchanged, importSource, type ImportResult } from './import.js';
@@ -251,9 +251,11 @@ async function materialize(ctx: StoreContext, req: Request, rec: SessionRecord, 
 }
 
 /** The session's own tree index, from the signatures the backend recorded as it wrote each file. */
-async function writeCreateIndex(ctx: StoreContext, rec: SessionRecord, chosen: Chosen, sigs: ReadonlyMap<string, string>) {
+async function writeCreateIndex(ctx: StoreContext, rec: SessionRecord, chosen: Chosen, root: string, files: ReadonlyMap<string, string>) {
   // Nothing but this create has written into the root yet: the signatures hold from now on.
-  const index = materializedTreeIndex(chosen.snapshot(), rec.base, ctx.store.generation(), sigs);
+  const snapshot = chosen.snapshot();
+  const all = withDirSignatures(root, snapshot.entries, files);
+  const index = materializedTreeIndex(snapshot, rec.base, ctx.store.generation(), all.sigs, Date.now(), all.root);
   await writeFileAtomic(ctx.store.paths, sessionIndexFile(ctx.store, rec.name), serializeTreeIndex(index), 0o644, { sync: false });
 }
 
@@ -316,7 +318,7 @@ async function createChecked(ctx: StoreContext, req: Request): Promise<CreateRes
     const made = await materialize(ctx, req, rec, dir, chosen);
     rec.backendState = made.state;
     if (made.index) rec.index = made.index;
-    if (made.sigs) await writeCreateIndex(ctx, rec, chosen, made.sigs);
+    if (made.sigs) await writeCreateIndex(ctx, rec, chosen, root, made.sigs);
     await writeSession(ctx.store, rec);
     crashPoint('create:after-materialize');
     await options.afterMaterialize?.();

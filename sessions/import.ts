@@ -9,18 +9,9 @@ import { PdbError } from '../model/errors.js';
 import { writeFileAtomic, type ObjectStore } from '../model/store/object-store.js';
 import { sourceKey } from '../model/paths.js';
 import type { ProgressFn } from '../model/progress.js';
-import {
-  SOURCE_CONFIG,
-  hashPaths,
-  readSourceConfig,
-  scanTree,
-  trustableSignatures,
-  walkTree,
-  type ScanResult,
-  type Walk,
-} from '../model/scan/scan.js';
-import { SNAPSHOT_VERSION, type Change, type Entry, type Snapshot } from '../model/snapshot.js';
-import { createTreeIndex, isTrustable, racyWindowMs, readTreeIndex, serializeTreeIndex } from '../model/scan/tree-index.js';
+import { SOURCE_CONFIG, readSourceConfig, scanTree, type ScanResult } from '../model/scan/scan.js';
+import { SNAPSHOT_VERSION, changeOf, type Change, type Snapshot } from '../model/snapshot.js';
+import { readTreeIndex, serializeTreeIndex, type TreeIndex } from '../model/scan/tree-index.js';
 
 export interface ImportResult {
   digest: Digest;
@@ -28,6 +19,8 @@ export interface ImportResult {
   snapshot: Snapshot;
   excludes: string[];
   scan: ScanResult;
+  /** The source's tree index as this import left it: the state the race check compares the source with. */
+  index: TreeIndex;
 }
 
 export interface ImportOptions {
@@ -41,7 +34,8 @@ export function sourceIndexFile(store: ObjectStore, src: string): string {
   return join(store.paths.sources, `${sourceKey(src)}.index`);
 }
 
-const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+const sameList = (a: readonly string[] | null, b: readonly string[]) =>
+  a !== null && a.length === b.length && a.every((x, i) => x === b[i]);
 
 /** Scan a source directory into the store (installing the bytes it has not seen) and record its Snapshot. */
 export async function importSource(store: ObjectStore, sourceDir: string, options: ImportOptions = {}): Promise<ImportResult> {
@@ -63,100 +57,49 @@ export async function importSource(store: ObjectStore, sourceDir: string, option
     checkObjects: options.checkObjects === true || index?.header.generation !== generation,
     onProgress: options.onProgress,
   });
-  const unchanged = index !== null && scan.changedPaths!.length === 0 && sameList(index.header.excludes, excludes);
-  let snapshot: Snapshot | null = null;
-  const build = (): Snapshot => (snapshot ??= { version: SNAPSHOT_VERSION, base: null, excludes, entries: scan.entries });
+  const h = index?.header;
+  const unchanged = !!h && scan.changedPaths!.length === 0 && sameList(h.excludes, excludes);
   let digest: Digest;
-  if (unchanged && index.header.snapshot && store.has(index.header.snapshot)) digest = index.header.snapshot;
-  else digest = await store.putSnapshot(build());
-  // Every file trusted and nothing changed: the index already holds exactly these signatures (a
-  // file hashed again, racily clean before or touched, may be trustable now: then it is rewritten).
-  const same = unchanged && scan.filesHashed === 0 && digest === index.header.snapshot && index.header.generation === generation;
-  if (!same) {
-    const sigs = trustableSignatures(scan.walk);
-    const next = createTreeIndex(
-      { snapshot: digest, changeset: null, base: null, excludes, recordedAtMs: scan.walk.startedAtMs, generation, source: src },
-      scan.entries,
-      sigs,
-    );
-    await writeFileAtomic(store.paths, indexFile, serializeTreeIndex(next), 0o644, { sync: false });
+  if (unchanged && h.snapshot && store.has(h.snapshot)) digest = h.snapshot;
+  else {
+    const doc = scan.snapshotBytes(null);
+    digest = await store.putDocumentBytes(doc.bytes, doc.digest);
   }
+  // Nothing changed and every row is as recorded: the index already says exactly this (a file
+  // hashed again, racily clean before or touched, may be trustable now: then it is rewritten).
+  const same =
+    unchanged && scan.stale === 0 && digest === h.snapshot && h.generation === generation && sameList(h.extraExcludes, scan.extraExcludes);
+  const next = same ? index! : scan.nextIndex({ snapshot: digest, changeset: null, base: null, generation, source: src });
+  if (!same) await writeFileAtomic(store.paths, indexFile, serializeTreeIndex(next), 0o644, { sync: false });
+  let snapshot: Snapshot | null = null;
   return {
     digest,
     excludes,
     scan,
+    index: next,
     get snapshot() {
-      return build();
+      return (snapshot ??= { version: SNAPSHOT_VERSION, base: null, excludes, entries: scan.entries });
     },
   };
 }
 
 /**
- * The race check of prepare: walk the source again and compare each entry's signature with what
- * the import's walk saw; nothing is hashed again except files that were racily clean then (a
- * write in the same clock tick leaves a signature unchanged). Writes nothing.
+ * The race check of prepare: scan the source again against the index the import left (the same
+ * stat walk and directory rule) and list what differs from the imported Snapshot; nothing is
+ * hashed again except files that were racily clean or touched since. Writes nothing.
  */
 export async function sourceChangesSince(store: ObjectStore, sourceDir: string, imported: ImportResult): Promise<Change[]> {
   const src = resolve(sourceDir);
   const { excludes } = await readSourceConfig(src);
   if (!sameList(excludes, imported.excludes)) return [{ path: SOURCE_CONFIG, kind: 'modify', before: null, after: null }];
-  const first = imported.scan.walk;
-  const again = walkTree(src, { excludes, excludeAbsolute: [store.paths.root] });
-  const differing = compareWalks(first, again);
-  const window = racyWindowMs(first.files.map((f) => f.mtimeMs));
-  const racy = first.files.filter((f) => !isTrustable(f.mtimeMs, f.ctimeMs, first.startedAtMs, window) && !differing.has(f.path));
-  if (racy.length > 0) {
-    const entries = entryMap(imported.scan.entries);
-    const digests = await hashPaths(racy.map((f) => f.abs));
-    racy.forEach((f, i) => {
-      const e = entries.get(f.path);
-      if (e?.kind !== 'file' || e.digest !== digests[i]) differing.set(f.path, 'modify');
-    });
+  const again = await scanTree(src, { excludes, excludeAbsolute: [store.paths.root], trust: imported.index });
+  const changes: Change[] = [];
+  for (const path of again.changedPaths!) {
+    const row = imported.index.position(path);
+    const c = changeOf(path, row === undefined ? null : imported.index.entry(row), again.changedEntries!.get(path) ?? null);
+    if (c) changes.push(c);
   }
-  if (differing.size === 0) return [];
-  const entries = entryMap(imported.scan.entries);
-  return [...differing]
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([path, kind]) => ({ path, kind, before: entries.get(path) ?? null, after: null }));
-}
-
-function entryMap(entries: Entry[]): Map<string, Entry> {
-  return new Map(entries.map((e) => [e.path, e]));
-}
-
-/** Paths that differ between two walks of one tree: added, deleted, retyped, or a file whose signature or a link whose target changed. */
-function compareWalks(a: Walk, b: Walk): Map<string, Change['kind']> {
-  const out = new Map<string, Change['kind']>();
-  if (sameWalk(a, b)) return out;
-  const kindsA = walkKinds(a);
-  const kindsB = walkKinds(b);
-  for (const [path, ka] of kindsA) {
-    const kb = kindsB.get(path);
-    if (kb === undefined) out.set(path, 'delete');
-    else if (kb[0] !== ka[0]) out.set(path, 'retype');
-    else if (kb !== ka) out.set(path, 'modify');
-  }
-  for (const path of kindsB.keys()) if (!kindsA.has(path)) out.set(path, 'add');
-  return out;
-}
-
-/** The common case, without a map: both walks saw the same entries in the same order. */
-function sameWalk(a: Walk, b: Walk): boolean {
-  if (a.dirs.length !== b.dirs.length || a.files.length !== b.files.length || a.links.length !== b.links.length) return false;
-  for (let i = 0; i < a.dirs.length; i++) if (a.dirs[i] !== b.dirs[i]) return false;
-  for (let i = 0; i < a.links.length; i++)
-    if (a.links[i]!.path !== b.links[i]!.path || a.links[i]!.target !== b.links[i]!.target) return false;
-  for (let i = 0; i < a.files.length; i++) if (a.files[i]!.path !== b.files[i]!.path || a.files[i]!.sig !== b.files[i]!.sig) return false;
-  return true;
-}
-
-/** Path -> kind letter and what identifies it in a walk: 'd', 'l' + target, 'f' + signature. */
-function walkKinds(w: Walk): Map<string, string> {
-  const m = new Map<string, string>();
-  for (const d of w.dirs) m.set(d, 'd');
-  for (const l of w.links) m.set(l.path, `l${l.target}`);
-  for (const f of w.files) m.set(f.path, `f${f.sig}`);
-  return m;
+  return changes;
 }
 
 /** Fail with E_SOURCE_CHANGED unless the source is still what was imported. */

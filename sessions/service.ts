@@ -19,7 +19,8 @@ import type { ImportOptions, ImportResult } from './import.js';
 import type { VerifyResult } from './health/integrity.js';
 import { Journal } from './journal.js';
 import { backendContext, listSessions, readSession, sessionDir, sessionRoot, type SessionInfo, type SessionRecord } from './records.js';
-import type { OpenSession, RunOptions } from './session-ops.js';
+import type { RunOptions } from './session-ops.js';
+import type { OpenSession } from './session-open.js';
 import type { PsResult } from './runtime/control.js';
 import type { DuResult } from './du.js';
 import type { CachedUsage } from './usage-cache.js';
@@ -28,7 +29,8 @@ export { SESSION_NAME_PATTERN, assertEnvName, assertSessionName } from './names.
 export type { DamagedSession, SessionInfo, SessionRecord, SessionState } from './records.js';
 export type { ImportOptions, ImportResult } from './import.js';
 export type { CreateOptions, CreateResult } from './create.js';
-export type { OpenSession, RunOptions } from './session-ops.js';
+export type { RunOptions } from './session-ops.js';
+export type { OpenSession } from './session-open.js';
 export type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
 export type { ExportPatchResult, PatchFormat } from './way-back/patch.js';
 export type { ApplyResult } from './way-back/apply/apply.js';
@@ -121,12 +123,12 @@ export class SessionService {
 
   /** A ready session with its backend; E_SESSION_BROKEN when it is not ready. */
   async session(name: string): Promise<OpenSession> {
-    return (await import('./session-ops.js')).openSession(this, name);
+    return (await import('./session-open.js')).openSession(this, name);
   }
 
   /** The session root, re-activated (re-mounted) if its backend needs it. */
   async path(name: string): Promise<string> {
-    return (await (await import('./session-ops.js')).resumeSession(this, name)).root;
+    return (await (await import('./session-open.js')).resumeSession(this, name)).root;
   }
 
   /** Run a command in the session root under a shared writer lease; 128 + signal number when killed. */
@@ -157,7 +159,7 @@ export class SessionService {
   async diffPatch(name: string, format: PatchFormat, options: CheckpointOptions = {}): Promise<Buffer> {
     const [{ diffSession }, { resumeSession }, { makePatch }] = await Promise.all([
       import('./checkpoint.js'),
-      import('./session-ops.js'),
+      import('./session-open.js'),
       import('./way-back/patch.js'),
     ]);
     const d = await diffSession(this, name, options);

@@ -2,8 +2,6 @@
 // (Checkpoint and diff are in checkpoint.ts, discard in discard.ts.)
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
-import { sessionBackend } from './backend-of.js';
-import type { Backend, BackendContext } from '../backends/types.js';
 import { PdbError, osErrorCode } from '../model/errors.js';
 import { scanTree } from '../model/scan/scan.js';
 import type { Entry, Snapshot } from '../model/snapshot.js';
@@ -18,50 +16,8 @@ import {
   trackedProcesses,
 } from './runtime/processes.js';
 import { ensureRuntime, runtimeEnv } from './runtime/runtime.js';
-import {
-  assertSessionDirs,
-  backendContext,
-  readSession,
-  sessionDir,
-  sessionRoot,
-  type SessionRecord,
-  type StoreContext,
-} from './records.js';
-
-export interface OpenSession {
-  rec: SessionRecord;
-  backend: Backend;
-  root: string;
-  dir: string;
-  ctx: BackendContext;
-}
-
-/** A ready session with its backend; E_SESSION_BROKEN when it is not ready, E_SESSION_DAMAGED when its root is not the store's. */
-export async function openSession(ctx: StoreContext, name: string): Promise<OpenSession> {
-  const rec = await readSession(ctx.store, name);
-  if (rec.state !== 'ready') {
-    throw new PdbError('E_SESSION_BROKEN', `session "${name}" is ${rec.state}, not ready`, {
-      hint: 'pdb-env doctor explains; pdb-env gc cleans up; pdb-env discard removes it.',
-    });
-  }
-  // A root replaced by a link must not become the cwd of a run or the tree a checkpoint walks.
-  await assertSessionDirs(ctx.store, name);
-  const backend = await sessionBackend(rec);
-  return {
-    rec,
-    backend,
-    root: sessionRoot(ctx.store, name),
-    dir: sessionDir(ctx.store, name),
-    ctx: backendContext(ctx.store, rec.sourceDir ?? undefined),
-  };
-}
-
-/** A ready session, re-activated (re-mounted) if its backend needs it. */
-export async function resumeSession(ctx: StoreContext, name: string): Promise<OpenSession> {
-  const s = await openSession(ctx, name);
-  await s.backend.resume(s.ctx, s.root, s.dir, s.rec.backendState);
-  return s;
-}
+import type { StoreContext } from './records.js';
+import { openSession, resumeSession, type OpenSession } from './session-open.js';
 
 function signalNumber(signal: string | undefined): number {
   return (signal && osConstants.signals[signal as NodeJS.Signals]) || 1;

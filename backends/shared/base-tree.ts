@@ -21,7 +21,7 @@ import { sharedFsPool } from '../../model/scan/fs-pool.js';
 import { materializeTree } from '../../model/store/materialize.js';
 import { tempName, writeFileAtomic } from '../../model/store/object-store.js';
 import type { Snapshot } from '../../model/snapshot.js';
-import { materializedTreeIndex, racyWindowMs, serializeTreeIndex, signatureTimes } from '../../model/scan/tree-index.js';
+import { materializedTreeIndex, racyWindowMs, serializeTreeIndex, signatureTimes, withDirSignatures } from '../../model/scan/tree-index.js';
 import { toolOutput } from '../../model/os/run-tool.js';
 import { removeTree } from '../../model/os/remove-tree.js';
 import type { BackendContext, BackendHooks } from '../types.js';
@@ -127,10 +127,13 @@ async function writeBaseIndex(
   snapshot: Snapshot,
   digest: Digest,
   family: BaseFamily,
-  sigs: ReadonlyMap<string, string>,
+  fileSigs: ReadonlyMap<string, string>,
+  dir: string,
 ) {
   const file = baseIndexFile(ctx, digest, family);
   await mkdir(dirname(file), { recursive: true });
+  // Its directories too (after the rename into place, which changed only the root's ctime).
+  const { sigs, root } = withDirSignatures(dir, snapshot.entries, fileSigs);
   // Nothing writes into a base after its build, and no session exists before this point: waiting
   // out the racy window once makes every signature trustable (a base is built once, used often).
   const times = [...sigs.values()].map(signatureTimes);
@@ -138,7 +141,7 @@ async function writeBaseIndex(
   const newest = times.reduce((n, [m, c]) => Math.max(n, m, c), 0);
   const wait = newest + racyWindowMs(times.map(([m]) => m)) + 1 - Date.now();
   if (wait > 0) await sleep(wait);
-  const index = materializedTreeIndex(snapshot, digest, ctx.store.generation(), sigs);
+  const index = materializedTreeIndex(snapshot, digest, ctx.store.generation(), sigs, Date.now(), root);
   await writeFileAtomic(ctx.store.paths, file, serializeTreeIndex(index), 0o644, { sync: false });
   return relative(ctx.store.paths.root, file);
 }
@@ -186,7 +189,7 @@ export async function materializeBaseOnce(
     throw toPdbError(err, 'E_IO', { action: `materializing the ${family} base` });
   }
   await afterRename?.(dir);
-  await writeMarker(ctx, snapshot, digest, family, sigs ? await writeBaseIndex(ctx, snapshot, digest, family, sigs) : null);
+  await writeMarker(ctx, snapshot, digest, family, sigs ? await writeBaseIndex(ctx, snapshot, digest, family, sigs, dir) : null);
   return dir;
 }
 

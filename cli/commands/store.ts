@@ -46,13 +46,18 @@ const doctor: DefineCommand = (cmd) =>
 Lists what a crash, a reboot or damage left: abandoned or bad journal intents,
 unfinished and damaged sessions, stale locks and temp files, live leases, and
 objects that are corrupt (quarantined by verify) or missing. What pdb-env gc fixes
-is marked "gc"; the rest says what to run.`,
+is marked "gc"; the rest says what to run. The last line says which scanner walks
+trees here: the native one (built by npm install where a C compiler is) or the
+JavaScript one (PDB_ENV_SCANNER=js forces it).`,
     )
     .action(async (_o, command) => {
       const o = command.optsWithGlobals();
       const svc = await openService(o.store);
       const findings = await svc.doctor();
-      emit(o.json === true, { store: svc.store.paths.root, findings }, () => doctorText(findings));
+      const { scannerInfo } = await import('../../model/scan/scanner.js');
+      const scanner = scannerInfo();
+      const line = `scanner: ${scanner.scanner} (${scanner.reason}${scanner.scanner === 'native' ? `, ${scanner.threads} lstat threads` : ''})`;
+      emit(o.json === true, { store: svc.store.paths.root, findings, scanner }, () => `${doctorText(findings)}\n\n${line}`);
     });
 
 function doctorText(findings: Finding[]): string {

@@ -11,7 +11,6 @@ import { createSnapshot, snapshotDigest, totalMismatches, type Entry, type Misma
 import type { SessionService } from '../../sessions/service.js';
 import type { StepContext, Workload } from '../../workloads/types.js';
 import { scrubText } from '../../model/scrub.js';
-import { createExcludeMatcher } from '../../model/scan/scan.js';
 import { oracleScopeOf, type OracleTree } from './oracle-tree.js';
 import type { CheckRecord, CheckReference, FailureRecord, ProjectionRecord } from '../receipt/receipt-types.js';
 import { compareTrees, internTree } from './tree-compare.js';
@@ -234,9 +233,12 @@ export interface CaseCheckSwitches {
  */
 function expectedCheck(v: VerifyInput): CheckRecord {
   const { include } = oracleScopeOf(v.workload, v.params);
-  const added = createExcludeMatcher(include);
+  // As a scan's excludes read: a bare name at any depth, a path with a '/' exactly (and below it).
+  const names = new Set(include.filter((x) => !x.includes('/')));
+  const paths = new Set(include.filter((x) => x.includes('/')));
+  const added = (parts: string[], i: number) => names.has(parts[i]!) || paths.has(parts.slice(0, i + 1).join('/'));
   const source = include.length
-    ? v.tree.entries.filter((e) => !e.path.split('/').some((_, i, parts) => added(parts.slice(0, i + 1).join('/'), parts[i]!)))
+    ? v.tree.entries.filter((e) => !e.path.split('/').some((_, i, parts) => added(parts, i)))
     : v.tree.entries;
   const files = source.reduce((n, e) => n + (e.kind === 'file' ? 1 : 0), 0);
   const hashed = v.tree.filesHashed === v.tree.files ? files : Math.min(files, v.tree.filesHashed);

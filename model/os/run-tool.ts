@@ -4,7 +4,6 @@
 // than execa: importing execa costs ~150 ms of CPU (about 160 modules), more than the mount or
 // snapshot it would start on a CoW create. Long-running workload processes are not tools; the
 // workloads' process runner starts those.
-import { spawn } from 'node:child_process';
 import { PdbError, type PdbErrorCode } from '../errors.js';
 
 export interface ToolOptions {
@@ -36,7 +35,11 @@ const FORCE_KILL_AFTER_MS = 5_000;
 
 export function runTool(cmd: string, args: readonly string[], options: ToolOptions & { encoding: 'buffer' }): Promise<ToolResult<Buffer>>;
 export function runTool(cmd: string, args: readonly string[], options?: ToolOptions & { encoding?: 'utf8' }): Promise<ToolResult>;
-export function runTool(cmd: string, args: readonly string[], options: ToolOptions = {}): Promise<ToolResult<string | Buffer>> {
+export async function runTool(cmd: string, args: readonly string[], options: ToolOptions = {}): Promise<ToolResult<string | Buffer>> {
+  // Loaded on the first run: a module that may run a tool (a backend that mounts) is often loaded
+  // by a command that runs none (a checkpoint of a mounted overlay), and node:child_process costs
+  // about as much to load as four of our own modules.
+  const { spawn } = await import('node:child_process');
   return new Promise((resolve) => {
     const child = spawn(cmd, args, {
       cwd: options.cwd,

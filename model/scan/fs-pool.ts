@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { PdbError, toPdbError } from '../errors.js';
 import { runFsTask, type FsTask, type FsTaskResult } from './fs-worker.js';
 
@@ -22,9 +22,12 @@ export class FsPool {
     this.size = size;
   }
 
+  /** node:worker_threads, loaded the first time a batch goes to a worker (small scans never need it). */
+  private workerClass: typeof Worker | null = null;
+
   private spawn(): void {
     while (this.workers.length < this.size) {
-      const w = new Worker(new URL('./fs-worker.js', import.meta.url));
+      const w = new this.workerClass!(new URL('./fs-worker-thread.js', import.meta.url));
       w.on('message', (msg: { id: number; result: FsTaskResult }) => {
         const p = this.pending.get(msg.id);
         this.pending.delete(msg.id);
@@ -76,6 +79,7 @@ export class FsPool {
       if (r.ok) options.onBatch?.(b);
       return r;
     };
+    if (items.length >= inlineBelow) this.workerClass ??= (await import('node:worker_threads')).Worker;
     const results =
       items.length < inlineBelow
         ? batches.map((b) => done(b, runFsTask(makeTask(b), this.umask)))

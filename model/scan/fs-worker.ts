@@ -15,7 +15,6 @@ import {
   unlinkSync,
   writeSync,
 } from 'node:fs';
-import { parentPort } from 'node:worker_threads';
 import { tempEntryName } from '../os/temp-name.js';
 import { statSignature } from './tree-index.js';
 
@@ -219,11 +218,4 @@ export function runFsTask(task: FsTask, umask: number): FsTaskResult {
     const e = err as NodeJS.ErrnoException & { object?: string };
     return { ok: false, error: { message: e.message, code: e.code, path: current, object: e.object } };
   }
-}
-
-if (parentPort) {
-  const port = parentPort;
-  port.on('message', (msg: { id: number; task: FsTask; umask: number }) => {
-    port.postMessage({ id: msg.id, result: runFsTask(msg.task, msg.umask) });
-  });
 }

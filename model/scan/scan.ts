@@ -1,4 +1,7 @@
-import { lstatSync, readdirSync, readlinkSync, type Dirent } from 'node:fs';
+// The scan of a tree under the v1 source contract: a stat walk against the tree's index
+// (tree-walk.ts, or the native scanner), then the files the index cannot vouch for hashed (and
+// installed), then what changed. The result carries the tree as index columns, from which the next
+// index and the Snapshot's canonical bytes are made without an object per unchanged entry.
 import { readFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { Digest } from '../canonical-json.js';
@@ -6,8 +9,13 @@ import { PdbError, osErrorCode } from '../errors.js';
 import { sharedFsPool, type FsPool } from './fs-pool.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { progressCounter, type ProgressFn } from '../progress.js';
-import { assertContractPath, entryKey, sortEntries, type Entry } from '../snapshot.js';
-import { isTrustable, racyWindowMs, statSignature, type TreeIndex } from './tree-index.js';
+import { assertContractPath, sortEntries, type Entry } from '../snapshot.js';
+import { KIND_DIR, KIND_FILE, KIND_LINK, rowDigestHex, type IndexColumns } from './index-columns.js';
+import { allWholeSeconds, nextColumns, type Content } from './index-update.js';
+import { scanWalk as rawWalk } from './scanner.js';
+import { snapshotBytesFromColumns } from './snapshot-bytes.js';
+import { TreeIndex, indexHeader, rootSig, statSignature, type IndexFields } from './tree-index.js';
+import type { RawEntry, RawScan } from './tree-walk.js';
 
 /** Administrative roots that no scan ever includes. */
 export const ADMIN_ROOTS = ['.git', '.pdb', '.pdb-host'] as const;
@@ -61,18 +69,18 @@ export async function readSourceConfig(root: string): Promise<{ excludes: string
   return { excludes: normalized.sort() };
 }
 
-/**
- * A matcher for excludes: a bare name ("node_modules") matches that name at any depth; a
- * pattern with a "/" ("packages/a/dist") matches exactly that relative path.
- */
-export function createExcludeMatcher(excludes: string[], extraPaths: string[] = []): (relPath: string, name: string) => boolean {
+const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+
+/** What a scan leaves out: bare names at any depth, exact relative paths (with the admin roots and the store). */
+function exclusion(root: string, excludes: readonly string[], excludeAbsolute: readonly string[] = []) {
+  const extra = excludeAbsolute
+    .map((abs) => relative(root, abs))
+    .filter((r) => r && !r.startsWith('..') && !r.startsWith(sep))
+    .map((r) => r.split(sep).join('/'))
+    .sort();
   const names = new Set(excludes.filter((x) => !x.includes('/')));
-  const paths = new Set([...excludes.filter((x) => x.includes('/')), ...extraPaths]);
-  const admin = new Set<string>(ADMIN_ROOTS);
-  return (relPath, name) => {
-    if (!relPath.includes('/') && admin.has(relPath)) return true;
-    return names.has(name) || paths.has(relPath);
-  };
+  const paths = new Set([...ADMIN_ROOTS, ...excludes.filter((x) => x.includes('/')), ...extra]);
+  return { names, paths, extra };
 }
 
 /** A regular file as the walk saw it (lstat, number form). */
@@ -87,7 +95,7 @@ export interface WalkedFile {
   ctimeMs: number;
 }
 
-/** A tree as one stat walk saw it: what a scan hashes, and what a race check compares against. */
+/** A tree as one stat walk saw it, sorted by path. */
 export interface Walk {
   dirs: string[];
   files: WalkedFile[];
@@ -96,95 +104,27 @@ export interface Walk {
   startedAtMs: number;
 }
 
-/**
- * The names of a directory. Node decodes names as UTF-8 with replacement characters, so a name
- * holding U+FFFD is checked against the raw bytes: a name that is not UTF-8 is E_NON_UTF8_NAME.
- */
-function readNames(absDir: string, relDir: string, root: string): Dirent[] {
-  let dirents: Dirent[];
-  try {
-    dirents = readdirSync(absDir, { withFileTypes: true });
-  } catch (err) {
-    if (relDir === '' && osErrorCode(err) === 'ENOENT') throw new PdbError('E_SOURCE_MISSING', `${root} does not exist`, { cause: err });
-    throw err;
-  }
-  if (dirents.some((d) => d.name.includes('\uFFFD'))) {
-    for (const raw of readdirSync(absDir, { encoding: 'buffer' })) {
-      try {
-        utf8.decode(raw);
-      } catch {
-        const shown = relDir ? `${relDir}/${raw.toString('latin1')}` : raw.toString('latin1');
-        throw new PdbError('E_NON_UTF8_NAME', `the name "${shown}" is not valid UTF-8`, {
-          path: shown,
-          hint: 'Rename it or add its directory to "excludes" in pdb-env.json.',
-        });
-      }
+/** Walk a tree under the v1 source contract, every entry lstat'ed, every symlink read (never followed); nothing hashed. */
+export function walkTree(root: string, options: Pick<ScanOptions, 'excludes' | 'excludeAbsolute'>): Walk {
+  const ex = exclusion(root, options.excludes, options.excludeAbsolute);
+  const raw = rawWalk({ root, excludeNames: ex.names, excludePaths: ex.paths, index: null, dirRule: false });
+  const walk: Walk = { dirs: [], files: [], links: [], startedAtMs: raw.startedAtMs };
+  for (const t of sortEntries(raw.touched)) {
+    if (t.kind === KIND_DIR) walk.dirs.push(t.path);
+    else if (t.kind === KIND_LINK) walk.links.push({ path: t.path, target: t.target! });
+    else {
+      const exec = (t.mode & 0o111) !== 0;
+      walk.files.push({
+        path: t.path,
+        abs: join(root, t.path),
+        size: t.size,
+        exec,
+        sig: statSignature(t),
+        mtimeMs: t.mtimeMs,
+        ctimeMs: t.ctimeMs,
+      });
     }
   }
-  return dirents;
-}
-
-function readTarget(abs: string, rel: string): string {
-  const target = readlinkSync(abs);
-  if (!target.includes('\uFFFD')) return target;
-  try {
-    return utf8.decode(readlinkSync(abs, { encoding: 'buffer' }));
-  } catch {
-    throw new PdbError('E_NON_UTF8_NAME', `the symlink "${rel}" has a target that is not valid UTF-8`, { path: rel });
-  }
-}
-
-function unsupported(rel: string, what: string): PdbError {
-  return new PdbError('E_UNSUPPORTED_ENTRY', `"${rel}" is ${what}; the v1 contract holds only directories, files and symlinks`, {
-    path: rel,
-    hint: 'Remove it, or exclude it in pdb-env.json.',
-  });
-}
-
-/**
- * Walk a tree under the v1 source contract: directories by their type from readdir, every file
- * lstat'ed (its signature), every symlink read (never followed).
- */
-export function walkTree(root: string, options: Pick<ScanOptions, 'excludes' | 'excludeAbsolute' | 'onProgress'>): Walk {
-  const startedAtMs = Date.now();
-  const extra = (options.excludeAbsolute ?? [])
-    .map((abs) => relative(root, abs))
-    .filter((r) => r && !r.startsWith('..') && !r.startsWith(sep))
-    .map((r) => r.split(sep).join('/'));
-  const excluded = createExcludeMatcher(options.excludes, extra);
-  const walk: Walk = { dirs: [], files: [], links: [], startedAtMs };
-  let seen = 0;
-  const progress = options.onProgress;
-
-  // Synchronous on purpose: 20,000 lstat calls through promises cost ~3x the CPU of lstatSync,
-  // and nothing else can run until the walk is done anyway.
-  function visit(absDir: string, relDir: string): void {
-    for (const d of readNames(absDir, relDir, root)) {
-      const name = d.name;
-      const rel = relDir ? `${relDir}/${name}` : name;
-      if (excluded(rel, name)) continue;
-      if (progress && ++seen % 2048 === 0) progress({ phase: 'scan', files: seen, totalFiles: 0, bytes: 0, totalBytes: 0 });
-      const abs = `${absDir}/${name}`;
-      if (d.isDirectory()) {
-        walk.dirs.push(rel);
-        visit(abs, rel);
-      } else if (d.isSymbolicLink()) walk.links.push({ path: rel, target: readTarget(abs, rel) });
-      else if (d.isFile()) {
-        const st = lstatSync(abs);
-        if (!st.isFile()) throw new PdbError('E_SOURCE_CHANGED', `"${rel}" changed type while it was scanned`, { path: rel });
-        walk.files.push({
-          path: rel,
-          abs,
-          size: st.size,
-          exec: (st.mode & 0o111) !== 0,
-          sig: statSignature(st),
-          mtimeMs: st.mtimeMs,
-          ctimeMs: st.ctimeMs,
-        });
-      } else throw unsupported(rel, d.isFIFO() ? 'a fifo' : d.isSocket() ? 'a socket' : 'a device');
-    }
-  }
-  visit(root, '');
   return walk;
 }
 
@@ -194,7 +134,7 @@ export interface ScanOptions {
   excludeAbsolute?: string[];
   /** Hash only, or hash and install each file's bytes into the object store. */
   store?: ObjectStore;
-  /** Trust the recorded digest of a file whose signature is the one this index recorded. */
+  /** Trust what this index recorded: a file's digest for its signature, a directory's names for its own. */
   trust?: TreeIndex | null;
   /** Check that each trusted digest is in the store (its objects may have moved since the index was written). */
   checkObjects?: boolean;
@@ -203,104 +143,176 @@ export interface ScanOptions {
 }
 
 export interface ScanResult {
-  /** Sorted contract entries. */
-  entries: Entry[];
-  /** What the walk saw: signatures for the next tree index, and for a race check. */
-  walk: Walk;
+  /** Sorted contract entries (built when first read). */
+  readonly entries: Entry[];
+  /** The stat walk as it came back. */
+  raw: RawScan;
+  /** Relative paths left out besides the excludes (the store inside a source), sorted. */
+  extraExcludes: string[];
+  files: number;
+  bytes: number;
   filesHashed: number;
   filesTrusted: number;
   objectsInstalled: number;
-  bytes: number;
+  /** Rows of the index that no longer describe the tree as it is (touched or gone); 0: the index is exact. */
+  stale: number;
   /** With `trust`: the paths whose entry differs from the index (added, deleted, changed), sorted. */
   changedPaths: string[] | null;
   /** With `trust`: the entry now at each changed path (null: deleted). */
   changedEntries: Map<string, Entry | null> | null;
+  /** The tree as scanned, as index columns (built when first asked for). */
+  columns(): IndexColumns;
+  /** A tree index of the tree as scanned, recorded at the walk's start. */
+  nextIndex(fields: Omit<IndexFields, 'recordedAtMs' | 'excludes'>): TreeIndex;
+  /** The canonical bytes of the Snapshot of the tree as scanned. */
+  snapshotBytes(base: Digest | null): { bytes: Buffer; digest: Digest };
 }
 
 /** Scan a tree into contract entries, hashing what the trusted index cannot vouch for; optionally install into the store. */
 export async function scanTree(root: string, options: ScanOptions): Promise<ScanResult> {
-  const walk = walkTree(root, options);
   const trust = options.trust ?? null;
-  const seen = trust ? new Uint8Array(trust.count) : null;
-  const changed = new Map<string, Entry | null>();
-  const files: Array<Entry | null> = new Array(walk.files.length).fill(null);
-  const toHash: number[] = [];
-  let bytes = 0;
-  const store = options.store;
-  if (trust) {
-    for (const path of walk.dirs) {
-      const i = trust.position(path);
-      if (i !== undefined) seen![i] = 1;
-      if (i === undefined || trust.kind(i) !== 'd') changed.set(path, { path, kind: 'dir' });
-    }
-    for (const l of walk.links) {
-      const i = trust.position(l.path);
-      if (i !== undefined) seen![i] = 1;
-      if (i === undefined || trust.kind(i) !== 'l' || trust.target(i) !== l.target)
-        changed.set(l.path, { path: l.path, kind: 'symlink', target: l.target });
-    }
-  }
-  walk.files.forEach((f, k) => {
-    bytes += f.size;
-    const i = trust?.position(f.path);
-    if (i !== undefined) {
-      seen![i] = 1;
-      if (trust!.sigs[i] === f.sig && trust!.kind(i) === 'f') {
-        const e = trust!.entry(i) as Extract<Entry, { kind: 'file' }>;
-        if (!store || !options.checkObjects || store.has(e.digest)) return void (files[k] = e);
-      }
-    }
-    toHash.push(k);
-  });
-  const hashed = await hashFiles(walk, toHash, options);
-  for (const [k, e] of hashed.entries) {
-    files[k] = e;
-    if (!trust) continue;
-    const i = trust.position(e.path);
-    if (i === undefined || trust.kind(i) !== 'f' || entryKey(trust.entry(i)) !== entryKey(e)) changed.set(e.path, e);
-  }
-  if (trust) for (let i = 0; i < trust.count; i++) if (!seen![i]) changed.set(trust.paths[i]!, null);
-  // Nothing differs from the index: its (sorted) entries are the result, built only if someone reads them.
-  const same = trust !== null && changed.size === 0;
+  const ex = exclusion(root, options.excludes, options.excludeAbsolute);
+  const h = trust?.header;
+  const dirRule = !!h && sameList(h.excludes, options.excludes) && h.extraExcludes !== null && sameList(h.extraExcludes, ex.extra);
+  const raw = rawWalk({ root, excludeNames: ex.names, excludePaths: ex.paths, index: trust, dirRule });
+  options.onProgress?.({ phase: 'scan', files: raw.files, totalFiles: 0, bytes: 0, totalBytes: 0 });
+  if (trust && options.store && options.checkObjects) recheckObjects(trust, raw, options.store);
+  const toHash = raw.touched.filter((t) => t.kind === KIND_FILE);
+  const hashed = await hashFiles(root, toHash, options);
+  const changed = trust ? changesOf(trust, raw, hashed.content) : null;
+  let cols: IndexColumns | null = null;
+  const coarse = (h?.coarse ?? true) && allWholeSeconds(raw);
+  const columns = () => (cols ??= nextColumns(trust?.cols ?? null, raw, (t) => hashed.content.get(t), coarse));
   let entries: Entry[] | null = null;
-  const build = () =>
-    (entries ??= same
-      ? trust.entries
-      : sortEntries([
-          ...walk.dirs.map((path) => ({ path, kind: 'dir' as const })),
-          ...walk.links.map((l) => ({ path: l.path, kind: 'symlink' as const, target: l.target })),
-          ...(files as Entry[]),
-        ]));
+  const same = trust !== null && changed!.size === 0;
+  const stale = trust ? raw.touched.filter((t) => t.row >= 0).length + unseen(raw.status!).length : raw.touched.length;
   return {
     get entries() {
-      return build();
+      return (entries ??= same ? trust.entries : new TreeIndex(indexHeader(emptyFields(), 0), columns()).entries);
     },
-    walk,
+    raw,
+    extraExcludes: ex.extra,
+    files: raw.files,
+    bytes: raw.bytes,
     filesHashed: toHash.length,
-    filesTrusted: walk.files.length - toHash.length,
+    filesTrusted: raw.files - toHash.length,
     objectsInstalled: hashed.installed,
-    bytes,
-    changedPaths: trust ? sortEntries([...changed.keys()].map((path) => ({ path }))).map((c) => c.path) : null,
-    changedEntries: trust ? changed : null,
+    stale,
+    changedPaths: changed ? sortEntries([...changed.keys()].map((path) => ({ path }))).map((x) => x.path) : null,
+    changedEntries: changed,
+    columns,
+    nextIndex: (fields) => {
+      const c = columns();
+      const header = indexHeader(
+        {
+          ...fields,
+          excludes: options.excludes,
+          extraExcludes: ex.extra,
+          recordedAtMs: raw.startedAtMs,
+          coarse,
+          root: rootSig(raw.root, raw.startedAtMs, coarse),
+        },
+        c.n,
+      );
+      return new TreeIndex(header, c);
+    },
+    snapshotBytes: (base) => snapshotBytesFromColumns(columns(), base, options.excludes),
   };
 }
 
-/** Hash (or hash and install) the files at positions `which` of the walk; their entries by position. */
-async function hashFiles(walk: Walk, which: number[], options: ScanOptions): Promise<{ entries: Map<number, Entry>; installed: number }> {
+const emptyFields = (): IndexFields => ({
+  snapshot: null,
+  changeset: null,
+  base: null,
+  excludes: [],
+  recordedAtMs: 0,
+  generation: '',
+  source: null,
+});
+
+/** Index rows the walk did not see (found by indexOf: a loop over every row is slow in code that runs once). */
+function unseen(status: Uint8Array): number[] {
+  const out: number[] = [];
+  for (let i = status.indexOf(0); i >= 0; i = status.indexOf(0, i + 1)) out.push(i);
+  return out;
+}
+
+/** After objects left the store: trusted files whose object is gone are hashed (and installed) again. */
+function recheckObjects(trust: TreeIndex, raw: RawScan, store: ObjectStore): void {
+  const c = trust.cols;
+  for (let i = 0; i < c.n; i++) {
+    if (raw.status![i] !== 1 || c.kind[i] !== KIND_FILE) continue;
+    if (store.has(`sha256:${rowDigestHex(c, i)}` as Digest)) continue;
+    raw.status![i] = 2;
+    raw.touched.push({
+      path: trust.path(i),
+      row: i,
+      kind: KIND_FILE,
+      ino: c.ino[i]!,
+      size: c.size[i]!,
+      mtimeMs: c.mtime[i]!,
+      ctimeMs: c.ctime[i]!,
+      mode: c.mode[i]!,
+      target: null,
+    });
+  }
+}
+
+/** The entry of a touched path as scanned. */
+function entryOf(t: RawEntry, content: ReadonlyMap<RawEntry, Content>): Entry {
+  if (t.kind === KIND_DIR) return { path: t.path, kind: 'dir' };
+  if (t.kind === KIND_LINK) return { path: t.path, kind: 'symlink', target: t.target! };
+  const got = content.get(t)!;
+  return {
+    path: t.path,
+    kind: 'file',
+    digest: `sha256:${got.digest.toString('hex')}` as Digest,
+    size: got.size,
+    exec: (t.mode & 0o111) !== 0,
+  };
+}
+
+/** Paths whose entry is not the index's: touched entries with other content, kind or target, and rows not seen. */
+function changesOf(trust: TreeIndex, raw: RawScan, content: ReadonlyMap<RawEntry, Content>): Map<string, Entry | null> {
+  const c = trust.cols;
+  const changed = new Map<string, Entry | null>();
+  for (const t of raw.touched) {
+    const i = t.row;
+    let differs = i < 0 || c.kind[i] !== t.kind;
+    if (!differs && t.kind === KIND_FILE) {
+      const got = content.get(t)!;
+      differs =
+        got.size !== c.size[i] ||
+        ((t.mode & 0o111) !== 0) !== ((c.flags[i]! & 1) !== 0) ||
+        !got.digest.equals(c.digest.subarray(i * 32, i * 32 + 32));
+    } else if (!differs && t.kind === KIND_LINK) differs = t.target !== trust.target(i);
+    if (differs) changed.set(t.path, entryOf(t, content));
+  }
+  const status = raw.status!;
+  for (const i of unseen(status)) changed.set(trust.path(i), null);
+  return changed;
+}
+
+/** Hash (or hash and install) the touched files; their content by entry. */
+async function hashFiles(
+  root: string,
+  files: RawEntry[],
+  options: ScanOptions,
+): Promise<{ content: Map<RawEntry, Content>; installed: number }> {
   const pool = options.pool ?? sharedFsPool();
   const store = options.store;
   // Large files first so one 256 MiB file does not finish last on a single worker.
-  const order = [...which].sort((a, b) => walk.files[b]!.size - walk.files[a]!.size);
-  const files = order.map((k) => walk.files[k]!);
+  const order = [...files].sort((a, b) => b.size - a.size);
   const count = progressCounter(
     'hash',
-    files.length,
-    files.reduce((n, f) => n + f.size, 0),
+    order.length,
+    order.reduce((n, f) => n + f.size, 0),
     options.onProgress,
   );
-  const sizes = new Map(files.map((f) => [f.abs, f.size]));
+  const abs = order.map((f) => `${root}/${f.path}`);
+  const sizes = new Map(order.map((f, i) => [abs[i]!, f.size]));
   const results = await pool.map(
-    files.map((f) => f.abs),
+    abs,
     (paths) => (store ? { op: 'install', paths, objectsDir: store.paths.objects, tmpDir: store.paths.tmp } : { op: 'hash', paths }),
     {
       onBatch: (paths) =>
@@ -312,8 +324,8 @@ async function hashFiles(walk: Walk, which: number[], options: ScanOptions): Pro
   );
   // Two workers may race to install the same bytes (both renames are atomic and equal): count digests.
   const installedDigests = new Set<string>();
-  const entries = new Map<number, Entry>();
-  files.forEach((f, j) => {
+  const content = new Map<RawEntry, Content>();
+  order.forEach((f, j) => {
     const r = results[j]!;
     if (r.size !== f.size) {
       throw new PdbError('E_SOURCE_CHANGED', `"${f.path}" changed size while it was read (${f.size} -> ${r.size} bytes)`, {
@@ -322,17 +334,9 @@ async function hashFiles(walk: Walk, which: number[], options: ScanOptions): Pro
       });
     }
     if (r.installed) installedDigests.add(r.digest);
-    entries.set(order[j]!, { path: f.path, kind: 'file', digest: `sha256:${r.digest}` as Digest, size: r.size, exec: f.exec });
+    content.set(f, { digest: Buffer.from(r.digest, 'hex'), size: r.size });
   });
-  return { entries, installed: installedDigests.size };
-}
-
-/** Signatures of the walked files that are safe to trust next time (git's racy-clean rule), by path. */
-export function trustableSignatures(walk: Walk, recordedAtMs = walk.startedAtMs): Map<string, string> {
-  const window = racyWindowMs(walk.files.map((f) => f.mtimeMs));
-  const out = new Map<string, string>();
-  for (const f of walk.files) if (isTrustable(f.mtimeMs, f.ctimeMs, recordedAtMs, window)) out.set(f.path, f.sig);
-  return out;
+  return { content, installed: installedDigests.size };
 }
 
 /** sha256 digests of files (hash only, nothing installed), in the order given. */

@@ -1,21 +1,40 @@
-// A tree index: the entries of a tree in one known state, each file with the stat signature it had
-// then, so the next scan of that tree re-hashes only what changed (git's index, for our contract).
+// A tree index: the entries of a tree in one known state, each with the stat data it had then, so
+// the next scan of that tree re-hashes only what changed (git's index, for our contract).
 //
-// Trust rule (git's racy-clean rule, with ctime and inode included): a file whose signature
-// (inode, size, mtime, ctime, mode) is the one recorded is taken to hold the recorded bytes, unless
-// its mtime or ctime is not safely older than the moment the signature was recorded: a write in
-// the same clock tick as the stat could leave every field unchanged. Such racily clean entries are
-// stored without a signature and re-hashed next time. ctime cannot be set from user space (utimes
-// sets it to now), so restoring size and mtime after a write still changes the signature.
+// Trust rule for a file or a symlink (git's racy-clean rule, with ctime and inode included): one
+// whose signature (inode, size, mtime, ctime, mode) is the one recorded is taken to hold the
+// recorded bytes (or target), unless its mtime or ctime is not safely older than the moment the
+// signature was recorded: a write in the same clock tick as the stat could leave every field
+// unchanged. Such racily clean entries are stored untrusted and looked at again next time. ctime
+// cannot be set from user space (utimes sets it to now), so restoring size and mtime after a write
+// still changes the signature.
 //
-// The file is a cache: written without fsync, and one that cannot be read (cut short by a crash,
-// an older format) is ignored, which only costs a full hash.
-import { readFileSync } from 'node:fs';
+// Directory rule (git's untracked cache): a directory whose (inode, mtime, ctime) is the one
+// recorded, recorded safely older than the recording (the same racy rule), keeps its recorded
+// names and is not read again: adding, removing or renaming an entry in a directory sets its mtime
+// and ctime to now. Every entry is still lstat'ed.
+//
+// The file is a cache (index-file.ts): written without fsync, and one that cannot be read (cut
+// short by a crash, damaged, of another format) is ignored, which only costs a full hash.
+import { lstatSync, readFileSync } from 'node:fs';
 import type { Digest } from '../canonical-json.js';
 import { osErrorCode } from '../errors.js';
 import type { Entry, Snapshot } from '../snapshot.js';
+import {
+  F_TRUSTED,
+  KIND_DIR,
+  allPaths,
+  columnsFromEntries,
+  findRow,
+  rowEntry,
+  rowPath,
+  rowTarget,
+  type IndexColumns,
+  type RowStat,
+} from './index-columns.js';
+import { decodeTreeIndex, decodeTreeIndexV1, encodeTreeIndex, parseSignature, type RootSig, type TreeIndexHeader } from './index-file.js';
 
-export const TREE_INDEX_VERSION = 1 as const;
+export { TREE_INDEX_VERSION, parseSignature, type RootSig, type TreeIndexHeader } from './index-file.js';
 
 /**
  * How much older than the recording time a file's mtime and ctime must be to be trusted. Linux's
@@ -25,131 +44,70 @@ export const TREE_INDEX_VERSION = 1 as const;
 export const RACY_WINDOW_MS = 100;
 export const COARSE_RACY_WINDOW_MS = 2_000;
 
-export interface TreeIndexHeader {
-  kind: 'pdb-env-tree-index';
-  version: typeof TREE_INDEX_VERSION;
-  /** The Snapshot this state is, when known (an import's digest; a checkpoint's result). */
-  snapshot: Digest | null;
-  /** The Changeset of the checkpoint that recorded this state (against `base`), when there was one. */
-  changeset: Digest | null;
-  /** How many changes that Changeset lists. */
-  changes?: number;
-  /** The `base` field of that Snapshot (null for an import or a materialized base). */
-  base: Digest | null;
-  excludes: string[];
-  /** When the signatures were recorded (ms since the epoch): nothing else wrote into the tree before. */
-  recordedAtMs: number;
-  /** The store's object generation then: trusted digests are known to be in the store while it is unchanged. */
-  generation: string;
-  /** The source directory of an import (store-local, never in receipts); null otherwise. */
-  source: string | null;
-  /** Number of entries, checked on read. */
-  count: number;
-}
-
-/**
- * A tree index in memory. Parsed lazily: a scan looks up paths and compares signatures, and needs
- * Entry objects only for what it puts into a new Snapshot (none when nothing changed), so they are
- * built on first use.
- */
+/** A tree index in memory: its header and its columns (index-columns.ts); entries are built only when asked for. */
 export class TreeIndex {
-  private built: Array<Entry | undefined>;
-  private positions: Map<string, number> | null = null;
+  private built: Array<Entry | undefined> | null = null;
+  private paths: string[] | null = null;
 
   constructor(
     readonly header: TreeIndexHeader,
-    /** Kind letter per entry: 'd', 'l', 'f'. */
-    private readonly kinds: string[],
-    readonly paths: string[],
-    /** Per entry: a symlink's target, a file's digest hex, '' for a dir. */
-    private readonly values: string[],
-    private readonly sizes: Float64Array,
-    private readonly execs: Uint8Array,
-    /** Per entry: a file's trusted signature, '' when it is not trusted (racily clean, a dir or a symlink). */
-    readonly sigs: string[],
-    entries?: Entry[],
-  ) {
-    this.built = entries ? [...entries] : new Array(paths.length);
-  }
-
-  static fromEntries(header: TreeIndexHeader, entries: Entry[], sigs: string[]): TreeIndex {
-    const n = entries.length;
-    const kinds = new Array<string>(n);
-    const paths = new Array<string>(n);
-    const values = new Array<string>(n);
-    const sizes = new Float64Array(n);
-    const execs = new Uint8Array(n);
-    entries.forEach((e, i) => {
-      paths[i] = e.path;
-      kinds[i] = e.kind === 'dir' ? 'd' : e.kind === 'symlink' ? 'l' : 'f';
-      values[i] = e.kind === 'symlink' ? e.target : e.kind === 'file' ? e.digest.slice(7) : '';
-      if (e.kind === 'file') [sizes[i], execs[i]] = [e.size, e.exec ? 1 : 0];
-    });
-    return new TreeIndex(header, kinds, paths, values, sizes, execs, sigs, entries);
-  }
+    readonly cols: IndexColumns,
+  ) {}
 
   get count(): number {
-    return this.paths.length;
+    return this.cols.n;
   }
 
   kind(i: number): 'd' | 'l' | 'f' {
-    return this.kinds[i] as 'd' | 'l' | 'f';
+    const k = this.cols.kind[i];
+    return k === KIND_DIR ? 'd' : k === 2 ? 'f' : 'l';
+  }
+
+  path(i: number): string {
+    return this.paths ? this.paths[i]! : rowPath(this.cols, i);
   }
 
   /** A symlink's target (only for kind 'l'). */
   target(i: number): string {
-    return this.values[i]!;
+    return rowTarget(this.cols, i);
+  }
+
+  /** The trusted signature of row i as a string (statSignature), '' when none is trusted. */
+  sig(i: number): string {
+    const c = this.cols;
+    if ((c.flags[i]! & F_TRUSTED) === 0 || c.kind[i] === KIND_DIR) return '';
+    return statSignature({ ino: c.ino[i]!, size: c.size[i]!, mtimeMs: c.mtime[i]!, ctimeMs: c.ctime[i]!, mode: c.mode[i]! });
   }
 
   entry(i: number): Entry {
-    let e = this.built[i];
-    if (e) return e;
-    const path = this.paths[i]!;
-    switch (this.kinds[i]) {
-      case 'd':
-        e = { path, kind: 'dir' };
-        break;
-      case 'l':
-        e = { path, kind: 'symlink', target: this.values[i]! };
-        break;
-      default:
-        e = { path, kind: 'file', digest: `sha256:${this.values[i]!}` as Digest, size: this.sizes[i]!, exec: this.execs[i] === 1 };
-    }
-    this.built[i] = e;
-    return e;
+    this.built ??= new Array(this.cols.n);
+    return (this.built[i] ??= rowEntry(this.cols, i));
   }
 
   /** Every entry, sorted (built once). */
   get entries(): Entry[] {
-    for (let i = 0; i < this.paths.length; i++) if (!this.built[i]) this.entry(i);
+    this.paths ??= allPaths(this.cols);
+    this.built ??= new Array(this.cols.n);
+    for (let i = 0; i < this.cols.n; i++) this.built[i] ??= rowEntry(this.cols, i, this.paths[i]);
     return this.built as Entry[];
   }
 
-  /** Path -> position. */
+  /** Path -> row (binary search). */
   position(path: string): number | undefined {
-    if (!this.positions) {
-      this.positions = new Map();
-      for (let i = 0; i < this.paths.length; i++) this.positions.set(this.paths[i]!, i);
-    }
-    return this.positions.get(path);
+    const i = findRow(this.cols, path);
+    return i < 0 ? undefined : i;
   }
 }
 
 /** The stat fields a signature holds, as lstat/fstat (number form) give them. */
-export interface SigStat {
-  ino: number;
-  size: number;
-  mtimeMs: number;
-  ctimeMs: number;
-  mode: number;
-}
+export type SigStat = RowStat;
 
-/** A file's stat signature: inode, size, mtime, ctime and mode. Not st_dev: a btrfs snapshot or an overlay mount has another. */
+/** A stat signature: inode, size, mtime, ctime and mode. Not st_dev: a btrfs snapshot or an overlay mount has another. */
 export function statSignature(st: SigStat): string {
   return `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}:${st.mode}`;
 }
 
-/** The racy window for a set of files: coarse when every mtime is a whole second (a filesystem without sub-second times). */
+/** The racy window for a set of timestamps: coarse when every mtime is a whole second (a filesystem without sub-second times). */
 export function racyWindowMs(mtimesMs: Iterable<number>): number {
   let any = false;
   for (const m of mtimesMs) {
@@ -170,123 +128,98 @@ export function signatureTimes(sig: string): [number, number] {
   return [Number(parts[2]), Number(parts[3])];
 }
 
-const SEP = '\0';
-
-/**
- * Serialize: a JSON header line, then NUL-separated fields (paths and targets cannot hold NUL):
- * `d path`, `l path target`, `f path hex size exec sig`, and a closing `E`.
- */
-export function serializeTreeIndex(index: TreeIndex): string {
-  const parts: string[] = [];
-  const { entries, sigs } = index;
-  for (let i = 0; i < entries.length; i++) {
-    const e = entries[i]!;
-    switch (e.kind) {
-      case 'dir':
-        parts.push('d', e.path);
-        break;
-      case 'symlink':
-        parts.push('l', e.path, e.target);
-        break;
-      case 'file':
-        parts.push('f', e.path, e.digest.slice(7), String(e.size), e.exec ? '1' : '0', sigs[i] ?? '');
-        break;
-      default: {
-        const never: never = e;
-        throw new Error(`unknown entry ${JSON.stringify(never)}`);
-      }
-    }
-  }
-  parts.push('E');
-  return `${JSON.stringify({ ...index.header, count: entries.length })}\n${parts.join(SEP)}`;
+/** The bytes of an index file. */
+export function serializeTreeIndex(index: TreeIndex): Buffer {
+  return encodeTreeIndex({ ...index.header, count: index.count }, index.cols);
 }
 
-/** Parse a tree index; null when it is not a whole, readable one (the caller then trusts nothing). */
-export function parseTreeIndex(text: string): TreeIndex | null {
-  const nl = text.indexOf('\n');
-  if (nl < 0) return null;
-  let header: TreeIndexHeader;
-  try {
-    header = JSON.parse(text.slice(0, nl)) as TreeIndexHeader;
-  } catch {
-    return null; // a cache cut short or of another format: ignored
-  }
-  if (header?.kind !== 'pdb-env-tree-index' || header.version !== TREE_INDEX_VERSION || !Array.isArray(header.excludes)) return null;
-  const n = header.count;
-  if (!Number.isInteger(n) || n < 0) return null;
-  const f = text.slice(nl + 1).split(SEP);
-  const kinds = new Array<string>(n);
-  const paths = new Array<string>(n);
-  const values = new Array<string>(n);
-  const sizes = new Float64Array(n);
-  const execs = new Uint8Array(n);
-  const sigs = new Array<string>(n);
-  let i = 0;
-  let k = 0;
-  for (;;) {
-    const kind = f[i++];
-    if (kind === 'E') break;
-    if (k >= n) return null;
-    kinds[k] = kind!;
-    paths[k] = f[i++]!;
-    if (kind === 'd') [values[k], sigs[k]] = ['', ''];
-    else if (kind === 'l') [values[k], sigs[k]] = [f[i++]!, ''];
-    else if (kind === 'f') {
-      const hex = f[i]!;
-      if (hex.length !== 64) return null;
-      values[k] = hex;
-      sizes[k] = Number(f[i + 1]);
-      execs[k] = f[i + 2] === '1' ? 1 : 0;
-      sigs[k] = f[i + 3]!;
-      i += 4;
-    } else return null;
-    k++;
-  }
-  if (k !== n || i !== f.length) return null;
-  return new TreeIndex(header, kinds, paths, values, sizes, execs, sigs);
+/** Parse an index file (version 2, or version 1 text); null when it is not a whole, sound one (the caller then trusts nothing). */
+export function parseTreeIndex(bytes: Buffer | string): TreeIndex | null {
+  const buf = typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes;
+  const v2 = decodeTreeIndex(buf);
+  if (v2) return new TreeIndex(v2.header, v2.columns);
+  if (buf[0] !== 0x7b) return null; // '{': a version 1 header line
+  const v1 = decodeTreeIndexV1(buf.toString('utf8'));
+  return v1 ? new TreeIndex(v1.header, v1.columns) : null;
 }
 
 /** Read a tree index file; null when it is absent or unreadable (never an error: it is a cache). */
 export function readTreeIndex(file: string): TreeIndex | null {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(file, 'utf8');
+    bytes = readFileSync(file);
   } catch (err) {
     if (osErrorCode(err) === 'ENOENT' || osErrorCode(err) === 'ENOTDIR') return null;
     throw err;
   }
-  return parseTreeIndex(text);
+  return parseTreeIndex(bytes);
 }
 
-/** A tree index of `entries` (sorted), with the signatures in `sigs` (by path; racily clean ones already left out). */
-export function createTreeIndex(
-  fields: Pick<TreeIndexHeader, 'snapshot' | 'changeset' | 'base' | 'excludes' | 'recordedAtMs' | 'generation' | 'source' | 'changes'>,
-  entries: Entry[],
-  sigs: ReadonlyMap<string, string>,
-): TreeIndex {
-  return TreeIndex.fromEntries(
-    { kind: 'pdb-env-tree-index', version: TREE_INDEX_VERSION, ...fields, count: entries.length },
-    entries,
-    entries.map((e) => (e.kind === 'file' ? (sigs.get(e.path) ?? '') : '')),
-  );
+export type IndexFields = Pick<
+  TreeIndexHeader,
+  'snapshot' | 'changeset' | 'base' | 'excludes' | 'recordedAtMs' | 'generation' | 'source' | 'changes'
+> &
+  Partial<Pick<TreeIndexHeader, 'extraExcludes' | 'root' | 'coarse'>>;
+
+export function indexHeader(fields: IndexFields, count: number): TreeIndexHeader {
+  return {
+    kind: 'pdb-env-tree-index',
+    version: 2,
+    extraExcludes: [],
+    root: null,
+    coarse: false,
+    ...fields,
+    count,
+  };
 }
 
-/** The signatures of `sigs` that are safe to trust once recorded at `recordedAtMs` (git's racy-clean rule). */
-export function trustableSigs(sigs: ReadonlyMap<string, string>, recordedAtMs: number): Map<string, string> {
-  const times = [...sigs.values()].map(signatureTimes);
-  const window = racyWindowMs(times.map(([m]) => m));
-  const out = new Map<string, string>();
-  let i = 0;
+/**
+ * A tree index of `entries` (sorted), with the signatures in `sigs` (by path, statSignature
+ * strings; a directory's too); each is trusted unless racily clean at `fields.recordedAtMs`.
+ */
+export function createTreeIndex(fields: IndexFields, entries: Entry[], sigs: ReadonlyMap<string, string>): TreeIndex {
+  const stats = new Map<string, RowStat>();
   for (const [path, sig] of sigs) {
-    const [m, c] = times[i++]!;
-    if (isTrustable(m, c, recordedAtMs, window)) out.set(path, sig);
+    const st = parseSignature(sig);
+    if (st) stats.set(path, st);
   }
-  return out;
+  const times = [...stats.values()];
+  const coarse = fields.coarse ?? racyWindowMs(times.map((s) => s.mtimeMs)) === COARSE_RACY_WINDOW_MS;
+  const window = coarse ? COARSE_RACY_WINDOW_MS : RACY_WINDOW_MS;
+  const at = fields.recordedAtMs;
+  const columns = columnsFromEntries(entries, (e) => {
+    const st = stats.get(e.path);
+    return st ? { st, trusted: isTrustable(st.mtimeMs, st.ctimeMs, at, window) } : null;
+  });
+  const root = fields.root ?? null;
+  return new TreeIndex(indexHeader({ ...fields, coarse, root }, entries.length), columns);
+}
+
+/** The root directory's signature, trusted under the same rule. */
+export function rootSig(st: RowStat, recordedAtMs: number, coarse: boolean): RootSig {
+  const window = coarse ? COARSE_RACY_WINDOW_MS : RACY_WINDOW_MS;
+  return { ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, trusted: isTrustable(st.mtimeMs, st.ctimeMs, recordedAtMs, window) };
+}
+
+/**
+ * `sigs` with the signature of every directory of `entries` under `root` added, and the root's
+ * stat: what a materialized tree's index records so that its directories keep their names.
+ */
+export function withDirSignatures(
+  root: string,
+  entries: readonly Entry[],
+  sigs: ReadonlyMap<string, string>,
+): { sigs: Map<string, string>; root: RowStat } {
+  const out = new Map(sigs);
+  for (const e of entries) if (e.kind === 'dir') out.set(e.path, statSignature(lstatSync(`${root}/${e.path}`)));
+  return { sigs: out, root: lstatSync(root) };
 }
 
 /**
  * The tree index of a tree just materialized from `snapshot` (a base, or a new session's root):
- * nothing but the writer has touched it, so its signatures hold from `recordedAtMs` on.
+ * nothing but the writer has touched it, so its signatures hold from `recordedAtMs` on. `sigs`
+ * holds each file's (and, when the caller lstat'ed them, each directory's) signature by path;
+ * `root` the root directory's stat.
  */
 export function materializedTreeIndex(
   snapshot: Pick<Snapshot, 'base' | 'excludes' | 'entries'>,
@@ -294,10 +227,13 @@ export function materializedTreeIndex(
   generation: string,
   sigs: ReadonlyMap<string, string>,
   recordedAtMs = Date.now(),
+  root: RowStat | null = null,
 ): TreeIndex {
-  return createTreeIndex(
+  const index = createTreeIndex(
     { snapshot: digest, changeset: null, base: snapshot.base, excludes: snapshot.excludes, recordedAtMs, generation, source: null },
     snapshot.entries,
-    trustableSigs(sigs, recordedAtMs),
+    sigs,
   );
+  if (root) index.header.root = rootSig(root, recordedAtMs, index.header.coarse);
+  return index;
 }

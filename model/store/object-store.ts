@@ -155,6 +155,12 @@ export class ObjectStore {
     return digest;
   }
 
+  /** Install a document's canonical bytes whose digest the caller computed (a Snapshot written from tree index columns). */
+  async putDocumentBytes(bytes: Buffer, digest: Digest): Promise<Digest> {
+    await this.install(digest, bytes, 'doc');
+    return digest;
+  }
+
   async putBytes(bytes: Buffer): Promise<Digest> {
     const digest = sha256Digest(bytes);
     await this.install(digest, bytes, 'obj');

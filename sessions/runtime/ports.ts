@@ -77,9 +77,9 @@ export async function allocatePortBlock(
     const base = cfg.first + ((start + i) % blocks) * cfg.block;
     const ports = Array.from({ length: cfg.block }, (_, k) => base + k);
     if (ports.some((p) => taken.has(p))) continue;
-    let free = true;
-    for (const p of ports) if (!(free = await probe(p))) break;
-    if (free) return ports;
+    // The block's ports are probed at once: one after the other, the twenty binds (ten ports, two
+    // addresses) took 21 ms of a profiled create --base.
+    if ((await Promise.all(ports.map((p) => probe(p)))).every(Boolean)) return ports;
   }
   throw new PdbError('E_PORTS_EXHAUSTED', `no free block of ${cfg.block} ports is left in ${cfg.first}-${cfg.last}`, {
     hint: 'Discard sessions you no longer need, or widen the range with PDB_ENV_PORT_RANGE=FIRST-LAST.',

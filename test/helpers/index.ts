@@ -105,6 +105,7 @@ export const CAPABILITIES = [
   'opencode', // the optional opencode CLI in the agent cache (pdb-env agent install opencode; CI does not install it)
   'zsh', // zsh, to run pdb-env's zsh completion
   'fish', // fish, to run pdb-env's fish completion
+  'native-scan', // the native scanner (native/walk.c), built by npm install where python3, make and a C compiler are
 ] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 

@@ -97,8 +97,8 @@ test('--verify finds a change a signature cannot show (here: a recorded signatur
   writeFileSync(join(root, 'lib', 'c.txt'), 'charliX\n');
   await settle();
   const file = sessionIndexFile(svc.store, 's');
-  const index = parseTreeIndex(readFileSync(file, 'utf8'))!;
-  const sigs = new Map(index.paths.map((p, i) => [p, index.sigs[i]!]));
+  const index = parseTreeIndex(readFileSync(file))!;
+  const sigs = new Map(index.entries.map((e, i) => [e.path, index.sig(i)]));
   sigs.set('lib/c.txt', statSignature(lstatSync(join(root, 'lib', 'c.txt'))));
   writeFileSync(file, serializeTreeIndex(createTreeIndex({ ...index.header, recordedAtMs: Date.now() }, index.entries, sigs)));
   await settle();

@@ -16,11 +16,12 @@ import {
   readTreeIndex,
   serializeTreeIndex,
   statSignature,
-  trustableSigs,
+  type TreeIndex,
 } from '../../../model/scan/tree-index.js';
 import { tempDir } from '../../helpers/index.js';
 
 const t = tempDir();
+const sigsOf = (index: TreeIndex) => Array.from({ length: index.count }, (_, i) => index.sig(i));
 test.after(() => t.cleanup());
 
 const hex = (c: string) => c.repeat(64);
@@ -46,7 +47,7 @@ test('an index round-trips entries, signatures and header (names with tabs and n
   const back = parseTreeIndex(serializeTreeIndex(index))!;
   assert.ok(back);
   assert.equal(back.entries, entries);
-  assert.equal(back.sigs, ['', sig, '', '']);
+  assert.equal(sigsOf(back), ['', sig, '', '']);
   assert.equal({ ...back.header }, { ...index.header });
   assert.is(back.position('bin'), 2);
   assert.is(back.position('nope'), undefined);
@@ -54,23 +55,51 @@ test('an index round-trips entries, signatures and header (names with tabs and n
   assert.is(back.target(3), '../elsewhere\twith tab');
 });
 
-test('an index cut short, padded, of another version or not an index is ignored, never trusted', () => {
-  const text = serializeTreeIndex(createTreeIndex(fields, entries, new Map()));
-  for (const bad of [
-    text.slice(0, text.length - 2),
-    text.slice(0, text.indexOf('\n') + 5),
-    `${text}\0f`,
-    text.replace('"version":1', '"version":2'),
-    text.replace(hex('a'), 'abc'),
-    '',
-    'garbage',
-    '{"kind":"pdb-env-tree-index","version":1,"excludes":[],"count":1}\nE',
-  ])
-    assert.is(parseTreeIndex(bad), null, JSON.stringify(bad.slice(-40)));
+test('an index cut short, padded, damaged in any byte, of another version or not an index is ignored, never trusted', () => {
+  const sig = statSignature({ ino: 7, size: 12, mtimeMs: 1.5, ctimeMs: 2.25, mode: 0o100644 });
+  const bytes = serializeTreeIndex(createTreeIndex(fields, entries, new Map([[entries[1]!.path, sig]])));
+  assert.ok(parseTreeIndex(bytes));
+  const bad: Buffer[] = [
+    bytes.subarray(0, bytes.length - 2),
+    bytes.subarray(0, 60),
+    Buffer.concat([bytes, Buffer.from([0])]),
+    Buffer.alloc(0),
+  ];
+  bad.push(Buffer.from('garbage'), Buffer.from(bytes.toString('latin1').replace('"version":2', '"version":3'), 'latin1'));
+  // Every single byte flipped: the checksum (or the magic, or the layout) refuses it.
+  for (let i = 0; i < bytes.length; i++) {
+    const b = Buffer.from(bytes);
+    b[i] ^= 0x10;
+    bad.push(b);
+  }
+  for (const [k, b] of bad.entries()) assert.is(parseTreeIndex(b), null, `case ${k}`);
   const file = join(t.dir, 'idx');
   assert.is(readTreeIndex(file), null, 'absent');
-  writeFileSync(file, text.slice(0, 100));
+  writeFileSync(file, bytes.subarray(0, 100));
   assert.is(readTreeIndex(file), null, 'cut short by a crash');
+});
+
+test('an index of version 1 (pdb-env before) is still read: its files trusted, no directory signature', () => {
+  const v1 = [
+    '{"kind":"pdb-env-tree-index","version":1,"snapshot":null,"changeset":null,"base":null,"excludes":[],"recordedAtMs":5,"generation":"","source":null,"count":3}',
+    ['d', 'a dir', 'f', 'a dir/x', hex('a'), '3', '0', '9:3:1.5:2.5:33188', 'l', 'ln', 'x', 'E'].join('\0'),
+  ].join('\n');
+  const index = parseTreeIndex(v1)!;
+  assert.ok(index);
+  assert.equal(index.entries, [
+    { path: 'a dir', kind: 'dir' },
+    { path: 'a dir/x', kind: 'file', digest: `sha256:${hex('a')}`, size: 3, exec: false },
+    { path: 'ln', kind: 'symlink', target: 'x' },
+  ]);
+  assert.equal(sigsOf(index), ['', '9:3:1.5:2.5:33188', '']);
+  assert.is(index.header.root, null);
+  assert.is(index.header.extraExcludes, null, 'directories do not keep their names until a scan records them');
+  for (const bad of [
+    v1.slice(0, v1.length - 2),
+    v1.replace(hex('a'), 'abc'),
+    '{"kind":"pdb-env-tree-index","version":1,"excludes":[],"count":1}\nE',
+  ])
+    assert.is(parseTreeIndex(bad), null);
 });
 
 test("git's racy-clean rule: a signature is trusted only when mtime and ctime are safely older than its recording", () => {
@@ -83,14 +112,16 @@ test("git's racy-clean rule: a signature is trusted only when mtime and ctime ar
   assert.is(racyWindowMs([1000, 2000, 5000]), COARSE_RACY_WINDOW_MS);
   assert.is(racyWindowMs([1000, 2000.5]), RACY_WINDOW_MS);
   const sig = (m: number, c: number) => statSignature({ ino: 1, size: 1, mtimeMs: m, ctimeMs: c, mode: 0o100644 });
-  const kept = trustableSigs(
+  const file = (path: string): Entry => ({ path, kind: 'file', digest: `sha256:${hex('d')}` as Digest, size: 1, exec: false });
+  const kept = createTreeIndex(
+    { ...fields, recordedAtMs: at },
+    [file('old'), file('racy')],
     new Map([
       ['old', sig(at - 500.5, at - 400.5)],
       ['racy', sig(at - 500.5, at - 20.5)],
     ]),
-    at,
   );
-  assert.equal([...kept.keys()], ['old']);
+  assert.equal(sigsOf(kept), [sig(at - 500.5, at - 400.5), '']);
 });
 
 test('serialize then parse is the identity on random trees', () => {
@@ -108,11 +139,13 @@ test('serialize then parse is the identity on random trees', () => {
   );
   fc.assert(
     fc.property(fc.uniqueArray(entry, { selector: (e) => e.path, maxLength: 20 }), (list) => {
-      const sigs = new Map(list.filter((e) => e.kind === 'file').map((e) => [e.path, `1:${e.path.length}:3:4:5`]));
+      const sigs = new Map(
+        list.filter((e) => e.kind === 'file').map((e) => [e.path, `${e.path.length}:${e.kind === 'file' ? e.size : 0}:3:4:5`]),
+      );
       const back = parseTreeIndex(serializeTreeIndex(createTreeIndex(fields, list, sigs)))!;
       assert.equal(back.entries, list);
       assert.equal(
-        back.sigs,
+        sigsOf(back),
         list.map((e) => sigs.get(e.path) ?? ''),
       );
     }),

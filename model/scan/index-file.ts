@@ -1,0 +1,218 @@
+// The tree index on disk (version 2): read in one piece, its columns used where they lie.
+//
+//   0   "PDBTIX2\n"                      magic
+//   8   u32 header length (LE), u32 byte order of the columns (1: little-endian; the index is host-local)
+//   16  sha256 of the header and the body
+//   48  the header (JSON), padded to 8 bytes
+//       the body: each column of index-columns.ts in a fixed order, each padded to 8 bytes
+//
+// A file that is short, padded, of another version or whose checksum fails is not an index: the
+// caller scans everything (and hashes every file), never trusting a damaged record. Version 1
+// (a JSON header line, then NUL-separated fields, written by pdb-env before) is still read; it
+// carries no directory signatures, so its first scan reads every directory, then writes version 2.
+import { createHash } from 'node:crypto';
+import { endianness } from 'node:os';
+import type { Digest } from '../canonical-json.js';
+import type { Entry } from '../snapshot.js';
+import { columnsFromEntries, type IndexColumns, type RowStat } from './index-columns.js';
+
+export const TREE_INDEX_VERSION = 2 as const;
+const MAGIC = Buffer.from('PDBTIX2\n', 'latin1');
+const ORDER = endianness() === 'LE' ? 1 : 2;
+const PREFIX = 48;
+
+/** The root directory's recorded signature (the root is no entry of its own). */
+export interface RootSig {
+  ino: number;
+  mtimeMs: number;
+  ctimeMs: number;
+  trusted: boolean;
+}
+
+export interface TreeIndexHeader {
+  kind: 'pdb-env-tree-index';
+  version: typeof TREE_INDEX_VERSION;
+  /** The Snapshot this state is, when known (an import's digest; a checkpoint's result). */
+  snapshot: Digest | null;
+  /** The Changeset of the checkpoint that recorded this state (against `base`), when there was one. */
+  changeset: Digest | null;
+  /** How many changes that Changeset lists. */
+  changes?: number;
+  /** The `base` field of that Snapshot (null for an import or a materialized base). */
+  base: Digest | null;
+  excludes: string[];
+  /**
+   * Paths left out besides the excludes (the store, when it sits inside the source), relative and
+   * sorted; null when unknown (an index of version 1). Directories keep their recorded names only
+   * when a scan leaves out exactly what this one did.
+   */
+  extraExcludes: string[] | null;
+  /** When the signatures were recorded (ms since the epoch): nothing else wrote into the tree before. */
+  recordedAtMs: number;
+  /** Whole-second timestamps seen: the racy window is the coarse one. */
+  coarse: boolean;
+  /** The store's object generation then: trusted digests are known to be in the store while it is unchanged. */
+  generation: string;
+  /** The source directory of an import (store-local, never in receipts); null otherwise. */
+  source: string | null;
+  /** The root directory's signature; null when none was recorded. */
+  root: RootSig | null;
+  /** Number of entries, checked on read. */
+  count: number;
+}
+
+const pad8 = (n: number) => (n + 7) & ~7;
+
+/** Byte layout of the body: [column, element size, element count] in file order. */
+function layout(n: number, nameBytes: number, valueBytes: number): Array<[keyof IndexColumns, number, number]> {
+  return [
+    ['ino', 8, n],
+    ['size', 8, n],
+    ['mtime', 8, n],
+    ['ctime', 8, n],
+    ['parent', 4, n],
+    ['mode', 4, n],
+    ['nameEnd', 4, n],
+    ['valueEnd', 4, n],
+    ['kind', 1, n],
+    ['flags', 1, n],
+    ['digest', 1, n * 32],
+    ['nameBytes', 1, nameBytes],
+    ['valueBytes', 1, valueBytes],
+  ];
+}
+
+/** The file bytes of an index. */
+export function encodeTreeIndex(header: TreeIndexHeader, c: IndexColumns): Buffer {
+  const head = Buffer.from(JSON.stringify({ ...header, count: c.n, nameBytes: c.nameBytes.length, valueBytes: c.valueBytes.length }));
+  const parts: Buffer[] = [Buffer.alloc(PREFIX), head, Buffer.alloc(pad8(head.length) - head.length)];
+  for (const [name, size, count] of layout(c.n, c.nameBytes.length, c.valueBytes.length)) {
+    const col = c[name] as ArrayBufferView;
+    parts.push(Buffer.from(col.buffer, col.byteOffset, size * count));
+    if (pad8(size * count) !== size * count) parts.push(Buffer.alloc(pad8(size * count) - size * count));
+  }
+  const out = Buffer.concat(parts);
+  MAGIC.copy(out, 0);
+  out.writeUInt32LE(head.length, 8);
+  out.writeUInt32LE(ORDER, 12);
+  createHash('sha256').update(out.subarray(PREFIX)).digest().copy(out, 16);
+  return out;
+}
+
+const isFlag = (x: unknown) => typeof x === 'boolean';
+const isNat = (x: unknown): x is number => Number.isInteger(x) && (x as number) >= 0;
+
+/** Parse a version 2 index; null when it is not a whole, sound one. */
+export function decodeTreeIndex(file: Buffer): { header: TreeIndexHeader; columns: IndexColumns } | null {
+  if (file.length < PREFIX || !file.subarray(0, 8).equals(MAGIC)) return null;
+  // Typed views need aligned offsets: a Buffer from a small pool may not start on 8 bytes.
+  let buf = file;
+  if (file.byteOffset % 8 !== 0) {
+    buf = Buffer.allocUnsafeSlow(file.length);
+    file.copy(buf);
+  }
+  if (buf.readUInt32LE(12) !== ORDER) return null;
+  const headLen = buf.readUInt32LE(8);
+  if (PREFIX + headLen > buf.length) return null;
+  const digest = createHash('sha256').update(buf.subarray(PREFIX)).digest();
+  if (!digest.equals(buf.subarray(16, 48))) return null;
+  let h: TreeIndexHeader & { nameBytes: number; valueBytes: number };
+  try {
+    h = JSON.parse(buf.toString('utf8', PREFIX, PREFIX + headLen));
+  } catch {
+    return null;
+  }
+  if (h?.kind !== 'pdb-env-tree-index' || h.version !== TREE_INDEX_VERSION || !Array.isArray(h.excludes)) return null;
+  if (!isNat(h.count) || !isNat(h.nameBytes) || !isNat(h.valueBytes) || !isFlag(h.coarse)) return null;
+  const n = h.count;
+  const c = {} as Record<string, unknown>;
+  let off = PREFIX + pad8(headLen);
+  for (const [name, size, count] of layout(n, h.nameBytes, h.valueBytes)) {
+    if (off + size * count > buf.length) return null;
+    const at = buf.byteOffset + off;
+    c[name] =
+      size === 8
+        ? new Float64Array(buf.buffer, at, count)
+        : size === 4
+          ? new Uint32Array(buf.buffer, at, count)
+          : new Uint8Array(buf.buffer, at, count);
+    off += pad8(size * count);
+  }
+  if (off !== buf.length) return null;
+  const columns = {
+    ...c,
+    n,
+    parent: new Int32Array((c.parent as Uint32Array).buffer, (c.parent as Uint32Array).byteOffset, n),
+  } as IndexColumns;
+  // The checksum says these are the bytes our writer wrote; what the walk's memory safety needs is
+  // checked again where it matters (native/walk.c checks every offset and parent).
+  if (n > 0 && (columns.nameEnd[n - 1] !== columns.nameBytes.length || columns.valueEnd[n - 1] !== columns.valueBytes.length)) return null;
+  const { nameBytes: _p, valueBytes: _v, ...header } = h;
+  return { header, columns };
+}
+
+/** A version 1 signature string `ino:size:mtimeMs:ctimeMs:mode` as numbers; null when it is not one. */
+export function parseSignature(sig: string): RowStat | null {
+  const f = sig.split(':');
+  if (f.length !== 5) return null;
+  const [ino, size, mtimeMs, ctimeMs, mode] = f.map(Number) as [number, number, number, number, number];
+  return [ino, size, mtimeMs, ctimeMs, mode].every(Number.isFinite) ? { ino, size, mtimeMs, ctimeMs, mode } : null;
+}
+
+/**
+ * Parse an index of version 1: a JSON header line, then NUL-separated fields (`d path`,
+ * `l path target`, `f path hex size exec sig`, and a closing `E`). Its signatures were recorded
+ * trusted (racily clean ones were left out).
+ */
+export function decodeTreeIndexV1(text: string): { header: TreeIndexHeader; columns: IndexColumns } | null {
+  const nl = text.indexOf('\n');
+  if (nl < 0) return null;
+  let h: Record<string, unknown>;
+  try {
+    h = JSON.parse(text.slice(0, nl)) as Record<string, unknown>;
+  } catch {
+    return null; // a cache cut short or of another format: ignored
+  }
+  if (h?.kind !== 'pdb-env-tree-index' || h.version !== 1 || !Array.isArray(h.excludes) || !isNat(h.count)) return null;
+  const f = text.slice(nl + 1).split('\0');
+  const entries: Entry[] = [];
+  const sigs: Array<RowStat | null> = [];
+  let i = 0;
+  for (;;) {
+    const kind = f[i++];
+    if (kind === 'E') break;
+    if (entries.length >= h.count || i >= f.length) return null;
+    const path = f[i++]!;
+    if (kind === 'd') entries.push({ path, kind: 'dir' });
+    else if (kind === 'l') entries.push({ path, kind: 'symlink', target: f[i++]! });
+    else if (kind === 'f' && f[i]?.length === 64 && /^[0-9a-f]{64}$/.test(f[i]!)) {
+      entries.push({ path, kind: 'file', digest: `sha256:${f[i]}` as Digest, size: Number(f[i + 1]), exec: f[i + 2] === '1' });
+      sigs[entries.length - 1] = f[i + 3] ? parseSignature(f[i + 3]!) : null;
+      i += 4;
+    } else return null;
+  }
+  if (entries.length !== h.count || i !== f.length) return null;
+  let columns: IndexColumns;
+  try {
+    columns = columnsFromEntries(entries, (_e, k) => (sigs[k] ? { st: sigs[k]!, trusted: true } : null));
+  } catch {
+    return null; // an entry without its directory: not an index this code wrote
+  }
+  const header: TreeIndexHeader = {
+    kind: 'pdb-env-tree-index',
+    version: TREE_INDEX_VERSION,
+    snapshot: (h.snapshot as Digest | null) ?? null,
+    changeset: (h.changeset as Digest | null) ?? null,
+    ...(isNat(h.changes) ? { changes: h.changes } : {}),
+    base: (h.base as Digest | null) ?? null,
+    excludes: h.excludes as string[],
+    extraExcludes: null,
+    recordedAtMs: Number(h.recordedAtMs),
+    coarse: true, // unknown: the wide window until a scan sees sub-second times
+    generation: String(h.generation ?? ''),
+    source: (h.source as string | null) ?? null,
+    root: null,
+    count: entries.length,
+  };
+  return { header, columns };
+}

@@ -1,0 +1,201 @@
+// The N-API face of the native scanner (walk.c): scan(args) -> { touched, entries, files, bytes,
+// dirsRead } or { error, errno, path, mode }; model/scan/native-walk.ts calls it and decodes what
+// it returns.
+#include <node_api.h>
+#include "scan.h"
+#include "snapshot.h"
+
+
+static napi_value prop(napi_env env, napi_value obj, const char *name) {
+  napi_value v = NULL;
+  napi_get_named_property(env, obj, name, &v);
+  return v;
+}
+
+static int isUndefined(napi_env env, napi_value v) {
+  napi_valuetype t;
+  return !v || napi_typeof(env, v, &t) != napi_ok || t == napi_undefined || t == napi_null;
+}
+
+static void *typed(napi_env env, napi_value obj, const char *name, size_t *length) {
+  napi_value v = prop(env, obj, name);
+  napi_typedarray_type type;
+  void *data = NULL;
+  size_t len = 0;
+  static uint64_t empty;
+  if (isUndefined(env, v) || napi_get_typedarray_info(env, v, &type, &len, &data, NULL, NULL) != napi_ok) return NULL;
+  if (length) *length = len;
+  return data ? data : &empty; // a zero-length array may have no storage
+}
+
+static char *string(napi_env env, napi_value v) {
+  size_t len = 0;
+  if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) return NULL;
+  char *out = malloc(len + 1);
+  if (out) napi_get_value_string_utf8(env, v, out, len + 1, &len);
+  return out;
+}
+
+static char **strings(napi_env env, napi_value arr, uint32_t *count) {
+  uint32_t n = 0;
+  napi_get_array_length(env, arr, &n);
+  char **out = calloc(n + 1, sizeof(char *));
+  for (uint32_t i = 0; out && i < n; i++) {
+    napi_value v;
+    napi_get_element(env, arr, i, &v);
+    out[i] = string(env, v);
+  }
+  *count = n;
+  return out;
+}
+
+static void setNumber(napi_env env, napi_value obj, const char *name, double x) {
+  napi_value v;
+  napi_create_double(env, x, &v);
+  napi_set_named_property(env, obj, name, v);
+}
+
+static int readIndex(napi_env env, napi_value idx, scan_t *s) {
+  size_t n = 0;
+  s->kind = typed(env, idx, "kind", &n);
+  s->n = (uint32_t)n;
+  s->flags = typed(env, idx, "flags", NULL);
+  s->parent = typed(env, idx, "parent", NULL);
+  s->nameEnd = typed(env, idx, "nameEnd", NULL);
+  size_t nameBytes = 0;
+  s->nameBytes = typed(env, idx, "nameBytes", &nameBytes);
+  s->ino = typed(env, idx, "ino", NULL);
+  s->size = typed(env, idx, "size", NULL);
+  s->mtime = typed(env, idx, "mtime", NULL);
+  s->ctime = typed(env, idx, "ctime", NULL);
+  s->mode = typed(env, idx, "mode", NULL);
+  if (!s->kind || !s->flags || !s->parent || !s->nameEnd || !s->ino || !s->size || !s->mtime || !s->ctime || !s->mode) return 0;
+  if (s->n && !s->nameBytes) return 0;
+  return scanPrepareIndex(s, nameBytes);
+}
+
+static const char *errName(int err) {
+  switch (err) {
+    case E_ROOT_MISSING: return "root-missing";
+    case E_ROOT_NOT_DIR: return "root-not-dir";
+    case E_UNSUPPORTED: return "unsupported";
+    case E_NON_UTF8_NAME: return "non-utf8-name";
+    case E_NON_UTF8_TARGET: return "non-utf8-target";
+    case E_VANISHED: return "vanished";
+    case E_NOMEM: return "nomem";
+    default: return "errno";
+  }
+}
+
+static napi_value result(napi_env env, scan_t *s) {
+  napi_value out, v;
+  napi_create_object(env, &out);
+  if (s->err) {
+    napi_create_string_utf8(env, errName(s->err), NAPI_AUTO_LENGTH, &v);
+    napi_set_named_property(env, out, "error", v);
+    setNumber(env, out, "errno", s->errNo);
+    setNumber(env, out, "mode", s->errMode);
+    const char *p = s->errPath ? s->errPath : "";
+    napi_create_buffer_copy(env, strlen(p), p, NULL, &v);
+    napi_set_named_property(env, out, "path", v);
+    return out;
+  }
+  napi_create_buffer_copy(env, s->out.len, s->out.len ? s->out.p : (const uint8_t *)"", NULL, &v);
+  napi_set_named_property(env, out, "touched", v);
+  setNumber(env, out, "entries", s->entries);
+  setNumber(env, out, "files", s->files);
+  setNumber(env, out, "bytes", s->bytes);
+  setNumber(env, out, "dirsRead", s->dirsRead);
+  return out;
+}
+
+static napi_value Scan(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value args;
+  napi_get_cb_info(env, info, &argc, &args, NULL, NULL);
+  scan_t s;
+  memset(&s, 0, sizeof s);
+  char *root = string(env, prop(env, args, "root"));
+  s.exNames = strings(env, prop(env, args, "excludeNames"), &s.nExNames);
+  s.exPaths = strings(env, prop(env, args, "excludePaths"), &s.nExPaths);
+  bool dirRule = false;
+  napi_get_value_bool(env, prop(env, args, "dirRule"), &dirRule);
+  s.dirRule = dirRule;
+  int32_t threads = 1;
+  napi_get_value_int32(env, prop(env, args, "threads"), &threads);
+  double *rootStat = typed(env, args, "rootStat", NULL);
+  const double *keep = typed(env, args, "rootKeep", NULL);
+  napi_value idx = prop(env, args, "index");
+  int ok = root && s.exNames && s.exPaths && rootStat;
+  if (ok && !isUndefined(env, idx)) {
+    ok = readIndex(env, idx, &s);
+    s.hasIndex = 1;
+    s.status = typed(env, args, "status", NULL);
+    ok = ok && s.status;
+  }
+  if (!ok) {
+    free(root);
+    scanFree(&s);
+    napi_throw_error(env, "E_INTERNAL", "pdb_scan: bad arguments");
+    return NULL;
+  }
+  scanRoot(&s, root, keep, rootStat, threads);
+  free(root);
+  napi_value out = result(env, &s);
+  scanFree(&s);
+  return out;
+}
+
+// snapshotBytes(columns, head, tail) -> Buffer: head, every row's canonical entry, tail (snapshot.c).
+static napi_value SnapshotBytes(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value args[3];
+  napi_get_cb_info(env, info, &argc, args, NULL, NULL);
+  snapshot_cols_t c;
+  memset(&c, 0, sizeof c);
+  size_t n = 0, names = 0, values = 0, digests = 0, head = 0, tail = 0;
+  c.kind = typed(env, args[0], "kind", &n);
+  c.n = (uint32_t)n;
+  c.flags = typed(env, args[0], "flags", NULL);
+  c.parent = typed(env, args[0], "parent", NULL);
+  c.nameEnd = typed(env, args[0], "nameEnd", NULL);
+  c.nameBytes = typed(env, args[0], "nameBytes", &names);
+  c.valueEnd = typed(env, args[0], "valueEnd", NULL);
+  c.valueBytes = typed(env, args[0], "valueBytes", &values);
+  c.digest = typed(env, args[0], "digest", &digests);
+  c.size = typed(env, args[0], "size", NULL);
+  void *h = NULL, *t = NULL;
+  int ok = argc == 3 && c.kind && c.flags && c.parent && c.nameEnd && c.nameBytes && c.valueEnd && c.valueBytes && c.digest && c.size;
+  ok = ok && napi_get_buffer_info(env, args[1], &h, &head) == napi_ok && napi_get_buffer_info(env, args[2], &t, &tail) == napi_ok;
+  ok = ok && digests >= n * 32;
+  for (uint32_t i = 0, ne = 0, ve = 0; ok && i < c.n; i++) {
+    int32_t p = c.parent[i];
+    ok = c.nameEnd[i] > ne && c.nameEnd[i] <= names && c.valueEnd[i] >= ve && c.valueEnd[i] <= values && p < (int32_t)i && p >= -1 &&
+         (p < 0 || c.kind[p] == 1);
+    ne = c.nameEnd[i];
+    ve = c.valueEnd[i];
+  }
+  uint8_t *bytes = NULL;
+  size_t length = 0;
+  if (!ok || !snapshotEntries(&c, h, head, t, tail, &bytes, &length)) {
+    napi_throw_error(env, "E_INTERNAL", ok ? "pdb_scan: out of memory" : "pdb_scan: bad columns");
+    return NULL;
+  }
+  napi_value out;
+  napi_status st = napi_create_buffer_copy(env, length, bytes, NULL, &out);
+  free(bytes);
+  return st == napi_ok ? out : NULL;
+}
+
+static napi_value Init(napi_env env, napi_value exports) {
+  napi_value fn, version;
+  napi_create_function(env, "scan", NAPI_AUTO_LENGTH, Scan, NULL, &fn);
+  napi_set_named_property(env, exports, "scan", fn);
+  napi_create_function(env, "snapshotBytes", NAPI_AUTO_LENGTH, SnapshotBytes, NULL, &fn);
+  napi_set_named_property(env, exports, "snapshotBytes", fn);
+  napi_create_string_utf8(env, VERSION, NAPI_AUTO_LENGTH, &version);
+  napi_set_named_property(env, exports, "version", version);
+  return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, Init)

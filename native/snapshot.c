@@ -1,0 +1,159 @@
+// The canonical bytes of a Snapshot's entries from tree index columns: the same bytes as
+// model/scan/snapshot-bytes.ts writes (and canonicalSnapshot in model/snapshot.ts), in C because
+// a checkpoint runs it once per process, where a JavaScript loop over every row never gets
+// optimized. Strings are escaped exactly as JSON.stringify escapes them.
+#include "snapshot.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KIND_DIR 1
+#define KIND_FILE 2
+#define F_EXEC 1
+
+typedef struct {
+  uint8_t *p;
+  size_t len, cap;
+  int failed;
+} out_t;
+
+static void reserve(out_t *o, size_t more) {
+  if (o->failed || o->len + more <= o->cap) return;
+  size_t cap = o->cap ? o->cap : 1 << 20;
+  while (cap < o->len + more) cap *= 2;
+  uint8_t *p = realloc(o->p, cap);
+  if (!p) {
+    o->failed = 1;
+    return;
+  }
+  o->p = p;
+  o->cap = cap;
+}
+
+static void put(out_t *o, const void *b, size_t n) {
+  reserve(o, n);
+  if (o->failed) return;
+  memcpy(o->p + o->len, b, n);
+  o->len += n;
+}
+
+#define PUTS(o, s) put(o, s, sizeof(s) - 1)
+
+// A JSON string of UTF-8 bytes as JSON.stringify writes it: \" \\ \b \f \n \r \t, \u00xx for the
+// other control characters, every other byte as it is.
+static void putJsonString(out_t *o, const uint8_t *s, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  reserve(o, n * 6 + 2);
+  if (o->failed) return;
+  uint8_t *w = o->p + o->len;
+  *w++ = '"';
+  for (size_t i = 0; i < n; i++) {
+    uint8_t c = s[i];
+    if (c == '"' || c == '\\') {
+      *w++ = '\\';
+      *w++ = c;
+    } else if (c >= 0x20) *w++ = c;
+    else {
+      *w++ = '\\';
+      switch (c) {
+        case '\b': *w++ = 'b'; break;
+        case '\f': *w++ = 'f'; break;
+        case '\n': *w++ = 'n'; break;
+        case '\r': *w++ = 'r'; break;
+        case '\t': *w++ = 't'; break;
+        default:
+          *w++ = 'u';
+          *w++ = '0';
+          *w++ = '0';
+          *w++ = hex[c >> 4];
+          *w++ = hex[c & 15];
+      }
+    }
+  }
+  *w++ = '"';
+  o->len = (size_t)(w - o->p);
+}
+
+static uint32_t start(const uint32_t *end, uint32_t i) { return i == 0 ? 0 : end[i - 1]; }
+
+// Row i's path into `path` (its directory's path, '/', its name), given every earlier directory's.
+static size_t rowPath(const snapshot_cols_t *c, uint32_t i, const size_t *dirAt, const uint8_t *paths, uint8_t *path) {
+  int32_t p = c->parent[i];
+  size_t n = 0;
+  if (p >= 0) {
+    size_t len = dirAt[p + 1] - dirAt[p];
+    memcpy(path, paths + dirAt[p], len);
+    n = len;
+    path[n++] = '/';
+  }
+  uint32_t a = start(c->nameEnd, i), b = c->nameEnd[i];
+  memcpy(path + n, c->nameBytes + a, b - a);
+  return n + (b - a);
+}
+
+static void putEntry(out_t *o, const snapshot_cols_t *c, uint32_t i, const uint8_t *path, size_t pathLen) {
+  static const char hex[] = "0123456789abcdef";
+  if (c->kind[i] == KIND_DIR) {
+    PUTS(o, "{\"kind\":\"dir\",\"path\":");
+    putJsonString(o, path, pathLen);
+  } else if (c->kind[i] == KIND_FILE) {
+    char digest[64];
+    for (int k = 0; k < 32; k++) {
+      uint8_t b = c->digest[i * 32 + k];
+      digest[2 * k] = hex[b >> 4];
+      digest[2 * k + 1] = hex[b & 15];
+    }
+    PUTS(o, "{\"digest\":\"sha256:");
+    put(o, digest, 64);
+    if (c->flags[i] & F_EXEC) PUTS(o, "\",\"exec\":true,\"kind\":\"file\",\"path\":");
+    else PUTS(o, "\",\"exec\":false,\"kind\":\"file\",\"path\":");
+    putJsonString(o, path, pathLen);
+    char size[32];
+    int n = snprintf(size, sizeof size, ",\"size\":%" PRIu64, (uint64_t)c->size[i]);
+    put(o, size, (size_t)n);
+  } else {
+    PUTS(o, "{\"kind\":\"symlink\",\"path\":");
+    putJsonString(o, path, pathLen);
+    PUTS(o, ",\"target\":");
+    putJsonString(o, c->valueBytes + start(c->valueEnd, i), c->valueEnd[i] - start(c->valueEnd, i));
+  }
+  PUTS(o, "}");
+}
+
+int snapshotEntries(const snapshot_cols_t *c, const uint8_t *head, size_t headLen, const uint8_t *tail, size_t tailLen, uint8_t **bytes, size_t *length) {
+  // Each directory's path, kept for the rows below it: dirAt[i] .. dirAt[i + 1] (empty for other rows).
+  size_t *dirAt = calloc(c->n + 1, sizeof(size_t));
+  size_t *len = calloc(c->n + 1, sizeof(size_t));
+  size_t longest = 0;
+  for (uint32_t i = 0; dirAt && len && i < c->n; i++) {
+    int32_t p = c->parent[i];
+    len[i] = (p < 0 ? 0 : len[p] + 1) + (c->nameEnd[i] - start(c->nameEnd, i));
+    if (len[i] > longest) longest = len[i];
+    dirAt[i + 1] = dirAt[i] + (c->kind[i] == KIND_DIR ? len[i] : 0);
+  }
+  uint8_t *paths = dirAt ? malloc(dirAt[c->n] + 1) : NULL;
+  uint8_t *path = malloc(longest + 1);
+  out_t o = {0};
+  if (!dirAt || !len || !paths || !path) o.failed = 1;
+  put(&o, head, headLen);
+  for (uint32_t i = 0; !o.failed && i < c->n; i++) {
+    size_t n = rowPath(c, i, dirAt, paths, path);
+    if (c->kind[i] == KIND_DIR) memcpy(paths + dirAt[i], path, n);
+    if (i > 0) PUTS(&o, ",");
+    putEntry(&o, c, i, path, n);
+  }
+  put(&o, tail, tailLen);
+  free(dirAt);
+  free(len);
+  free(paths);
+  free(path);
+  if (o.failed) {
+    free(o.p);
+    return 0;
+  }
+  *bytes = o.p;
+  *length = o.len;
+  return 1;
+}

@@ -1,0 +1,152 @@
+// Tree index columns: the Snapshot bytes written from them are canonicalSnapshot's, paths and
+// lookups agree with the entries, and the next index made from an old one and a walk's changes
+// holds exactly the new tree (rows kept, touched, dropped and merged in), on random trees with
+// names JSON escapes, names that sort between a directory and its children, and non-ASCII ones.
+import fc from 'fast-check';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Digest } from '../../../model/canonical-json.js';
+import {
+  allPaths,
+  columnsFromEntries,
+  findRow,
+  kindCode,
+  lowerBound,
+  rowPath,
+  type IndexColumns,
+} from '../../../model/scan/index-columns.js';
+import { nextColumns } from '../../../model/scan/index-update.js';
+import { snapshotBytesFromColumns } from '../../../model/scan/snapshot-bytes.js';
+import { TreeIndex, indexHeader } from '../../../model/scan/tree-index.js';
+import { nativeUnavailable } from '../../../model/scan/scanner.js';
+import type { RawEntry, RawScan } from '../../../model/scan/tree-walk.js';
+import { canonicalSnapshot, sortEntries, type Entry } from '../../../model/snapshot.js';
+import { skipPart } from '../../helpers/index.js';
+
+const why = nativeUnavailable();
+const native = why === null;
+if (why) skipPart('Snapshot bytes from native/snapshot.c', 'native-scan', why);
+
+const NAMES = ['a', 'b', 'a-b', 'a.b', 'a b', 'é', '🦊', 'q"x', 'back\\slash', 'tab\tnl\n', 'Z', 'ctl\u0001\u001f\u007f', '\u2028'];
+
+/** A random tree: directories first by construction, names from NAMES, every parent present. */
+const tree = fc
+  .array(
+    fc.tuple(
+      fc.array(fc.constantFrom(...NAMES), { minLength: 1, maxLength: 3 }),
+      fc.constantFrom('dir', 'file', 'symlink'),
+      fc.nat(5),
+      fc.boolean(),
+    ),
+    {
+      maxLength: 40,
+    },
+  )
+  .map((specs) => {
+    const byPath = new Map<string, Entry>();
+    for (const [parts, kind, v, exec] of specs) {
+      for (let d = 1; d < parts.length; d++) {
+        const dir = parts.slice(0, d).join('/');
+        const there = byPath.get(dir);
+        if (there && there.kind !== 'dir') break;
+        byPath.set(dir, { path: dir, kind: 'dir' });
+      }
+      const path = parts.join('/');
+      const parentOk = parts.length === 1 || byPath.get(parts.slice(0, -1).join('/'))?.kind === 'dir';
+      if (!parentOk || byPath.get(path)?.kind === 'dir') continue;
+      byPath.set(
+        path,
+        kind === 'dir'
+          ? { path, kind: 'dir' }
+          : kind === 'file'
+            ? { path, kind: 'file', digest: `sha256:${String(v).repeat(64)}` as Digest, size: v * 100, exec }
+            : { path, kind: 'symlink', target: `../t${v}"\\` },
+      );
+    }
+    return sortEntries([...byPath.values()]);
+  });
+
+const stat = (e: Entry) => ({
+  ino: e.path.length,
+  size: e.kind === 'file' ? e.size : 7,
+  mtimeMs: 1000.5,
+  ctimeMs: 2000.25,
+  mode: e.kind === 'dir' ? 0o40755 : e.kind === 'symlink' ? 0o120777 : e.exec ? 0o100755 : 0o100644,
+});
+
+test('Snapshot bytes from columns are canonicalSnapshot’s; paths and lookups agree with the entries', () => {
+  fc.assert(
+    fc.property(tree, fc.constantFrom(null, `sha256:${'e'.repeat(64)}` as Digest), (entries, base) => {
+      const c = columnsFromEntries(entries, (e) => ({ st: stat(e), trusted: true }));
+      const excludes = ['node_modules', 'a "b"'];
+      const expected = canonicalSnapshot({ version: 1, base, excludes, entries });
+      assert.equal(snapshotBytesFromColumns(c, base, excludes, 'js'), expected);
+      if (native) assert.equal(snapshotBytesFromColumns(c, base, excludes, 'native'), expected, 'native/snapshot.c');
+      assert.equal(
+        allPaths(c),
+        entries.map((e) => e.path),
+      );
+      entries.forEach((e, i) => {
+        assert.is(rowPath(c, i), e.path);
+        assert.is(findRow(c, e.path), i);
+      });
+      assert.is(findRow(c, 'not/there'), -1);
+      assert.is(lowerBound(c, Buffer.from('')), 0);
+      assert.is(lowerBound(c, Buffer.from('\u{10FFFF}')), c.n);
+    }),
+    { seed: 261, numRuns: 300 },
+  );
+});
+
+/** The walk a scanner would return for `next` against an index of `old`, touching `changed` paths besides. */
+function walkOf(old: IndexColumns, oldEntries: Entry[], next: Entry[], changed: Set<string>): RawScan {
+  const rows = new Map(oldEntries.map((e, i) => [e.path, i]));
+  const status = new Uint8Array(old.n);
+  const touched: RawEntry[] = [];
+  for (const e of next) {
+    const row = rows.get(e.path) ?? -1;
+    const same =
+      row >= 0 && oldEntries[row]!.kind === e.kind && JSON.stringify(oldEntries[row]) === JSON.stringify(e) && !changed.has(e.path);
+    if (row >= 0) status[row] = same ? 1 : 2;
+    if (!same)
+      touched.push({
+        path: e.path,
+        row,
+        kind: kindCode(e.kind),
+        ...stat(e),
+        mtimeMs: 5000.5,
+        target: e.kind === 'symlink' ? e.target : null,
+      });
+  }
+  const root = { ino: 1, size: 0, mtimeMs: 1, ctimeMs: 1, mode: 0o40755 };
+  return { scanner: 'js', startedAtMs: 10_000, status, touched, root, entries: next.length, files: 0, bytes: 0, dirsRead: 0 };
+}
+
+test('the next index holds exactly the new tree: rows kept, touched, dropped and merged in', () => {
+  fc.assert(
+    fc.property(tree, tree, fc.array(fc.constantFrom(...NAMES), { maxLength: 4 }), (before, after, touch) => {
+      const old = columnsFromEntries(before, (e) => ({ st: stat(e), trusted: true }));
+      const raw = walkOf(old, before, after, new Set(touch));
+      const byPath = new Map(after.map((e) => [e.path, e]));
+      const content = (t: RawEntry) => {
+        const e = byPath.get(t.path);
+        return e?.kind === 'file' ? { digest: Buffer.from(e.digest.slice(7), 'hex'), size: e.size } : undefined;
+      };
+      const cols = nextColumns(old, raw, content, false);
+      const index = new TreeIndex(
+        indexHeader(
+          { snapshot: null, changeset: null, base: null, excludes: [], recordedAtMs: 10_000, generation: '', source: null },
+          cols.n,
+        ),
+        cols,
+      );
+      assert.equal(index.entries, after);
+      // Touched rows were recorded 5 s before the walk's start + window: trusted; kept rows keep theirs.
+      for (let i = 0; i < cols.n; i++) assert.ok(index.sig(i) !== '' || after[i]!.kind !== 'file', after[i]!.path);
+      assert.equal(snapshotBytesFromColumns(cols, null, []), canonicalSnapshot({ version: 1, base: null, excludes: [], entries: after }));
+    }),
+    { seed: 262, numRuns: 300 },
+  );
+});
+
+test.run();
