@@ -18,6 +18,7 @@ const agent = () => import('./commands/agent.js');
 const model = () => import('./commands/model.js');
 const du = () => import('./commands/du.js');
 const completion = () => import('./commands/completion.js');
+const hook = () => import('./commands/hook.js');
 
 /** Every command, in the order `pdb-env --help` lists them. */
 export const COMMANDS: readonly CommandEntry[] = [
@@ -58,6 +59,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'report', summary: 'roll receipts from one or many hosts into a decision report (Markdown, HTML, JSON)', load: report },
   { name: 'agent', summary: 'real agent CLIs: install the pinned versions, or run one in a session against a cassette', load: agent },
   { name: 'model', summary: 'the scripted model server: serve a cassette to real agents on 127.0.0.1', load: model },
+  { name: 'hook', summary: "run as another tool's hook: Claude Code's worktrees become pdb-env sessions (hook claude-code)", load: hook },
   { name: 'completion', summary: 'print a bash, zsh or fish script that completes commands, options and session names', load: completion },
   { name: '__complete', summary: 'names for shell completion (sessions, envs), one a line', hidden: true, load: completion },
 ];

@@ -1,6 +1,7 @@
 /** Every failure pdb-env reports has one stable code; receipts and `--json` errors carry it. */
 export const ERROR_CODES = [
   'E_USAGE',
+  'E_HOOK_INPUT',
   'E_BAD_NAME',
   'E_BAD_PATH',
   'E_NON_UTF8_NAME',

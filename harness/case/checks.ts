@@ -237,9 +237,7 @@ function expectedCheck(v: VerifyInput): CheckRecord {
   const names = new Set(include.filter((x) => !x.includes('/')));
   const paths = new Set(include.filter((x) => x.includes('/')));
   const added = (parts: string[], i: number) => names.has(parts[i]!) || paths.has(parts.slice(0, i + 1).join('/'));
-  const source = include.length
-    ? v.tree.entries.filter((e) => !e.path.split('/').some((_, i, parts) => added(parts, i)))
-    : v.tree.entries;
+  const source = include.length ? v.tree.entries.filter((e) => !e.path.split('/').some((_, i, parts) => added(parts, i))) : v.tree.entries;
   const files = source.reduce((n, e) => n + (e.kind === 'file' ? 1 : 0), 0);
   const hashed = v.tree.filesHashed === v.tree.files ? files : Math.min(files, v.tree.filesHashed);
   return {

@@ -2,7 +2,7 @@
 // environment and its command line, read in one place. Linux only: where /proc is absent (or the
 // process has gone) every reader answers null, and the pid list is empty. Each reader takes the
 // /proc root so a test can point it at a tree of its own.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The fields of /proc/PID/stat that pdb-env uses (proc(5) numbers them from 1). */
@@ -101,4 +101,37 @@ export function isProcessAlive(pid: number, startTime: string | null): boolean {
   if (startTime === null) return true;
   const now = processStartTime(pid);
   return now === null || now === startTime;
+}
+
+/** The working directory of a process (the target of /proc/PID/cwd), or null when it cannot be read. */
+export function readProcCwd(pid: number, procRoot = '/proc'): string | null {
+  return readOr(() => readlinkSync(join(procRoot, String(pid), 'cwd')));
+}
+
+/** This process and its ancestors, up to pid 1 (the callers of a hook, which may sit in the directory it removes). */
+export function selfAndAncestors(procRoot = '/proc'): Set<number> {
+  const out = new Set<number>();
+  for (let pid = process.pid; pid > 1 && !out.has(pid);) {
+    out.add(pid);
+    const st = readProcStat(pid, procRoot);
+    if (!st) break;
+    pid = st.ppid;
+  }
+  return out;
+}
+
+/** The processes (other than `except`) whose working directory is `dir` or below it: what would lose its directory. */
+export function processesInDir(
+  dir: string,
+  except: ReadonlySet<number> = new Set(),
+  procRoot = '/proc',
+): Array<{ pid: number; comm: string; cwd: string }> {
+  const out: Array<{ pid: number; comm: string; cwd: string }> = [];
+  for (const pid of procPids(procRoot)) {
+    if (except.has(pid)) continue;
+    const cwd = readProcCwd(pid, procRoot);
+    if (cwd === null || (cwd !== dir && !cwd.startsWith(`${dir}/`))) continue;
+    out.push({ pid, comm: readProcStat(pid, procRoot)?.comm ?? '?', cwd });
+  }
+  return out;
 }

@@ -47,12 +47,13 @@ export async function readSourceConfig(root: string): Promise<{ excludes: string
       path: SOURCE_CONFIG,
     });
   }
-  // "policy" is the workspace policy for agents (model/workspace-policy.ts checks it); the scan ignores it.
-  const unknownKeys = Object.keys(doc).filter((k) => k !== 'excludes' && k !== '$schema' && k !== 'policy');
+  // "policy" is the workspace policy for agents (model/workspace-policy.ts checks it) and "backend"
+  // the backend `pdb-env hook claude-code` creates sessions with (sessions/hooks/claude-code.ts); the scan ignores both.
+  const unknownKeys = Object.keys(doc).filter((k) => !['excludes', '$schema', 'policy', 'backend'].includes(k));
   if (unknownKeys.length)
     throw new PdbError('E_CONFIG_INVALID', `${SOURCE_CONFIG} has unknown keys: ${unknownKeys.join(', ')}`, {
       path: SOURCE_CONFIG,
-      hint: 'Only "excludes" is read.',
+      hint: 'Known keys: "excludes", "policy", "backend".',
     });
   const excludes = (doc as { excludes?: unknown }).excludes ?? [];
   if (!Array.isArray(excludes) || excludes.some((x) => typeof x !== 'string')) {

@@ -21,7 +21,12 @@ export interface ObjectCopy {
 }
 
 /** Copy file objects out of the store into `dir`, verified. Other failures are thrown as the model typed them (the caller names where). */
-export async function copyObjectsOut(store: ObjectStore, dir: string, items: readonly ObjectCopy[], onProgress?: ProgressFn): Promise<void> {
+export async function copyObjectsOut(
+  store: ObjectStore,
+  dir: string,
+  items: readonly ObjectCopy[],
+  onProgress?: ProgressFn,
+): Promise<void> {
   if (items.length === 0) return;
   const entries: Entry[] = items.map((i) => ({ path: i.name, kind: 'file', digest: i.digest, size: i.size, exec: i.exec }));
   try {

@@ -1,0 +1,239 @@
+// Claude Code's worktree hooks, answered with pdb-env sessions. With `WorktreeCreate` and
+// `WorktreeRemove` in .claude/settings.json (`pdb-env hook claude-code --print-settings`), Claude
+// Code's `--worktree NAME` and subagents' `isolation: worktree` run in a session instead of a git
+// worktree. Claude Code sends one JSON object on stdin and, for a create, takes the last line of
+// stdout as the directory; any non-zero exit fails the operation. So stdout carries the root and
+// nothing else; whatever pdb-env has to say goes to stderr.
+//
+// Field names differ between versions (measured in 2.1.197's own code: `name`; documented as
+// `worktree_name` elsewhere; `branch_name` in some), so the name is the first of those given, else
+// the last component of `worktree_path`, else `session_id`.
+import { realpathSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { basename, isAbsolute, join, relative, sep } from 'node:path';
+import { PdbError, isPdbError, osErrorCode } from '../../model/errors.js';
+import { processesInDir, selfAndAncestors } from '../../model/os/proc.js';
+import { SOURCE_CONFIG } from '../../model/scan/scan.js';
+import { SESSION_NAME_PATTERN } from '../names.js';
+import { SessionService } from '../service.js';
+import { findEnclosingStore, findProjectRoot, resolveStoreDir } from '../store-location.js';
+
+export const HOOK_EVENTS = ['WorktreeCreate', 'WorktreeRemove'] as const;
+export type HookEvent = (typeof HOOK_EVENTS)[number];
+
+export interface HookInput {
+  event: HookEvent;
+  /** Every field as sent, for the name and paths. */
+  raw: Record<string, unknown>;
+}
+
+/**
+ * Backends the hook picks by itself, best first: those whose session is an ordinary directory that
+ * stays valid across a reboot. overlay (a mount that `pdb-env path` re-mounts, which Claude Code
+ * never calls), git-worktree (tracked files only) and the experimental ones are taken only when
+ * pdb-env.json names them.
+ */
+export const HOOK_BACKEND_ORDER = ['btrfs-snapshot', 'reflink', 'full-copy'] as const;
+
+const bad = (message: string, hint?: string) =>
+  new PdbError('E_HOOK_INPUT', message, {
+    hint: hint ?? 'pdb-env hook claude-code reads the JSON Claude Code sends a WorktreeCreate or WorktreeRemove hook on stdin.',
+  });
+
+/** The hook's stdin as an event and its fields; E_HOOK_INPUT for anything else. */
+export function parseHookInput(text: string): HookInput {
+  if (text.trim() === '') throw bad('no input on stdin');
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    throw bad(`the input on stdin is not JSON: ${(err as Error).message}`);
+  }
+  if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw bad('the input on stdin is not a JSON object');
+  const raw = doc as Record<string, unknown>;
+  const event = raw.hook_event_name;
+  if (typeof event !== 'string') throw bad('the input has no "hook_event_name"');
+  if (!(HOOK_EVENTS as readonly string[]).includes(event))
+    throw bad(
+      `unknown hook event "${event}": pdb-env answers ${HOOK_EVENTS.join(' and ')}`,
+      'Install the hook for those two events only (pdb-env hook claude-code --print-settings).',
+    );
+  return { event: event as HookEvent, raw };
+}
+
+const text = (v: unknown) => (typeof v === 'string' && v.trim() !== '' ? v.trim() : null);
+
+function absolutePath(raw: Record<string, unknown>, field: string): string {
+  const v = text(raw[field]);
+  if (!v) throw bad(`${String(raw.hook_event_name)} without "${field}"`);
+  if (!isAbsolute(v)) throw bad(`"${field}" is not an absolute path: ${v}`);
+  return v;
+}
+
+/** A session name from any text: unsafe characters become "-", at most 56 characters (room for a "-N" suffix). */
+export function sanitizeName(given: string): string {
+  const s = given
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '') // accents off the letters they decomposed from
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/-{2,}/g, '-')
+    .replace(/^[^A-Za-z0-9]+/, '')
+    .slice(0, 56)
+    .replace(/[.-]+$/, '');
+  return SESSION_NAME_PATTERN.test(s) ? s : 'claude';
+}
+
+/** The name the hook asked for, before sanitizing: name, worktree_name, branch_name, the last part of worktree_path, session_id. */
+export function requestedName(raw: Record<string, unknown>): string {
+  for (const k of ['name', 'worktree_name', 'branch_name']) {
+    const v = text(raw[k]);
+    if (v) return v;
+  }
+  const path = text(raw.worktree_path);
+  if (path) return basename(path);
+  const id = text(raw.session_id);
+  if (id) return `claude-${id}`;
+  throw bad('WorktreeCreate without a name ("name", "worktree_name", "branch_name", "worktree_path" or "session_id")');
+}
+
+/** pdb-env.json's "backend", or null where the file or the key is absent. */
+export async function configuredBackend(projectRoot: string): Promise<string | null> {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(await readFile(join(projectRoot, SOURCE_CONFIG), 'utf8'));
+  } catch (err) {
+    if (osErrorCode(err) === 'ENOENT') return null;
+    throw new PdbError('E_CONFIG_INVALID', `${SOURCE_CONFIG} is not valid JSON: ${(err as Error).message}`, { path: SOURCE_CONFIG });
+  }
+  const v = (doc as { backend?: unknown } | null)?.backend;
+  if (v === undefined) return null;
+  if (typeof v !== 'string' || v === '')
+    throw new PdbError('E_CONFIG_INVALID', `${SOURCE_CONFIG}: "backend" must be a backend name such as "reflink"`, { path: SOURCE_CONFIG });
+  return v;
+}
+
+export interface HookOptions {
+  store?: string;
+  /** Where the hook's messages go (stderr). */
+  say: (line: string) => void;
+}
+
+/** Which backend to create with, said on stderr: pdb-env.json's, or the best available here. Never a silent fallback. */
+async function chooseBackend(svc: SessionService, projectRoot: string, say: HookOptions['say']): Promise<string> {
+  const named = await configuredBackend(projectRoot);
+  if (named) {
+    const r = await svc.probe(named, projectRoot);
+    if (!r.available)
+      throw new PdbError('E_BACKEND_UNAVAILABLE', `${SOURCE_CONFIG} names the backend ${named}, which is not available here: ${r.detail}`, {
+        hint: `pdb-env backends shows what runs here; change "backend" in ${SOURCE_CONFIG} (or remove it to take the best available).`,
+      });
+    say(`pdb-env: backend ${named} (from ${SOURCE_CONFIG})`);
+    return named;
+  }
+  const passed: string[] = [];
+  for (const name of HOOK_BACKEND_ORDER) {
+    const r = await svc.probe(name, projectRoot);
+    if (r.available) {
+      say(
+        `pdb-env: backend ${name}, the best available here` +
+          (passed.length ? ` (not available: ${passed.join('; ')})` : '') +
+          `; set "backend" in ${SOURCE_CONFIG} to choose another`,
+      );
+      return name;
+    }
+    passed.push(`${name}: ${r.reason}`);
+  }
+  throw new PdbError('E_BACKEND_UNAVAILABLE', `no backend is available here (${passed.join('; ')})`, { hint: 'pdb-env doctor says why.' });
+}
+
+export interface HookCreateResult {
+  session: string;
+  backend: string;
+  root: string;
+  store: string;
+  projectRoot: string;
+}
+
+/** WorktreeCreate: a session of the project around `cwd`, under a unique name from the hook's. */
+export async function hookCreate(input: HookInput, o: HookOptions): Promise<HookCreateResult> {
+  const cwd = absolutePath(input.raw, 'cwd');
+  const wanted = sanitizeName(requestedName(input.raw));
+  let projectRoot: string;
+  try {
+    projectRoot = findProjectRoot(realpathSync(cwd));
+  } catch (err) {
+    throw new PdbError('E_SOURCE_MISSING', `the hook's cwd ${cwd} cannot be read: ${(err as Error).message}`, { path: cwd });
+  }
+  const store = resolveStoreDir({ store: o.store, sourceDir: projectRoot, forCreate: true });
+  const svc = await SessionService.open(store, { create: true });
+  const backend = await chooseBackend(svc, projectRoot, o.say);
+  const taken = new Set((await svc.list(projectRoot)).map((s) => s.name));
+  for (let i = 1; i < 1000; i++) {
+    const name = i === 1 ? wanted : `${wanted}-${i}`;
+    if (taken.has(name)) continue;
+    try {
+      const r = await svc.create(name, { from: projectRoot, backend });
+      o.say(`pdb-env: session ${name} (${r.backend}) of ${projectRoot}, ${r.files} files`);
+      return { session: name, backend: r.backend, root: r.root, store, projectRoot };
+    } catch (err) {
+      if (!isPdbError(err, 'E_SESSION_EXISTS')) throw err; // made meanwhile by another hook: the next name
+    }
+  }
+  throw new PdbError('E_SESSION_EXISTS', `sessions ${wanted} to ${wanted}-999 all exist`, { hint: 'pdb-env list; pdb-env discard NAME' });
+}
+
+export interface HookRemoveResult {
+  session: string;
+  store: string;
+  /** The last checkpoint, pinned so that gc keeps it after the session is gone. */
+  snapshot: string;
+  changes: number;
+  discarded: boolean;
+}
+
+/** The session whose root is `path` (a store's sessions/NAME/root), or E_SESSION_NOT_FOUND. */
+export function sessionAt(path: string, storeOption?: string): { store: string; name: string; root: string } {
+  let real: string;
+  try {
+    real = realpathSync(path);
+  } catch {
+    throw new PdbError('E_SESSION_NOT_FOUND', `${path} does not exist, so it is no session's root`, { path });
+  }
+  const store = storeOption ? realpathSync(storeOption) : findEnclosingStore(real);
+  const rel = store ? relative(store, real).split(sep) : [];
+  if (!store || rel.length !== 3 || rel[0] !== 'sessions' || rel[2] !== 'root' || !SESSION_NAME_PATTERN.test(rel[1]!))
+    throw new PdbError('E_SESSION_NOT_FOUND', `${path} is not the root of a pdb-env session`, {
+      path,
+      hint: 'Only worktrees made by pdb-env hook claude-code are removed by it; remove others with git worktree remove.',
+    });
+  return { store, name: rel[1]!, root: real };
+}
+
+/** WorktreeRemove: checkpoint (pinned: nothing is lost), then discard; refused while other processes work in it. */
+export async function hookRemove(input: HookInput, o: HookOptions): Promise<HookRemoveResult> {
+  const at = sessionAt(absolutePath(input.raw, 'worktree_path'), o.store);
+  const svc = await SessionService.open(at.store);
+  // Claude Code (and this hook, its child) may sit in the directory: they are the caller, not live work.
+  const live = processesInDir(at.root, selfAndAncestors());
+  if (live.length)
+    throw new PdbError(
+      'E_SESSION_BUSY',
+      `session "${at.name}" has live processes in its root: ${live.map((p) => `${p.pid} (${p.comm})`).join(', ')}; it was not removed`,
+      { hint: `End them, then remove the worktree again (pdb-env ps ${at.name} lists what pdb-env started there).` },
+    );
+  const k = await svc.checkpoint(at.name);
+  await svc.pin(k.snapshot);
+  const d = await svc.discard(at.name);
+  o.say(
+    `pdb-env: session ${at.name} checkpointed as ${k.snapshot} (${k.changes} changes, pinned) and discarded; ` +
+      `pdb-env create NAME --base ${k.snapshot} brings it back, pdb-env unpin ${k.snapshot} lets gc free it`,
+  );
+  return { session: at.name, store: at.store, snapshot: k.snapshot, changes: k.changes, discarded: d.discarded };
+}
+
+/** The .claude/settings.json fragment that installs both hooks, running this pdb-env by absolute path. */
+export function hookSettings(command: string): Record<string, unknown> {
+  const entry = (timeout: number) => [{ hooks: [{ type: 'command', command, timeout }] }];
+  // A create copies the project (full-copy on a plain filesystem): more than Claude Code's default minute on a large tree.
+  return { hooks: { WorktreeCreate: entry(600), WorktreeRemove: entry(600) } };
+}

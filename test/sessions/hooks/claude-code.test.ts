@@ -1,0 +1,135 @@
+// pdb-env hook claude-code without Claude Code: the input it reads (each field name versions
+// send, malformed input, unknown events), the name it makes, the backend it says it chose, only
+// the root on stdout, and the remove: checkpointed and pinned, refused while a process works in
+// the root, never for a directory that is not a session's root.
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { parseHookInput, requestedName, sanitizeName } from '../../../sessions/hooks/claude-code.js';
+import { gitCommitAll } from '../../helpers/cow-harness.js';
+import { CLI, cli, cliJson, tempDir, writeTree } from '../../helpers/index.js';
+
+const t = tempDir('pdb-hook-');
+test.after(() => t.cleanup());
+
+const store = join(t.dir, 'store');
+const env = { PDB_ENV_STORE: store };
+const project = join(t.dir, 'proj');
+writeTree(project, { 'a.txt': 'a\n', src: { 'b.ts': 'export const b = 1;\n' } });
+gitCommitAll(project); // the project around a cwd below it is its git work tree
+const hook = (input: unknown, extra: string[] = []) =>
+  cli(['hook', 'claude-code', ...extra], { env, input: typeof input === 'string' ? input : JSON.stringify(input) });
+const sessions = () => cliJson<{ sessions: Array<{ name: string; backend: string }> }>(['list'], { env, cwd: project }).sessions;
+
+test('malformed input and unknown events: E_HOOK_INPUT on stderr, exit 1, nothing on stdout, nothing created', () => {
+  for (const input of ['', 'not json', '[1]', '{}', { hook_event_name: 'PreToolUse' }, { hook_event_name: 'WorktreeCreate' }]) {
+    const r = hook(input);
+    assert.is(r.code, 1, `${JSON.stringify(input)}: ${r.stderr}`);
+    assert.is(r.stdout, '');
+    assert.match(r.stderr, /^pdb-env: E_HOOK_INPUT: /, JSON.stringify(input));
+  }
+  assert.match(hook({ hook_event_name: 'Stop' }).stderr, /unknown hook event "Stop": pdb-env answers WorktreeCreate and WorktreeRemove/);
+  assert.match(hook({ hook_event_name: 'WorktreeCreate', cwd: 'relative/dir', name: 'x' }).stderr, /"cwd" is not an absolute path/);
+  assert.match(hook({ hook_event_name: 'WorktreeCreate', cwd: project }).stderr, /without a name/);
+  assert.match(hook({ hook_event_name: 'WorktreeRemove' }).stderr, /WorktreeRemove without "worktree_path"/);
+  assert.throws(() => parseHookInput('{"hook_event_name": 7}'), /no "hook_event_name"/);
+  assert.equal(sessions(), [], 'no session was made');
+});
+
+test('the name: the first of name, worktree_name, branch_name, the last part of worktree_path, session_id; made safe', () => {
+  assert.is(requestedName({ name: 'a', worktree_name: 'b', branch_name: 'c' }), 'a');
+  assert.is(requestedName({ worktree_name: 'b', branch_name: 'c' }), 'b');
+  assert.is(requestedName({ branch_name: 'c', worktree_path: '/x/y/d' }), 'c');
+  assert.is(requestedName({ worktree_path: '/x/.claude/worktrees/d', session_id: 's' }), 'd');
+  assert.is(requestedName({ name: '  ', session_id: '5f1e' }), 'claude-5f1e');
+  for (const [given, want] of [
+    ['feature/login page', 'feature-login-page'],
+    ['../../etc', 'etc'],
+    ['.hidden', 'hidden'],
+    ['ünïcode', 'unicode'],
+    ['///', 'claude'],
+    ['x'.repeat(80), 'x'.repeat(56)],
+  ])
+    assert.is(sanitizeName(given), want, given);
+});
+
+test('WorktreeCreate: only the root on stdout, the backend said on stderr, a taken name gets -2; pdb-env.json names the backend', () => {
+  const input = { hook_event_name: 'WorktreeCreate', cwd: join(project, 'src'), name: 'feature/x', session_id: 'abc' };
+  const a = hook(input);
+  assert.is(a.code, 0, a.stderr);
+  const root = a.stdout.trim();
+  assert.is(a.stdout, `${root}\n`, 'one line');
+  assert.is(root, join(store, 'sessions', 'feature-x', 'root'));
+  assert.is(readFileSync(join(root, 'src', 'b.ts'), 'utf8'), 'export const b = 1;\n', 'the whole project, not the cwd below it');
+  assert.match(a.stderr, /backend (btrfs-snapshot|reflink|full-copy), the best available here/);
+  const b = hook(input);
+  assert.is(b.code, 0, b.stderr);
+  assert.is(b.stdout.trim(), join(store, 'sessions', 'feature-x-2', 'root'));
+  // pdb-env.json's backend is taken as named, and one that cannot run here is an error, never a fallback.
+  writeFileSync(join(project, 'pdb-env.json'), JSON.stringify({ backend: 'full-copy' }));
+  const c = hook({ ...input, name: 'named' });
+  assert.is(c.code, 0, c.stderr);
+  assert.match(c.stderr, /backend full-copy \(from pdb-env.json\)/);
+  writeFileSync(join(project, 'pdb-env.json'), JSON.stringify({ backend: 'apfs-clone' }));
+  const d = hook({ ...input, name: 'never' });
+  assert.is(d.code, 1);
+  assert.match(d.stderr, /E_BACKEND_UNAVAILABLE: pdb-env.json names the backend apfs-clone, which is not available here/);
+  writeFileSync(join(project, 'pdb-env.json'), '{}');
+  assert.equal(
+    sessions().map((s) => s.name),
+    ['feature-x', 'feature-x-2', 'named'],
+  );
+});
+
+test('WorktreeRemove: refused while a process works in the root; then checkpointed, pinned and discarded; the result comes back', async () => {
+  const root = join(store, 'sessions', 'feature-x', 'root');
+  writeFileSync(join(root, 'agent.txt'), 'the agent wrote this\n');
+  mkdirSync(join(root, 'deep'));
+  const sleeper = spawn('sleep', ['60'], { cwd: join(root, 'deep'), stdio: 'ignore' });
+  await new Promise((r) => setTimeout(r, 200));
+  try {
+    const busy = hook({ hook_event_name: 'WorktreeRemove', worktree_path: root });
+    assert.is(busy.code, 1);
+    assert.match(busy.stderr, new RegExp(`E_SESSION_BUSY: session "feature-x" has live processes in its root: ${sleeper.pid} \\(sleep\\)`));
+    assert.ok(
+      sessions().some((s) => s.name === 'feature-x'),
+      'still there',
+    );
+  } finally {
+    sleeper.kill();
+  }
+  await new Promise((r) => sleeper.once('exit', r));
+  // Claude Code calls it from inside the worktree: its caller's directory does not count.
+  const r = cli(['hook', 'claude-code', '--json'], {
+    env,
+    cwd: root,
+    input: JSON.stringify({ hook_event_name: 'WorktreeRemove', worktree_path: root }),
+  });
+  assert.is(r.code, 0, r.stderr);
+  const out = JSON.parse(r.stdout) as { session: string; snapshot: string; changes: number; discarded: boolean };
+  assert.equal([out.session, out.changes, out.discarded], ['feature-x', 2, true]);
+  assert.not.ok(sessions().some((s) => s.name === 'feature-x'));
+  const back = cliJson<{ root: string }>(['create', 'back', '--base', out.snapshot], { env, cwd: project });
+  assert.is(readFileSync(join(back.root, 'agent.txt'), 'utf8'), 'the agent wrote this\n');
+  // Not a session's root: the project itself, a path that does not exist.
+  for (const p of [project, join(t.dir, 'nowhere')]) {
+    const n = hook({ hook_event_name: 'WorktreeRemove', worktree_path: p });
+    assert.is(n.code, 1);
+    assert.match(n.stderr, /E_SESSION_NOT_FOUND/);
+  }
+});
+
+test('--print-settings: both hooks, this node and this pdb-env by absolute path, --store made absolute', () => {
+  const r = cli(['hook', 'claude-code', '--print-settings', '--store', 'rel-store'], { cwd: t.dir });
+  assert.is(r.code, 0, r.stderr);
+  const s = JSON.parse(r.stdout) as { hooks: Record<string, Array<{ hooks: Array<{ type: string; command: string }> }>> };
+  assert.equal(Object.keys(s.hooks), ['WorktreeCreate', 'WorktreeRemove']);
+  const command = s.hooks.WorktreeCreate![0]!.hooks[0]!;
+  assert.is(command.type, 'command');
+  assert.is(command.command, `${process.execPath} ${CLI} hook claude-code --store ${join(t.dir, 'rel-store')}`);
+  assert.equal(s.hooks.WorktreeRemove, s.hooks.WorktreeCreate);
+});
+
+test.run();
