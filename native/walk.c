@@ -213,6 +213,13 @@ static void freeNames(char **names, size_t n) {
 
 // The directory at s->path; `list` is whose recorded children it has (its row, n for the root, -1: none).
 static int visit(scan_t *s, int32_t list, int keepNames) {
+  // A recorded name gone while the directory's stat data is unchanged: its recorded list was never
+  // true (a backend that wrote another tree than it recorded). Read the directory instead.
+  for (int32_t k = keepNames && list >= 0 ? s->firstChild[list] : -1; k >= 0; k = s->nextSibling[k])
+    if (s->pre[k].err == ENOENT) {
+      keepNames = 0;
+      break;
+    }
   if (keepNames && list >= 0) {
     for (int32_t k = s->firstChild[list]; k >= 0; k = s->nextSibling[k]) {
       uint32_t a = nameStart(s, k), b = s->nameEnd[k];

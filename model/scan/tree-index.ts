@@ -211,7 +211,18 @@ export function withDirSignatures(
   sigs: ReadonlyMap<string, string>,
 ): { sigs: Map<string, string>; root: RowStat } {
   const out = new Map(sigs);
-  for (const e of entries) if (e.kind === 'dir') out.set(e.path, statSignature(lstatSync(`${root}/${e.path}`)));
+  for (const e of entries) {
+    if (e.kind !== 'dir') continue;
+    // A directory the backend did not make (or made as something else) gets no signature: the
+    // next scan reads it, and the oracle, not the index, judges the tree.
+    let st;
+    try {
+      st = lstatSync(`${root}/${e.path}`, { throwIfNoEntry: false });
+    } catch {
+      continue; // a parent that is not a directory (ENOTDIR)
+    }
+    if (st?.isDirectory()) out.set(e.path, statSignature(st));
+  }
   return { sigs: out, root: lstatSync(root) };
 }
 

@@ -185,17 +185,30 @@ export function walkWithIndex(input: WalkInput): RawScan {
     if (kind === KIND_DIR) visit(abs, rel, known ? row : -1, same && input.dirRule);
   };
 
+  const childCount = (list: number) => {
+    let n = 0;
+    for (let k = links!.firstChild[list]!; k >= 0; k = links!.nextSibling[k]!) n++;
+    return n;
+  };
+
   // Synchronous on purpose: 20,000 lstat calls through promises cost ~3x the CPU of lstatSync,
   // and nothing else can run until the walk is done anyway.
   // `list`: whose recorded children this directory has (its row, c.n for the root, -1: none).
   function visit(abs: string, rel: string, list: number, keepNames: boolean): void {
     if (keepNames && list >= 0) {
+      const kept: Array<[number, string, Stats]> = [];
       for (let k = links!.firstChild[list]!; k >= 0; k = links!.nextSibling[k]!) {
         const name = rowName(c!, k);
-        const childRel = rel ? `${rel}/${name}` : name;
-        entry(`${abs}/${name}`, childRel, k, lstatOrVanished(`${abs}/${name}`, childRel));
+        const st = lstatSync(`${abs}/${name}`, { throwIfNoEntry: false });
+        // A recorded name gone while the directory's stat data is unchanged: its recorded list was
+        // never true (a backend that wrote another tree than it recorded). Read the directory instead.
+        if (!st) break;
+        kept.push([k, name, st]);
       }
-      return;
+      if (kept.length === childCount(list)) {
+        for (const [k, name, st] of kept) entry(`${abs}/${name}`, rel ? `${rel}/${name}` : name, k, st);
+        return;
+      }
     }
     out.dirsRead++;
     let recorded: Map<string, number> | null = null;

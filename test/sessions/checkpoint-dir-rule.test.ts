@@ -16,6 +16,7 @@ import { readTreeIndex } from '../../model/scan/tree-index.js';
 import { createSnapshot, diffEntries, snapshotDigest, type Changeset, type Snapshot } from '../../model/snapshot.js';
 import { sessionIndexFile } from '../../sessions/records.js';
 import { SessionService } from '../../sessions/service.js';
+import { controlModule } from '../helpers/controls/run-controls.js';
 import { skipPart, tempDir, writeTree } from '../helpers/index.js';
 
 const t = tempDir();
@@ -155,6 +156,20 @@ for (const scanner of scanners()) {
     write(join(pq, 'deep', 'd.txt'), 'deltX\n');
     kept.restore();
     await assertMatchesFullHash(svc, root, 'replaced dir');
+  });
+
+  test(`${scanner}: a backend that left out a directory it recorded: the first checkpoint finds it gone (no E_SOURCE_CHANGED)`, async () => {
+    process.env.PDB_ENV_SCANNER = scanner;
+    const dir = join(t.dir, `case${n++}`);
+    const src = join(dir, 'src');
+    writeTree(src, { 'top.txt': 'top\n', kinds: { empty: {}, 'a.txt': 'a\n' } });
+    const svc = await SessionService.open(join(dir, 'store'), { create: true });
+    // The negative control that drops every empty directory at create, recording the tree it was asked for.
+    await svc.create('s', { from: src, backendModule: controlModule('empty-dir-lost'), allowTestOnly: true });
+    await sleep(250);
+    const cp = await svc.checkpoint('s');
+    const changes = svc.store.getDocument<Changeset>(cp.changeset, 'Changeset').changes.map((c) => `${c.kind} ${c.path}`);
+    assert.equal(changes, ['delete kinds/empty']);
   });
 
   test(`${scanner}: random changes and pauses, checkpoint after checkpoint, always the full re-hash`, async () => {
