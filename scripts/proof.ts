@@ -8,7 +8,8 @@
 // 2. `pdb-env report` turns that receipt into report.{md,html,json}: first which backends were
 //    correct here and the fastest of them, then the verdict of every shipped policy whose candidate
 //    this host could run (a policy about a backend that cannot run here decides nothing from it).
-//    Exit status is bench's: 1 when any case mismatched, failed or timed out, so CI notices.
+//    Exit status: 1 when any case mismatched, failed or timed out, so CI notices; the mismatches of
+//    a backend that carries committed files only (git-worktree) are said and expected.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { $ } from 'zx';
@@ -65,6 +66,21 @@ console.log(
 
 const receipt = JSON.parse(readFileSync(result.receipt, 'utf8')) as Receipt;
 const ran = new Set(receipt.backends.filter((b) => b.available).map((b) => b.name));
+// A reference backend that does not carry the full Snapshot (git-worktree: committed files only,
+// so never an empty directory or an untracked file) is expected to differ: its mismatches show
+// what a git worktree drops, said here, and do not fail the proof. Any other case must be ok.
+const partial = new Set(receipt.backends.filter((b) => b.capabilities && !b.capabilities.carriesFullSnapshot).map((b) => b.name));
+const notOk = receipt.cases.filter((c) => c.outcome !== 'ok' && c.outcome !== 'unavailable');
+const expected = notOk.filter((c) => c.outcome === 'mismatch' && partial.has(c.backend));
+for (const name of partial) {
+  const own = expected.filter((c) => c.backend === name);
+  if (own.length === 0) continue;
+  const paths = [...new Set(own.flatMap((c) => c.failures.flatMap((f) => /\(([^()]+)\)$/.exec(f.message)?.[1]?.split(', ') ?? [])))];
+  console.log(
+    `expected: ${name} carries committed files only; its ${own.length} mismatch(es) show what it drops${paths.length ? ` (${paths.slice(0, 5).join(', ')})` : ''}, and are not a failure of the proof`,
+  );
+}
+const benchOk = bench.exitCode === 0 || (bench.exitCode === 1 && notOk.length === expected.length);
 // The shipped policies whose candidate ran here (or the one asked for).
 const policies = values.policy
   ? [values.policy]
@@ -97,4 +113,4 @@ for (const p of policies) {
     `gate (${gate.policy}): ${gate.verdict}${gate.ignoredReceipts.length ? ` (${gate.ignoredReceipts.map((x) => x.reason).join('; ')})` : ''}`,
   );
 }
-process.exit(bench.exitCode === 0 && ok ? 0 : 1);
+process.exit(benchOk && ok ? 0 : 1);
