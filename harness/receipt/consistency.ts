@@ -1,6 +1,6 @@
 // A receipt's derived fields, recomputed from what they derive from. The schema says a receipt is
 // well formed; this says it is not edited: the summary is counted again from the cases and block
-// orders, each case's wall time is held to its start and finish times and to the sum of its phases,
+// orders, each case's wall time is held to its start and finish times (at most their span) and to the sum of its phases,
 // its overhead and its outcome to its own phases and checks, and each case sits where its block's
 // order says. `pdb-env validate` and `pdb-env report` refuse a receipt that disagrees.
 import { PdbError } from '../../model/errors.js';
@@ -14,9 +14,14 @@ export interface Inconsistency {
   recomputed: unknown;
 }
 
-/** How far a case's monotonic wall time may drift from its UTC start and finish times (clock resolution and slew). */
+/**
+ * How far a case's monotonic wall time may exceed its UTC start-to-finish span (clock resolution
+ * and slew: measured 0.5% on this project's VMs). The span is only an upper bound: a host's clock
+ * stepped forward during a case (seen: 36 s in a pnpm proof case) lengthens the span and not the
+ * monotonic wall. A wall edited down is caught by the sum of its phases instead.
+ */
 const WALL_SLACK_MS = 100;
-const WALL_SLACK_SHARE = 0.001;
+const WALL_SLACK_SHARE = 0.01;
 const EPSILON = 1e-6;
 
 const near = (a: number | null, b: number | null, slack = EPSILON) => (a === null || b === null ? a === b : Math.abs(a - b) <= slack);
@@ -26,8 +31,8 @@ function caseProblems(c: CaseRecord, i: number, r: Receipt): Inconsistency[] {
   const out: Inconsistency[] = [];
   const inPhases = c.phases.reduce((s, p) => s + p.durationMs, 0);
   const clock = Date.parse(c.finishedAt) - Date.parse(c.startedAt);
-  if (!near(c.wallMs, clock, WALL_SLACK_MS + WALL_SLACK_SHARE * Math.abs(clock)))
-    out.push({ pointer: `${at}/wallMs`, recorded: c.wallMs, recomputed: clock });
+  if (c.wallMs > clock + WALL_SLACK_MS + WALL_SLACK_SHARE * Math.abs(clock))
+    out.push({ pointer: `${at}/wallMs`, recorded: c.wallMs, recomputed: `at most ${clock} (finishedAt - startedAt)` });
   if (inPhases > c.wallMs + 1) out.push({ pointer: `${at}/wallMs`, recorded: c.wallMs, recomputed: `at least ${inPhases} (its phases)` });
   const overhead = Math.max(0, c.wallMs - inPhases);
   if (!near(c.overheadMs, overhead, 0.01)) out.push({ pointer: `${at}/overheadMs`, recorded: c.overheadMs, recomputed: overhead });

@@ -38,10 +38,18 @@ test('the receipt as written is consistent, and validate says ok', () => {
   assert.is(r.code, 0, r.stdout + r.stderr);
 });
 
+test('a host clock stepped forward during a case (its finishedAt 36 s later) is not an edit', () => {
+  const r = structuredClone(original);
+  const c = r.cases[0]!;
+  c.finishedAt = new Date(Date.parse(c.finishedAt) + 36_000).toISOString();
+  assert.equal(receiptInconsistencies(r), []);
+});
+
 const EDITS: Array<[string, (r: Receipt) => void, string]> = [
   ['summary-ok', (r) => (r.summary.ok = 999), '/summary/ok'],
   ['summary-oracle', (r) => (r.summary.oracleMismatches = 3), '/summary/oracleMismatches'],
   ['wall', (r) => (r.cases[0]!.wallMs = 1), '/cases/0/wallMs'],
+  ['wall-up', (r) => (r.cases[0]!.wallMs += 60_000), '/cases/0/wallMs'],
   ['overhead', (r) => (r.cases[1]!.overheadMs += 500), '/cases/1/overheadMs'],
   [
     'verdict',
