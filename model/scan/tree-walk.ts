@@ -12,7 +12,18 @@
 // What the walk does not see of the index (status 0) is gone. The walk hashes nothing.
 import { lstatSync, readdirSync, readlinkSync, type Stats } from 'node:fs';
 import { PdbError, osErrorCode } from '../errors.js';
-import { F_TRUSTED, KIND_DIR, KIND_FILE, KIND_LINK, childLinks, rowName, type KindCode, type RowStat } from './index-columns.js';
+import {
+  F_TRUSTED,
+  KIND_DIR,
+  KIND_FILE,
+  KIND_LINK,
+  childLinks,
+  rowName,
+  type ChildLinks,
+  type IndexColumns,
+  type KindCode,
+  type RowStat,
+} from './index-columns.js';
 import type { TreeIndex } from './tree-index.js';
 
 /** An entry the walk saw that the index does not vouch for: new, changed, retyped or untrusted. */
@@ -136,6 +147,22 @@ function lstatOrVanished(abs: string, rel: string): Stats {
   }
 }
 
+/**
+ * The recorded children of a kept directory (row `list`), each lstat'ed; null when a recorded
+ * name is gone though the directory's stat data is unchanged: its recorded list was never true (a
+ * backend that wrote another tree than it recorded), so the caller reads the directory instead.
+ */
+function keptChildren(c: IndexColumns, links: ChildLinks, abs: string, list: number): Array<[number, string, Stats]> | null {
+  const kept: Array<[number, string, Stats]> = [];
+  for (let k = links.firstChild[list]!; k >= 0; k = links.nextSibling[k]!) {
+    const name = rowName(c, k);
+    const st = lstatSync(`${abs}/${name}`, { throwIfNoEntry: false });
+    if (!st) return null;
+    kept.push([k, name, st]);
+  }
+  return kept;
+}
+
 /** Walk `input.root` against its index (see the top of this file). */
 export function walkWithIndex(input: WalkInput): RawScan {
   const startedAtMs = Date.now();
@@ -185,30 +212,14 @@ export function walkWithIndex(input: WalkInput): RawScan {
     if (kind === KIND_DIR) visit(abs, rel, known ? row : -1, same && input.dirRule);
   };
 
-  const childCount = (list: number) => {
-    let n = 0;
-    for (let k = links!.firstChild[list]!; k >= 0; k = links!.nextSibling[k]!) n++;
-    return n;
-  };
-
   // Synchronous on purpose: 20,000 lstat calls through promises cost ~3x the CPU of lstatSync,
   // and nothing else can run until the walk is done anyway.
   // `list`: whose recorded children this directory has (its row, c.n for the root, -1: none).
   function visit(abs: string, rel: string, list: number, keepNames: boolean): void {
-    if (keepNames && list >= 0) {
-      const kept: Array<[number, string, Stats]> = [];
-      for (let k = links!.firstChild[list]!; k >= 0; k = links!.nextSibling[k]!) {
-        const name = rowName(c!, k);
-        const st = lstatSync(`${abs}/${name}`, { throwIfNoEntry: false });
-        // A recorded name gone while the directory's stat data is unchanged: its recorded list was
-        // never true (a backend that wrote another tree than it recorded). Read the directory instead.
-        if (!st) break;
-        kept.push([k, name, st]);
-      }
-      if (kept.length === childCount(list)) {
-        for (const [k, name, st] of kept) entry(`${abs}/${name}`, rel ? `${rel}/${name}` : name, k, st);
-        return;
-      }
+    const kept = keepNames && list >= 0 ? keptChildren(c!, links!, abs, list) : null;
+    if (kept) {
+      for (const [k, name, st] of kept) entry(`${abs}/${name}`, rel ? `${rel}/${name}` : name, k, st);
+      return;
     }
     out.dirsRead++;
     let recorded: Map<string, number> | null = null;
