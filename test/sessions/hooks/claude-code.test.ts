@@ -3,6 +3,7 @@
 // the root on stdout, and the remove: checkpointed and pinned, refused while a process works in
 // the root, never for a directory that is not a session's root.
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -88,7 +89,7 @@ test('WorktreeRemove: refused while a process works in the root; then checkpoint
   writeFileSync(join(root, 'agent.txt'), 'the agent wrote this\n');
   mkdirSync(join(root, 'deep'));
   const sleeper = spawn('sleep', ['60'], { cwd: join(root, 'deep'), stdio: 'ignore' });
-  await new Promise((r) => setTimeout(r, 200));
+  await once(sleeper, 'spawn'); // exec'd, so its cwd is the root's
   try {
     const busy = hook({ hook_event_name: 'WorktreeRemove', worktree_path: root });
     assert.is(busy.code, 1);
