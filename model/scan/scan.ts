@@ -25,7 +25,7 @@ export const SOURCE_CONFIG = 'pdb-env.json';
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Read the optional `pdb-env.json` of a source root: `{ "excludes": ["node_modules", "dist"] }`. */
-export async function readSourceConfig(root: string): Promise<{ excludes: string[] }> {
+export async function readSourceConfig(root: string): Promise<{ excludes: string[]; backend?: string }> {
   let text: string;
   try {
     text = await readFile(join(root, SOURCE_CONFIG), 'utf8');
@@ -67,7 +67,10 @@ export async function readSourceConfig(root: string): Promise<{ excludes: string
       throw new PdbError('E_CONFIG_INVALID', `${SOURCE_CONFIG}: exclude "${x}" is not a relative path or name`, { path: SOURCE_CONFIG });
     }
   }
-  return { excludes: normalized.sort() };
+  const backend = (doc as { backend?: unknown }).backend;
+  if (backend !== undefined && (typeof backend !== 'string' || backend === ''))
+    throw new PdbError('E_CONFIG_INVALID', `${SOURCE_CONFIG}: "backend" must be a backend name such as "reflink"`, { path: SOURCE_CONFIG });
+  return { excludes: normalized.sort(), ...(backend === undefined ? {} : { backend }) };
 }
 
 const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);

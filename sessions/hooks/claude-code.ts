@@ -9,11 +9,10 @@
 // `worktree_name` elsewhere; `branch_name` in some), so the name is the first of those given, else
 // the last component of `worktree_path`, else `session_id`.
 import { realpathSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative, sep } from 'node:path';
-import { PdbError, isPdbError, osErrorCode } from '../../model/errors.js';
+import { PdbError, isPdbError } from '../../model/errors.js';
 import { processesInDir, selfAndAncestors } from '../../model/os/proc.js';
-import { SOURCE_CONFIG } from '../../model/scan/scan.js';
+import { SOURCE_CONFIG, readSourceConfig } from '../../model/scan/scan.js';
 import { SESSION_NAME_PATTERN } from '../names.js';
 import { SessionService } from '../service.js';
 import { findEnclosingStore, findProjectRoot, resolveStoreDir } from '../store-location.js';
@@ -96,22 +95,6 @@ export function requestedName(raw: Record<string, unknown>): string {
   throw bad('WorktreeCreate without a name ("name", "worktree_name", "branch_name", "worktree_path" or "session_id")');
 }
 
-/** pdb-env.json's "backend", or null where the file or the key is absent. */
-export async function configuredBackend(projectRoot: string): Promise<string | null> {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(await readFile(join(projectRoot, SOURCE_CONFIG), 'utf8'));
-  } catch (err) {
-    if (osErrorCode(err) === 'ENOENT') return null;
-    throw new PdbError('E_CONFIG_INVALID', `${SOURCE_CONFIG} is not valid JSON: ${(err as Error).message}`, { path: SOURCE_CONFIG });
-  }
-  const v = (doc as { backend?: unknown } | null)?.backend;
-  if (v === undefined) return null;
-  if (typeof v !== 'string' || v === '')
-    throw new PdbError('E_CONFIG_INVALID', `${SOURCE_CONFIG}: "backend" must be a backend name such as "reflink"`, { path: SOURCE_CONFIG });
-  return v;
-}
-
 export interface HookOptions {
   store?: string;
   /** Where the hook's messages go (stderr). */
@@ -120,7 +103,7 @@ export interface HookOptions {
 
 /** Which backend to create with, said on stderr: pdb-env.json's, or the best available here. Never a silent fallback. */
 async function chooseBackend(svc: SessionService, projectRoot: string, say: HookOptions['say']): Promise<string> {
-  const named = await configuredBackend(projectRoot);
+  const named = (await readSourceConfig(projectRoot)).backend ?? null;
   if (named) {
     const r = await svc.probe(named, projectRoot);
     if (!r.available)

@@ -77,6 +77,10 @@ test('WorktreeCreate: only the root on stdout, the backend said on stderr, a tak
   const d = hook({ ...input, name: 'never' });
   assert.is(d.code, 1);
   assert.match(d.stderr, /E_BACKEND_UNAVAILABLE: pdb-env.json names the backend apfs-clone, which is not available here/);
+  writeFileSync(join(project, 'pdb-env.json'), JSON.stringify({ backend: 7 }));
+  const e = hook({ ...input, name: 'bad-config' });
+  assert.is(e.code, 1);
+  assert.match(e.stderr, /E_CONFIG_INVALID: pdb-env.json: "backend" must be a backend name/);
   writeFileSync(join(project, 'pdb-env.json'), '{}');
   assert.equal(
     sessions().map((s) => s.name),
