@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// The pdb-env executable; the command line itself is main() in main.ts, which importing runs nothing.
-import { main } from './main.js';
+// The pdb-env executable: a plain checkpoint call runs on the fast path (fast-path.ts), every
+// other command line is main() in main.ts, which importing runs nothing.
+import { fastCheckpointArgs } from './fast-path.js';
 
 // bin/pdb-env starts this process without NODE_EXTRA_CA_CERTS (Node 20 parses that bundle at
 // every start, and pdb-env itself makes no TLS connection); what pdb-env runs gets it back.
@@ -19,4 +20,8 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-process.exitCode = await main(process.argv.slice(2));
+// A plain `checkpoint` call runs without commander (cli/fast-path.ts says why); everything else
+// goes through the command line in main.ts.
+const argv = process.argv.slice(2);
+const fast = fastCheckpointArgs(argv);
+process.exitCode = fast ? await (await import('./fast-path.js')).runFast(fast) : await (await import('./main.js')).main(argv);

@@ -2,7 +2,6 @@
 // definition, the root command's global options, and the session service a command opens. Kept
 // apart from program.ts so that no command imports the program or another command.
 import { Command, Option } from '@commander-js/extra-typings';
-import type { SessionService } from '../sessions/service.js';
 
 /** One command as the program knows it before its module is loaded. */
 export interface CommandEntry {
@@ -61,11 +60,4 @@ export type CommandStub = ReturnType<typeof commandStub>;
 /** Adds a command's arguments, options, help and action to its stub. */
 export type DefineCommand = (cmd: CommandStub, ctx: CliContext) => void;
 
-/** The session service of the store `--store` names (or the default one); loaded only when a command runs. */
-export async function openService(store: string | undefined): Promise<SessionService> {
-  const [{ SessionService }, { resolveStoreDir }] = await Promise.all([
-    import('../sessions/service.js'),
-    import('../sessions/store-location.js'),
-  ]);
-  return SessionService.open(resolveStoreDir({ store }));
-}
+export { openService } from './open-service.js';

@@ -146,6 +146,8 @@ static napi_value Scan(napi_env env, napi_callback_info info) {
   return out;
 }
 
+static void freeBytes(napi_env env, void *data, void *hint) { free(data); }
+
 // snapshotBytes(columns, head, tail) -> Buffer: head, every row's canonical entry, tail (snapshot.c).
 static napi_value SnapshotBytes(napi_env env, napi_callback_info info) {
   size_t argc = 3;
@@ -181,7 +183,10 @@ static napi_value SnapshotBytes(napi_env env, napi_callback_info info) {
     napi_throw_error(env, "E_INTERNAL", ok ? "pdb_scan: out of memory" : "pdb_scan: bad columns");
     return NULL;
   }
+  // Handed to JavaScript as it lies (freed when the Buffer is collected); where a runtime allows no
+  // external buffers, copied.
   napi_value out;
+  if (napi_create_external_buffer(env, length, bytes, freeBytes, NULL, &out) == napi_ok) return out;
   napi_status st = napi_create_buffer_copy(env, length, bytes, NULL, &out);
   free(bytes);
   return st == napi_ok ? out : NULL;

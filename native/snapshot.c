@@ -11,6 +11,7 @@
 
 #define KIND_DIR 1
 #define KIND_FILE 2
+#define KIND_LINK 3
 #define F_EXEC 1
 
 typedef struct {
@@ -49,7 +50,12 @@ static void putJsonString(out_t *o, const uint8_t *s, size_t n) {
   if (o->failed) return;
   uint8_t *w = o->p + o->len;
   *w++ = '"';
-  for (size_t i = 0; i < n; i++) {
+  // Most names need no escape: copy them whole.
+  size_t plain = 0;
+  while (plain < n && s[plain] >= 0x20 && s[plain] != '"' && s[plain] != '\\') plain++;
+  memcpy(w, s, plain);
+  w += plain;
+  for (size_t i = plain; i < n; i++) {
     uint8_t c = s[i];
     if (c == '"' || c == '\\') {
       *w++ = '\\';
@@ -110,9 +116,16 @@ static void putEntry(out_t *o, const snapshot_cols_t *c, uint32_t i, const uint8
     if (c->flags[i] & F_EXEC) PUTS(o, "\",\"exec\":true,\"kind\":\"file\",\"path\":");
     else PUTS(o, "\",\"exec\":false,\"kind\":\"file\",\"path\":");
     putJsonString(o, path, pathLen);
+    // ,"size":N in decimal (snprintf costs more than the rest of the entry).
     char size[32];
-    int n = snprintf(size, sizeof size, ",\"size\":%" PRIu64, (uint64_t)c->size[i]);
-    put(o, size, (size_t)n);
+    char *e = size + sizeof size, *d = e;
+    uint64_t v = (uint64_t)c->size[i];
+    do {
+      *--d = (char)('0' + v % 10);
+      v /= 10;
+    } while (v);
+    PUTS(o, ",\"size\":");
+    put(o, d, (size_t)(e - d));
   } else {
     PUTS(o, "{\"kind\":\"symlink\",\"path\":");
     putJsonString(o, path, pathLen);
@@ -127,16 +140,22 @@ int snapshotEntries(const snapshot_cols_t *c, const uint8_t *head, size_t headLe
   size_t *dirAt = calloc(c->n + 1, sizeof(size_t));
   size_t *len = calloc(c->n + 1, sizeof(size_t));
   size_t longest = 0;
+  // An upper bound of the output (every path and target byte escaped as \u00XX, 160 bytes of
+  // keys, digest and size per row), reserved once: no growth copies, and the pages never written
+  // cost nothing.
+  size_t bound = headLen + tailLen + 1;
   for (uint32_t i = 0; dirAt && len && i < c->n; i++) {
     int32_t p = c->parent[i];
     len[i] = (p < 0 ? 0 : len[p] + 1) + (c->nameEnd[i] - start(c->nameEnd, i));
     if (len[i] > longest) longest = len[i];
     dirAt[i + 1] = dirAt[i] + (c->kind[i] == KIND_DIR ? len[i] : 0);
+    bound += 160 + 6 * (len[i] + 2) + (c->kind[i] == KIND_LINK ? 6 * (c->valueEnd[i] - start(c->valueEnd, i) + 2) : 0);
   }
   uint8_t *paths = dirAt ? malloc(dirAt[c->n] + 1) : NULL;
   uint8_t *path = malloc(longest + 1);
   out_t o = {0};
   if (!dirAt || !len || !paths || !path) o.failed = 1;
+  else reserve(&o, bound);
   put(&o, head, headLen);
   for (uint32_t i = 0; !o.failed && i < c->n; i++) {
     size_t n = rowPath(c, i, dirAt, paths, path);

@@ -8,6 +8,7 @@ import { findProjectRoot, resolveStoreDir } from '../../sessions/store-location.
 import { emit, short, table } from '../output.js';
 import { openService, type CliContext, type DefineCommand } from '../context.js';
 import { createProgressReporter } from '../progress.js';
+import { runCheckpoint } from '../fast-path.js';
 
 const create: DefineCommand = (cmd) =>
   cmd
@@ -240,23 +241,7 @@ Example:
     )
     .action(async (given, _o, command) => {
       const o = command.optsWithGlobals();
-      const name: string | undefined = given ?? process.env.PDB_ENV_SESSION;
-      if (!name)
-        throw new PdbError('E_USAGE', 'checkpoint needs a session name', {
-          hint: 'pdb-env checkpoint NAME (inside pdb-env run or enter, the session is taken from PDB_ENV_SESSION).',
-        });
-      const progress = createProgressReporter({ json: o.json === true });
-      const r = await (
-        await openService(o.store)
-      )
-        .checkpoint(name, { verify: o.verify === true, onProgress: progress.onProgress })
-        .finally(progress.done);
-      emit(
-        o.json === true,
-        r,
-        () =>
-          `checkpoint ${r.session}: ${r.changes} change(s)\n  base      ${r.base}\n  snapshot  ${r.snapshot}\n  changeset ${r.changeset}`,
-      );
+      await runCheckpoint({ name: given, store: o.store, json: o.json === true, verify: o.verify === true });
     });
 
 const diff: DefineCommand = (cmd) =>

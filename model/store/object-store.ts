@@ -1,7 +1,18 @@
 import { createHash } from 'node:crypto';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { mkdir, open, readdir, rename, unlink, writeFile } from 'node:fs/promises';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { mkdir, open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { canonicalBytes, isDigest, sha256Digest, type Digest } from '../canonical-json.js';
 import { PdbError, osErrorCode, toPdbError } from '../errors.js';
@@ -73,20 +84,35 @@ export async function writeFileAtomic(
   mode = 0o644,
   options: { sync?: boolean } = {},
 ): Promise<void> {
+  // Synchronous calls: each of these files is small or written once per command, and a round
+  // trip through libuv's thread pool per call cost more than the writes (measured in checkpoint).
   const tmp = tempName(paths, 'write');
   try {
-    const fh = await open(tmp, 'wx', mode);
+    const fd = openSync(tmp, 'wx', mode);
     try {
-      await fh.writeFile(data);
-      if (options.sync !== false) await fh.sync();
+      writeAll(fd, data);
+      if (options.sync !== false) fsyncSync(fd);
     } finally {
-      await fh.close();
+      closeSync(fd);
     }
-    await rename(tmp, target);
+    renameSync(tmp, target);
   } catch (err) {
-    await unlink(tmp).catch(() => {}); // rollback of our own temp file; the error below is what matters
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // rollback of our own temp file; the error below is what matters
+    }
     throw toPdbError(err, 'E_IO', { action: 'writing', path: target });
   }
+}
+
+/**
+ * Write all of `data` at the file's offset in pieces of 512 KiB: one write of several MiB was
+ * measured 10x slower than the same bytes in pieces (15-30 ms against 1-2 ms for 5 MB here).
+ */
+function writeAll(fd: number, data: string | Buffer): void {
+  const buf = typeof data === 'string' ? Buffer.from(data) : data;
+  for (let off = 0; off < buf.length;) off += writeSync(fd, buf, off, Math.min(buf.length - off, 1 << 19));
 }
 
 /** Immutable, deduplicated content-addressed blobs under `<store>/objects/sha256/ab/cdef...`. */
@@ -179,10 +205,19 @@ export class ObjectStore {
     }
     const tmp = tempName(this.paths, kind);
     try {
-      await writeFile(tmp, bytes, { mode: 0o444, flag: 'wx' });
-      await rename(tmp, dst);
+      const fd = openSync(tmp, 'wx', 0o444);
+      try {
+        writeAll(fd, bytes);
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(tmp, dst);
     } catch (err) {
-      await unlink(tmp).catch(() => {}); // rollback of our own temp file
+      try {
+        unlinkSync(tmp);
+      } catch {
+        // rollback of our own temp file
+      }
       throw toPdbError(err, 'E_IO', { action: `installing object ${digest}`, path: dst });
     }
   }
