@@ -3,12 +3,18 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { tempPath } from '../model/os/temp-name.js';
 import { PdbError, isPdbError } from '../model/errors.js';
-import { markedBase, materializeTreeBase, type BaseMarker } from './shared/base-tree.js';
-import { toolOutput } from '../model/os/run-tool.js';
+import type { BaseMarker } from './shared/base-tree.js';
 import { fsTypeName, fsTypeOf, mountedFsType } from './shared/fs-util.js';
-import { measureShared, measureTree, measuredUsage, methodFor } from './shared/disk-usage.js';
-import { removeTree } from '../model/os/remove-tree.js';
 import type { Backend, BackendContext, BackendState, CreatedSession, ProbeResult } from './types.js';
+
+// Loaded where used: checkpoint, diff and run only resume a session (a mount check), and module
+// loading is most of a checkpoint's fixed cost.
+const baseTree = () => import('./shared/base-tree.js');
+const diskUsage = () => import('./shared/disk-usage.js');
+const toolOutput: typeof import('../model/os/run-tool.js').toolOutput = async (...args) =>
+  (await import('../model/os/run-tool.js')).toolOutput(...args);
+const removeTree: typeof import('../model/os/remove-tree.js').removeTree = async (...args) =>
+  (await import('../model/os/remove-tree.js')).removeTree(...args);
 
 /**
  * `redirect_dir=on`: without it the kernel answers rename(2) of a directory that exists in the
@@ -134,16 +140,17 @@ export const overlayBackend: Backend = {
     }
   },
   async materializeBase(ctx, snapshot, digest, hooks) {
-    await materializeTreeBase(ctx, snapshot, digest, 'tree', hooks);
+    await (await baseTree()).materializeTreeBase(ctx, snapshot, digest, 'tree', hooks);
   },
   async createSession(ctx, snapshot, digest, root, sessionDir, hooks) {
+    const { materializeTreeBase, markedBase } = await baseTree();
     await materializeTreeBase(ctx, snapshot, digest, 'tree', hooks);
     const base = markedBase(ctx, digest, 'tree');
     if (!base) throw new PdbError('E_INTERNAL', `the overlay base of ${digest} has no marker after it was made`);
     return mountSession(ctx, base.dir, base.marker, root, sessionDir);
   },
   async createFromBase(ctx, digest, root, sessionDir) {
-    const base = markedBase(ctx, digest, 'tree');
+    const base = (await baseTree()).markedBase(ctx, digest, 'tree');
     return base ? mountSession(ctx, base.dir, base.marker, root, sessionDir) : null;
   },
   async resume(ctx, root, sessionDir, state) {
@@ -160,6 +167,7 @@ export const overlayBackend: Backend = {
   async usage(ctx, _root, sessionDir, state, memo) {
     const { lower, upper, work } = sessionPaths(ctx, sessionDir, state);
     // On btrfs and XFS a copy-up is a clone of the lower file: only FIEMAP sees what it shares.
+    const { measureShared, measureTree, measuredUsage, methodFor } = await diskUsage();
     const method = await methodFor(upper);
     const [up, wk] = [await measureTree(upper, method), await measureTree(work, method)];
     const low = await measureShared(memo, lower, 'st_blocks');

@@ -4,12 +4,14 @@ import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tempPath } from '../model/os/temp-name.js';
 import { PdbError } from '../model/errors.js';
-import { materializeTreeBase } from './shared/base-tree.js';
-import { cloneError, cloneTree, observeShared } from './shared/clone-tree.js';
-import { measureExtents, measuredUsage } from './shared/disk-usage.js';
 import { fsTypeName, fsTypeOf } from './shared/fs-util.js';
-import { removeTree } from '../model/os/remove-tree.js';
 import type { Backend, ProbeResult } from './types.js';
+
+// Loaded where used: checkpoint, diff and run open a session with its backend and need none of
+// these (module loading is most of a checkpoint's fixed cost).
+const baseTree = () => import('./shared/base-tree.js');
+const cloneTreeModule = () => import('./shared/clone-tree.js');
+const diskUsage = () => import('./shared/disk-usage.js');
 
 /**
  * Per-file forced clones of the materialized base (`COPYFILE_FICLONE_FORCE` = ioctl FICLONE on
@@ -28,6 +30,7 @@ export const reflinkBackend: Backend = {
     securityIsolation: false,
   },
   async probe(ctx): Promise<ProbeResult> {
+    const [{ cloneError, observeShared }, { removeTree }] = await Promise.all([cloneTreeModule(), import('../model/os/remove-tree.js')]);
     const fsType = fsTypeName(await fsTypeOf(ctx.probeDir));
     const dir = tempPath(ctx.probeDir, 'probe-reflink');
     await mkdir(dir);
@@ -67,9 +70,10 @@ export const reflinkBackend: Backend = {
     }
   },
   async materializeBase(ctx, snapshot, digest, hooks) {
-    await materializeTreeBase(ctx, snapshot, digest, 'tree', hooks);
+    await (await baseTree()).materializeTreeBase(ctx, snapshot, digest, 'tree', hooks);
   },
   async createSession(ctx, snapshot, digest, root, _sessionDir, hooks) {
+    const [{ materializeTreeBase }, { cloneTree, observeShared }] = await Promise.all([baseTree(), cloneTreeModule()]);
     const base = await materializeTreeBase(ctx, snapshot, digest, 'tree', hooks);
     const { files, bytes, sample, sigs } = await cloneTree(base, snapshot, root, { onProgress: hooks?.onProgress });
     const seen = await observeShared(sample.map((p) => join(root, p)));
@@ -91,6 +95,7 @@ export const reflinkBackend: Backend = {
     };
   },
   async usage(_ctx, root) {
+    const { measureExtents, measuredUsage } = await diskUsage();
     const u = await measureExtents(root);
     // A clone of a file btrfs keeps inline copies its data into the clone's own metadata.
     return measuredUsage(
