@@ -42,6 +42,17 @@ static void put(out_t *o, const void *b, size_t n) {
 
 #define PUTS(o, s) put(o, s, sizeof(s) - 1)
 
+// Does any of these 8 bytes need a JSON escape: a control character (< 0x20), '"' or '\\'?
+// (The exact zero-byte test of "Bit Twiddling Hacks", per byte, on x, x ^ '"' and x ^ '\\'.)
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+static inline int needsEscape8(uint64_t x) {
+  uint64_t ctl = (x - ONES * 0x20) & ~x & HIGHS;
+  uint64_t q = x ^ (ONES * '"'), b = x ^ (ONES * '\\');
+  uint64_t quote = (q - ONES) & ~q & HIGHS, slash = (b - ONES) & ~b & HIGHS;
+  return (ctl | quote | slash) != 0;
+}
+
 // A JSON string of UTF-8 bytes as JSON.stringify writes it: \" \\ \b \f \n \r \t, \u00xx for the
 // other control characters, every other byte as it is.
 static void putJsonString(out_t *o, const uint8_t *s, size_t n) {
@@ -50,8 +61,13 @@ static void putJsonString(out_t *o, const uint8_t *s, size_t n) {
   if (o->failed) return;
   uint8_t *w = o->p + o->len;
   *w++ = '"';
-  // Most names need no escape: copy them whole.
+  // Most names need no escape: find the first byte that does, 8 at a time, and copy up to it.
   size_t plain = 0;
+  for (; plain + 8 <= n; plain += 8) {
+    uint64_t x;
+    memcpy(&x, s + plain, 8);
+    if (needsEscape8(x)) break;
+  }
   while (plain < n && s[plain] >= 0x20 && s[plain] != '"' && s[plain] != '\\') plain++;
   memcpy(w, s, plain);
   w += plain;
@@ -99,18 +115,23 @@ static size_t rowPath(const snapshot_cols_t *c, uint32_t i, const size_t *dirAt,
   return n + (b - a);
 }
 
-static void putEntry(out_t *o, const snapshot_cols_t *c, uint32_t i, const uint8_t *path, size_t pathLen) {
+// Each byte's two lowercase hex digits.
+static char HEX_PAIRS[256][2];
+static void initHexPairs(void) {
   static const char hex[] = "0123456789abcdef";
+  for (int b = 0; b < 256; b++) {
+    HEX_PAIRS[b][0] = hex[b >> 4];
+    HEX_PAIRS[b][1] = hex[b & 15];
+  }
+}
+
+static void putEntry(out_t *o, const snapshot_cols_t *c, uint32_t i, const uint8_t *path, size_t pathLen) {
   if (c->kind[i] == KIND_DIR) {
     PUTS(o, "{\"kind\":\"dir\",\"path\":");
     putJsonString(o, path, pathLen);
   } else if (c->kind[i] == KIND_FILE) {
     char digest[64];
-    for (int k = 0; k < 32; k++) {
-      uint8_t b = c->digest[i * 32 + k];
-      digest[2 * k] = hex[b >> 4];
-      digest[2 * k + 1] = hex[b & 15];
-    }
+    for (int k = 0; k < 32; k++) memcpy(digest + 2 * k, HEX_PAIRS[c->digest[i * 32 + k]], 2);
     PUTS(o, "{\"digest\":\"sha256:");
     put(o, digest, 64);
     if (c->flags[i] & F_EXEC) PUTS(o, "\",\"exec\":true,\"kind\":\"file\",\"path\":");
@@ -139,6 +160,7 @@ int snapshotEntries(const snapshot_cols_t *c, const uint8_t *head, size_t headLe
   // Each directory's path, kept for the rows below it: dirAt[i] .. dirAt[i + 1] (empty for other rows).
   size_t *dirAt = calloc(c->n + 1, sizeof(size_t));
   size_t *len = calloc(c->n + 1, sizeof(size_t));
+  if (HEX_PAIRS[0][0] != '0') initHexPairs();
   size_t longest = 0;
   // An upper bound of the output (every path and target byte escaped as \u00XX, 160 bytes of
   // keys, digest and size per row), reserved once: no growth copies, and the pages never written

@@ -27,7 +27,26 @@ const why = nativeUnavailable();
 const native = why === null;
 if (why) skipPart('Snapshot bytes from native/snapshot.c', 'native-scan', why);
 
-const NAMES = ['a', 'b', 'a-b', 'a.b', 'a b', 'é', '🦊', 'q"x', 'back\\slash', 'tab\tnl\n', 'Z', 'ctl\u0001\u001f\u007f', '\u2028'];
+// Escapes before, at and after an 8-byte boundary (native/snapshot.c looks 8 bytes at a time).
+const NAMES = [
+  'a',
+  'b',
+  'a-b',
+  'a.b',
+  'a b',
+  'é',
+  '🦊',
+  'q"x',
+  'back\\slash',
+  'tab\tnl\n',
+  'Z',
+  'ctl\u0001\u001f\u007f',
+  '\u2028',
+  'a-longer-plain-name-éé',
+  '1234567"',
+  '12345678\\9',
+  '0123456789abcde\u001f',
+];
 
 /** A random tree: directories first by construction, names from NAMES, every parent present. */
 const tree = fc
