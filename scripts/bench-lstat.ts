@@ -17,10 +17,13 @@ import { nativeUnavailable, scanWalk } from '../model/scan/scanner.js';
 import { TreeIndex, indexHeader, rootSig } from '../model/scan/tree-index.js';
 import type { WalkInput } from '../model/scan/tree-walk.js';
 import { median, scriptArgs } from './lib.js';
+import { packageFile } from '../model/paths.js';
+import { benchRow, startBenchReceipt, writeBenchReceipt } from './bench-receipt.js';
 
-const { values } = scriptArgs('usage: node dist/scripts/bench-lstat.js --tree DIR [--rounds 9]', {
+const { values } = scriptArgs('usage: node dist/scripts/bench-lstat.js --tree DIR [--rounds 9] [--out receipts/local]', {
   tree: { type: 'string' },
   rounds: { type: 'string', default: '9' },
+  out: { type: 'string', default: packageFile('receipts', 'local') },
 });
 if (!values.tree) throw new Error('--tree DIR is required');
 const root = resolve(values.tree);
@@ -88,6 +91,7 @@ const ways: Record<string, () => unknown> = {
     ? {}
     : { 'native, 1 thread': nativeWith(1), 'native, 2 threads': nativeWith(2), 'native, 4 threads': nativeWith(4) }),
 };
+const start = await startBenchReceipt(root, resolve(values.out));
 const samples: Record<string, number[]> = Object.fromEntries(Object.keys(ways).map((k) => [k, []]));
 for (let r = 0; r < Number(values.rounds); r++)
   for (const [name, fn] of Object.entries(ways)) {
@@ -101,3 +105,10 @@ for (const [name, xs] of Object.entries(samples))
   console.log(
     `  ${name.padEnd(36)} ${(median(xs) ?? NaN).toFixed(1).padStart(8)} ms   ${(median(xs.map((x, i) => x / js[i]!)) ?? NaN).toFixed(2)}x`,
   );
+const file = await writeBenchReceipt(start, {
+  benchmark: 'lstat',
+  command: `npm run bench:lstat -- --tree <dir> --rounds ${values.rounds}`,
+  params: { rounds: Number(values.rounds), entries: cols.n, scanner: nativeUnavailable() ? 'js' : 'native' },
+  results: Object.entries(samples).map(([name, xs]) => benchRow(name, 'in-process', xs, { 'JavaScript walk (lstatSync)': js })),
+});
+console.log(`receipt: ${file}`);

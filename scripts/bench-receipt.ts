@@ -44,7 +44,7 @@ export interface BenchGoal {
 export interface BenchReceipt {
   kind: 'pdb-env-bench-receipt';
   schemaVersion: 1;
-  benchmark: 'full-copy' | 'cow' | 'scale';
+  benchmark: 'full-copy' | 'cow' | 'scale' | 'lstat';
   tool: { name: 'pdb-env'; version: string };
   provenance: Provenance;
   command: string;
