@@ -1,8 +1,7 @@
 // The fast path: `pdb-env checkpoint` as an agent loop calls it between steps, run without
-// loading commander and the command table. Measured on a 26,000-entry tree, loading commander
-// (which loads child_process, net and streams), building the program and defining the session
-// commands took about 30 ms of a 165 ms checkpoint, whose own work (the stat walk, the index,
-// the records) is about 50 ms.
+// loading commander (which loads child_process, net and streams), building the program or
+// defining the session commands: on a checkpoint, whose own work is a stat walk, an index and
+// two records, that start-up is a large share (docs/evidence.md quotes the receipts).
 //
 // Only a plain call takes it: `checkpoint [NAME] [--json] [--verify] [--store DIR|--store=DIR]`,
 // each option at most once. Anything else (--help, a global option before the command, `--`, an

@@ -21,7 +21,8 @@ interface BenchJson {
   receipt: string;
   markdown: string | null;
   runId: string;
-  summary: Receipt['summary'];
+  /** The receipt's summary, with each mismatched case's first differing paths (cli/commands/bench.ts). */
+  summary: Receipt['summary'] & { mismatches: Array<{ backend: string; caseId: string; paths: string[] }> };
   error?: { code: string; message: string };
 }
 
@@ -69,17 +70,14 @@ const ran = new Set(receipt.backends.filter((b) => b.available).map((b) => b.nam
 // A reference backend that does not carry the full Snapshot (git-worktree: committed files only,
 // so never an empty directory or an untracked file) is expected to differ: its mismatches show
 // what a git worktree drops, said here, and do not fail the proof. Any other case must be ok.
-/** The first paths a mismatched case lacked or differed in, from the check that found it (never from message text). */
-const droppedPaths = (c: Receipt['cases'][number]): string[] =>
-  (c.checks.find((k) => k.name === 'oracle' && k.evaluated && !k.passed) ?? c.checks.find((k) => k.name === 'created-tree' && !k.passed))
-    ?.paths ?? [];
 const partial = new Set(receipt.backends.filter((b) => b.capabilities && !b.capabilities.carriesFullSnapshot).map((b) => b.name));
 const notOk = receipt.cases.filter((c) => c.outcome !== 'ok' && c.outcome !== 'unavailable');
 const expected = notOk.filter((c) => c.outcome === 'mismatch' && partial.has(c.backend));
 for (const name of partial) {
   const own = expected.filter((c) => c.backend === name);
   if (own.length === 0) continue;
-  const paths = [...new Set(own.flatMap(droppedPaths))];
+  // The paths bench reported for these cases, from the checks that found them (not message text).
+  const paths = [...new Set(s.mismatches.filter((m) => m.backend === name).flatMap((m) => m.paths))];
   console.log(
     `expected: ${name} carries committed files only; its ${own.length} mismatch(es) show what it drops${paths.length ? ` (${paths.slice(0, 5).join(', ')})` : ''}, and are not a failure of the proof`,
   );
