@@ -22,7 +22,7 @@ import {
   type Entry,
   type Snapshot,
 } from '../model/snapshot.js';
-import { readTreeIndex, serializeTreeIndex, type TreeIndex } from '../model/scan/tree-index.js';
+import { readTreeIndex, treeIndexPieces, type TreeIndex } from '../model/scan/tree-index.js';
 import { acquireLease } from './locks/lease.js';
 import { withObjectWrites } from './locks/object-lease.js';
 import { appendCheckpointLog, readSession, sessionIndexFile, writeSession, type StoreContext } from './records.js';
@@ -218,7 +218,7 @@ async function writeSessionIndex(
   const own = old !== null && old.header.snapshot === cp.snapshot && old.header.generation === scanned.generation;
   if (own && scanned.scan.stale === 0 && old.header.extraExcludes?.length === 0) return;
   const next = scanned.scan.nextIndex({ ...cp, base: s.rec.base, generation: scanned.generation, source: null });
-  await writeFileAtomic(ctx.store.paths, file, serializeTreeIndex(next), 0o644, { sync: false });
+  await writeFileAtomic(ctx.store.paths, file, treeIndexPieces(next), 0o644, { sync: false });
 }
 
 /** Changes since the base, by relative path (read-only; installs nothing, records nothing). */

@@ -14,7 +14,7 @@ import { writeFileAtomic, type ObjectStore } from '../model/store/object-store.j
 import type { ProgressFn } from '../model/progress.js';
 import { removeTree } from '../model/os/remove-tree.js';
 import type { Snapshot } from '../model/snapshot.js';
-import { materializedTreeIndex, serializeTreeIndex, withDirSignatures } from '../model/scan/tree-index.js';
+import { materializedTreeIndex, treeIndexPieces, withDirSignatures } from '../model/scan/tree-index.js';
 import { resolveDigestArg } from './digests.js';
 import { envHead, headRepair, initEnv } from './environments.js';
 import { assertSourceUnchanged, importSource, type ImportResult } from './import.js';
@@ -256,7 +256,7 @@ async function writeCreateIndex(ctx: StoreContext, rec: SessionRecord, chosen: C
   const snapshot = chosen.snapshot();
   const all = withDirSignatures(root, snapshot.entries, files);
   const index = materializedTreeIndex(snapshot, rec.base, ctx.store.generation(), all.sigs, Date.now(), all.root);
-  await writeFileAtomic(ctx.store.paths, sessionIndexFile(ctx.store, rec.name), serializeTreeIndex(index), 0o644, { sync: false });
+  await writeFileAtomic(ctx.store.paths, sessionIndexFile(ctx.store, rec.name), treeIndexPieces(index), 0o644, { sync: false });
 }
 
 /**

@@ -11,7 +11,7 @@ import { sourceKey } from '../model/paths.js';
 import type { ProgressFn } from '../model/progress.js';
 import { SOURCE_CONFIG, readSourceConfig, scanTree, type ScanResult } from '../model/scan/scan.js';
 import { SNAPSHOT_VERSION, changeOf, type Change, type Snapshot } from '../model/snapshot.js';
-import { readTreeIndex, serializeTreeIndex, type TreeIndex } from '../model/scan/tree-index.js';
+import { readTreeIndex, treeIndexPieces, type TreeIndex } from '../model/scan/tree-index.js';
 
 export interface ImportResult {
   digest: Digest;
@@ -70,7 +70,7 @@ export async function importSource(store: ObjectStore, sourceDir: string, option
   const same =
     unchanged && scan.stale === 0 && digest === h.snapshot && h.generation === generation && sameList(h.extraExcludes, scan.extraExcludes);
   const next = same ? index! : scan.nextIndex({ snapshot: digest, changeset: null, base: null, generation, source: src });
-  if (!same) await writeFileAtomic(store.paths, indexFile, serializeTreeIndex(next), 0o644, { sync: false });
+  if (!same) await writeFileAtomic(store.paths, indexFile, treeIndexPieces(next), 0o644, { sync: false });
   let snapshot: Snapshot | null = null;
   return {
     digest,

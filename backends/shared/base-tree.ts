@@ -21,7 +21,7 @@ import { sharedFsPool } from '../../model/scan/fs-pool.js';
 import { materializeTree } from '../../model/store/materialize.js';
 import { tempName, writeFileAtomic } from '../../model/store/object-store.js';
 import type { Snapshot } from '../../model/snapshot.js';
-import { materializedTreeIndex, racyWindowMs, serializeTreeIndex, signatureTimes, withDirSignatures } from '../../model/scan/tree-index.js';
+import { materializedTreeIndex, racyWindowMs, treeIndexPieces, signatureTimes, withDirSignatures } from '../../model/scan/tree-index.js';
 import { toolOutput } from '../../model/os/run-tool.js';
 import { removeTree } from '../../model/os/remove-tree.js';
 import type { BackendContext, BackendHooks } from '../types.js';
@@ -142,7 +142,7 @@ async function writeBaseIndex(
   const wait = newest + racyWindowMs(times.map(([m]) => m)) + 1 - Date.now();
   if (wait > 0) await sleep(wait);
   const index = materializedTreeIndex(snapshot, digest, ctx.store.generation(), sigs, Date.now(), root);
-  await writeFileAtomic(ctx.store.paths, file, serializeTreeIndex(index), 0o644, { sync: false });
+  await writeFileAtomic(ctx.store.paths, file, treeIndexPieces(index), 0o644, { sync: false });
   return relative(ctx.store.paths.root, file);
 }
 

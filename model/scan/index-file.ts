@@ -82,21 +82,26 @@ function layout(n: number, nameBytes: number, valueBytes: number): Array<[keyof 
   ];
 }
 
-/** The file bytes of an index. */
-export function encodeTreeIndex(header: TreeIndexHeader, c: IndexColumns): Buffer {
+/**
+ * The file bytes of an index, in pieces that follow each other: the prefix, the header, then each
+ * column where it lies in memory (no copy into one buffer; the writer writes them in turn).
+ */
+export function encodeTreeIndex(header: TreeIndexHeader, c: IndexColumns): Buffer[] {
   const head = Buffer.from(JSON.stringify({ ...header, count: c.n, nameBytes: c.nameBytes.length, valueBytes: c.valueBytes.length }));
-  const parts: Buffer[] = [Buffer.alloc(PREFIX), head, Buffer.alloc(pad8(head.length) - head.length)];
+  const prefix = Buffer.alloc(PREFIX);
+  const parts: Buffer[] = [prefix, head, Buffer.alloc(pad8(head.length) - head.length)];
   for (const [name, size, count] of layout(c.n, c.nameBytes.length, c.valueBytes.length)) {
     const col = c[name] as ArrayBufferView;
     parts.push(Buffer.from(col.buffer, col.byteOffset, size * count));
     if (pad8(size * count) !== size * count) parts.push(Buffer.alloc(pad8(size * count) - size * count));
   }
-  const out = Buffer.concat(parts);
-  MAGIC.copy(out, 0);
-  out.writeUInt32LE(head.length, 8);
-  out.writeUInt32LE(ORDER, 12);
-  createHash('sha256').update(out.subarray(PREFIX)).digest().copy(out, 16);
-  return out;
+  MAGIC.copy(prefix, 0);
+  prefix.writeUInt32LE(head.length, 8);
+  prefix.writeUInt32LE(ORDER, 12);
+  const hash = createHash('sha256');
+  for (let i = 1; i < parts.length; i++) hash.update(parts[i]!);
+  hash.digest().copy(prefix, 16);
+  return parts;
 }
 
 const isFlag = (x: unknown) => typeof x === 'boolean';

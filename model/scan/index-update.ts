@@ -147,19 +147,54 @@ export function nextColumns(
   coarse: boolean,
 ): IndexColumns {
   const c = old ?? NONE;
-  const p = plan(c, raw);
-  const inserted = insertRows(p);
+  const window = coarse ? COARSE_RACY_WINDOW_MS : RACY_WINDOW_MS;
   // Symlink targets move with their runs unless a touched or new entry is (or was) a symlink.
   const linksTouched = raw.touched.some((t) => t.kind === KIND_LINK || (t.row >= 0 && c.kind[t.row] === KIND_LINK));
+  if (!linksTouched && sameRows(c, raw)) {
+    const out = restated(c);
+    for (const t of raw.touched) updateRow(out, t.row, t, t.kind === KIND_FILE ? content(t) : undefined, raw.startedAtMs, window);
+    return out;
+  }
+  const p = plan(c, raw);
+  const inserted = insertRows(p);
   const out = emptyColumns(p.src.length, p.nameBytes, linksTouched ? 0 : c.valueBytes.length);
   copyKept(c, p, out, !linksTouched);
-  const window = coarse ? COARSE_RACY_WINDOW_MS : RACY_WINDOW_MS;
   const at = (t: RawEntry, j: number) => (t.row >= 0 ? p.oldToNew[t.row]! : inserted[j]!);
   const inserts = new Map(p.inserts.map((x, j) => [x.t, j]));
   for (const t of raw.touched)
     updateRow(out, at(t, inserts.get(t) ?? -1), t, t.kind === KIND_FILE ? content(t) : undefined, raw.startedAtMs, window);
   if (linksTouched) rebuildTargets(c, p, raw, out);
   return out;
+}
+
+/** The scan kept every row of `c` where it was: no new path, none gone (the walk saw each row). */
+function sameRows(c: IndexColumns, raw: RawScan): boolean {
+  return c.n > 0 && raw.status !== null && raw.status.length === c.n && raw.status.indexOf(0) < 0 && raw.touched.every((t) => t.row >= 0);
+}
+
+/**
+ * The columns of the same rows for new stat data and content: the structure (parents, names,
+ * symlink targets) is shared with `c`, never written for either, and each column a touched row can
+ * change is one copy. Nothing runs per row in JavaScript, so ten changed files in a large tree cost
+ * ten rows and a few copies.
+ */
+function restated(c: IndexColumns): IndexColumns {
+  return {
+    n: c.n,
+    parent: c.parent,
+    nameEnd: c.nameEnd,
+    nameBytes: c.nameBytes,
+    valueEnd: c.valueEnd,
+    valueBytes: c.valueBytes,
+    kind: c.kind.slice(),
+    flags: c.flags.slice(),
+    ino: c.ino.slice(),
+    size: c.size.slice(),
+    mtime: c.mtime.slice(),
+    ctime: c.ctime.slice(),
+    mode: c.mode.slice(),
+    digest: c.digest.slice(),
+  };
 }
 
 /** Every row's symlink target again: the kept rows' from `c`, the touched and new ones' from the walk. */

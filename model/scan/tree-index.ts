@@ -130,6 +130,11 @@ export function signatureTimes(sig: string): [number, number] {
 
 /** The bytes of an index file. */
 export function serializeTreeIndex(index: TreeIndex): Buffer {
+  return Buffer.concat(treeIndexPieces(index));
+}
+
+/** The bytes of an index file as pieces in order (what writeFileAtomic writes without joining them). */
+export function treeIndexPieces(index: TreeIndex): Buffer[] {
   return encodeTreeIndex({ ...index.header, count: index.count }, index.cols);
 }
 

@@ -141,30 +141,69 @@ function walkOf(old: IndexColumns, oldEntries: Entry[], next: Entry[], changed: 
   return { scanner: 'js', startedAtMs: 10_000, status, touched, root, entries: next.length, files: 0, bytes: 0, dirsRead: 0 };
 }
 
+/** The content the walk hashed for a touched file of `after`. */
+const contentOf = (after: Entry[]) => {
+  const byPath = new Map(after.map((e) => [e.path, e]));
+  return (t: RawEntry) => {
+    const e = byPath.get(t.path);
+    return e?.kind === 'file' ? { digest: Buffer.from(e.digest.slice(7), 'hex'), size: e.size } : undefined;
+  };
+};
+
+const indexOf = (cols: IndexColumns) =>
+  new TreeIndex(
+    indexHeader({ snapshot: null, changeset: null, base: null, excludes: [], recordedAtMs: 10_000, generation: '', source: null }, cols.n),
+    cols,
+  );
+
 test('the next index holds exactly the new tree: rows kept, touched, dropped and merged in', () => {
   fc.assert(
     fc.property(tree, tree, fc.array(fc.constantFrom(...NAMES), { maxLength: 4 }), (before, after, touch) => {
       const old = columnsFromEntries(before, (e) => ({ st: stat(e), trusted: true }));
       const raw = walkOf(old, before, after, new Set(touch));
-      const byPath = new Map(after.map((e) => [e.path, e]));
-      const content = (t: RawEntry) => {
-        const e = byPath.get(t.path);
-        return e?.kind === 'file' ? { digest: Buffer.from(e.digest.slice(7), 'hex'), size: e.size } : undefined;
-      };
-      const cols = nextColumns(old, raw, content, false);
-      const index = new TreeIndex(
-        indexHeader(
-          { snapshot: null, changeset: null, base: null, excludes: [], recordedAtMs: 10_000, generation: '', source: null },
-          cols.n,
-        ),
-        cols,
-      );
+      const cols = nextColumns(old, raw, contentOf(after), false);
+      const index = indexOf(cols);
       assert.equal(index.entries, after);
       // Touched rows were recorded 5 s before the walk's start + window: trusted; kept rows keep theirs.
       for (let i = 0; i < cols.n; i++) assert.ok(index.sig(i) !== '' || after[i]!.kind !== 'file', after[i]!.path);
       assert.equal(snapshotBytesFromColumns(cols, null, []), canonicalSnapshot({ version: 1, base: null, excludes: [], entries: after }));
     }),
     { seed: 262, numRuns: 300 },
+  );
+});
+
+// The common checkpoint: the same paths, a few files with new bytes, size or exec bit, a leaf
+// retyped. The next columns share the old ones' structure; the old index must still say `before`.
+const restatedTree = tree.chain((before) =>
+  fc.array(fc.tuple(fc.nat(before.length + 2), fc.nat(5), fc.boolean(), fc.boolean()), { maxLength: 6 }).map((edits) => {
+    const after = before.map((e) => ({ ...e }) as Entry);
+    for (const [at, v, exec, retype] of edits) {
+      const e = after[at % Math.max(1, after.length)];
+      if (!e || e.kind === 'dir') continue;
+      const leaf = { path: e.path };
+      after[after.indexOf(e)] =
+        retype && e.kind === 'file'
+          ? { ...leaf, kind: 'symlink', target: `t${v}` }
+          : { ...leaf, kind: 'file', digest: `sha256:${String((v + 1) % 10).repeat(64)}` as Digest, size: v * 7, exec };
+    }
+    return { before, after };
+  }),
+);
+
+test('the next index of the same paths with new content: old rows restated, the old index untouched', () => {
+  fc.assert(
+    fc.property(restatedTree, fc.array(fc.constantFrom(...NAMES), { maxLength: 4 }), ({ before, after }, touch) => {
+      const old = columnsFromEntries(before, (e) => ({ st: stat(e), trusted: true }));
+      const oldIndex = indexOf(old);
+      const raw = walkOf(old, before, after, new Set(touch));
+      const cols = nextColumns(old, raw, contentOf(after), false);
+      const index = indexOf(cols);
+      assert.equal(index.entries, after);
+      assert.equal(snapshotBytesFromColumns(cols, null, []), canonicalSnapshot({ version: 1, base: null, excludes: [], entries: after }));
+      assert.equal(oldIndex.entries, before);
+      for (const t of raw.touched) if (t.kind === kindCode('file')) assert.ok(index.sig(t.row) !== '', t.path);
+    }),
+    { seed: 263, numRuns: 300 },
   );
 });
 
