@@ -1,7 +1,9 @@
 #!/usr/bin/env node
-// The pdb-env executable: a plain checkpoint call runs on the fast path (fast-path.ts), every
-// other command line is main() in main.ts, which importing runs nothing.
-import { fastCheckpointArgs, runFast } from './fast-path.js';
+// The pdb-env executable: a plain checkpoint call runs on the fast path (fast-path.ts, bundled
+// when fresh: fast-entry.ts), every other command line is main() in main.ts, which importing runs
+// nothing.
+import { fastCheckpointArgs } from './fast-args.js';
+import { loadFastPath } from './fast-entry.js';
 
 // bin/pdb-env starts this process without NODE_EXTRA_CA_CERTS (Node 20 parses that bundle at
 // every start, and pdb-env itself makes no TLS connection); what pdb-env runs gets it back.
@@ -24,4 +26,4 @@ for (const stream of [process.stdout, process.stderr]) {
 // goes through the command line in main.ts.
 const argv = process.argv.slice(2);
 const fast = fastCheckpointArgs(argv);
-process.exitCode = fast ? await runFast(fast) : await (await import('./main.js')).main(argv);
+process.exitCode = fast ? await (await loadFastPath()).runFast(fast) : await (await import('./main.js')).main(argv);

@@ -8,39 +8,13 @@
 // unknown or repeated option, a second name, an option value that looks like an option) goes
 // to commander, which parses, explains and refuses exactly as before. Both paths run the same
 // action (runCheckpoint), so their output and errors are the same; test/cli/fast-path.test.ts
-// holds them side by side.
+// holds them side by side. bin.js runs this module from cli/checkpoint-bundle.js when that is
+// built from the dist files as they are (cli/fast-entry.ts).
 import { PdbError } from '../model/errors.js';
 import { emit, emitError } from './output.js';
 import { openService } from './open-service.js';
 import { createProgressReporter } from './progress.js';
-
-export interface CheckpointArgs {
-  name: string | undefined;
-  store: string | undefined;
-  json: boolean;
-  verify: boolean;
-}
-
-/** The arguments of a plain checkpoint call, or null: commander handles this command line. */
-export function fastCheckpointArgs(argv: readonly string[]): CheckpointArgs | null {
-  if (argv[0] !== 'checkpoint') return null;
-  const out: CheckpointArgs = { name: undefined, store: undefined, json: false, verify: false };
-  const seen = new Set<string>();
-  const once = (flag: string) => !seen.has(flag) && (seen.add(flag), true);
-  for (let i = 1; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--json' && once(arg)) out.json = true;
-    else if (arg === '--verify' && once(arg)) out.verify = true;
-    else if (arg === '--store' && once(arg)) {
-      const value = argv[++i];
-      if (value === undefined || value === '' || value.startsWith('-')) return null;
-      out.store = value;
-    } else if (arg.startsWith('--store=') && arg.length > 8 && once('--store')) out.store = arg.slice(8);
-    else if (!arg.startsWith('-') && arg !== '' && out.name === undefined) out.name = arg;
-    else return null;
-  }
-  return out;
-}
+import type { CheckpointArgs } from './fast-args.js';
 
 /** The checkpoint command's action (commander's and the fast path's). */
 export async function runCheckpoint(o: CheckpointArgs): Promise<void> {

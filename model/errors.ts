@@ -97,13 +97,25 @@ export interface PdbErrorOptions {
   path?: string;
 }
 
+/** The mark every PdbError carries, in the process-wide symbol registry (the same in every copy of this module). */
+const PDB_ERROR = Symbol.for('pdb-env.PdbError');
+
 export class PdbError extends Error {
   readonly code: PdbErrorCode;
   readonly hint?: string;
   readonly path?: string;
 
+  /**
+   * `instanceof PdbError` is true of an error made by any copy of this module: the checkpoint
+   * bundle (cli/fast-bundle.js) holds one copy, and the modules it imports from dist/ another.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && (value as { [PDB_ERROR]?: unknown })[PDB_ERROR] === true;
+  }
+
   constructor(code: PdbErrorCode, message: string, options: PdbErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    Object.defineProperty(this, PDB_ERROR, { value: true });
     this.name = 'PdbError';
     this.code = code;
     this.hint = options.hint;

@@ -4,7 +4,7 @@
 // (garbage, an unknown operation, an unsafe session name, a symlink) is never followed: `list`
 // returns it as bad, doctor reports it and gc moves it to the quarantine.
 import { randomBytes } from 'node:crypto';
-import { constants as fsConstants } from 'node:fs';
+import { constants as fsConstants, unlinkSync } from 'node:fs';
 import { lstat, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { osErrorCode, toPdbError } from '../model/errors.js';
@@ -115,7 +115,11 @@ export class Journal {
 
   /** Remove a finished intent. Best effort: one left behind (a read-only store) is dropped by gc later. */
   async end(intent: Intent): Promise<void> {
-    await unlink(this.file(intent.id)).catch(() => {});
+    try {
+      unlinkSync(this.file(intent.id)); // synchronous: one small file, ended by every mutation
+    } catch {
+      // already gone (doctor or a second end): nothing to end
+    }
   }
 
   /** Every intent on disk, each marked live (its process still runs) or abandoned, and every bad entry. */

@@ -2,6 +2,7 @@
 // lives, and the context the session modules share (the store and its journal). A record that
 // cannot be read is E_RECORD_CORRUPT naming the file, never a parser's stack trace, and its
 // session is listed as damaged, never hidden.
+import { readFileSync } from 'node:fs';
 import { appendFile, lstat, readdir, readFile, realpath } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { AnyBackendName, BackendContext, BackendState } from '../backends/types.js';
@@ -165,7 +166,7 @@ export async function readSession(store: ObjectStore, name: string): Promise<Ses
   const file = recordFile(store, name);
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = readFileSync(file, 'utf8'); // synchronous: a small file, read by every command on a session
   } catch (err) {
     const code = osErrorCode(err);
     if (code === 'ENOENT' || code === 'ENOTDIR') {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { lstat, readdir } from 'node:fs/promises';
+import { lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { PdbError } from '../../model/errors.js';
 import { breakStale, inspectLock, tryLock, type HeldLock, type LockOwner } from './lock.js';
@@ -35,14 +35,26 @@ function kindOf(name: string): LeaseRecord['kind'] {
 
 /** Is `dir` a real directory (not a symlink to one)? */
 async function isRealDir(dir: string): Promise<boolean> {
-  return (await lstat(dir).catch(() => null))?.isDirectory() ?? false;
+  try {
+    return lstatSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function namesIn(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
 }
 
 /** Held leases in a session's lease dir (owner null: unreadable, maybe being written), breaking stale ones. */
 async function holders(leaseDir: string): Promise<Array<{ file: string; kind: LeaseRecord['kind']; owner: LockOwner | null }>> {
   const out: Array<{ file: string; kind: LeaseRecord['kind']; owner: LockOwner | null }> = [];
   if (!(await isRealDir(leaseDir))) return out; // never break "stale" locks through a link out of the store
-  for (const name of (await readdir(leaseDir).catch(() => [] as string[])).sort()) {
+  for (const name of namesIn(leaseDir).sort()) {
     if (name.startsWith('.')) continue; // the lock primitive's temp, guard and set-aside files
     const file = join(leaseDir, name);
     const found = await inspectLock(file);

@@ -10,9 +10,23 @@
 // name and deletes it only if it is the very file it judged stale, so a lock a live owner just
 // took is never deleted (at worst, when a guard itself was broken by two processes at once, it is
 // moved aside and put back).
+//
+// Every step is a synchronous call: a lock file is a few hundred bytes, and a round trip through
+// libuv's thread pool per call cost more than the call (a checkpoint takes two locks and releases
+// them: about forty calls).
 import { randomBytes } from 'node:crypto';
-import { constants as fsConstants } from 'node:fs';
-import { link, lstat, open, rename, unlink, writeFile } from 'node:fs/promises';
+import {
+  closeSync,
+  constants as fsConstants,
+  fstatSync,
+  linkSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { osErrorCode, toPdbError } from '../../model/errors.js';
@@ -102,24 +116,40 @@ export function parseLockOwner(text: string): LockOwner | null {
   };
 }
 
+function unlinkQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // gone already, or a leftover that gc removes: either way nothing to report
+  }
+}
+
 /** Create `path` holding `owner`, in one step. False when it already exists. */
 async function createWithContent(path: string, owner: LockOwner): Promise<boolean> {
   const tmp = join(dirname(path), `.${basename(path)}.${tempEntryName('lock-tmp')}`);
   try {
-    await writeFile(tmp, JSON.stringify(owner), { flag: 'wx', mode: 0o644 });
+    writeFileSync(tmp, JSON.stringify(owner), { flag: 'wx', mode: 0o644 });
   } catch (err) {
-    await unlink(tmp).catch(() => {}); // rollback of a temp file that may be cut short (ENOSPC)
+    unlinkQuietly(tmp); // rollback of a temp file that may be cut short (ENOSPC)
     throw toPdbError(err, 'E_IO', { action: 'taking a lock', path });
   }
   try {
-    await link(tmp, path);
+    linkSync(tmp, path);
     return true;
   } catch (err) {
     if (osErrorCode(err) === 'EEXIST') return false;
     throw toPdbError(err, 'E_IO', { action: 'taking a lock', path });
   } finally {
     // Our own uniquely named temp file: the lock (if made) is its second name. A leftover is inert.
-    await unlink(tmp).catch(() => {});
+    unlinkQuietly(tmp);
+  }
+}
+
+function lstatOrNull(path: string) {
+  try {
+    return lstatSync(path);
+  } catch {
+    return null;
   }
 }
 
@@ -128,17 +158,18 @@ export async function inspectLock(path: string, options: Pick<LockOptions, 'garb
   let text = '';
   let st;
   try {
-    const fh = await open(path, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+    // O_NONBLOCK: a FIFO planted at the lock path opens at once (and is no file) instead of waiting for a writer.
+    const fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
     try {
-      st = await fh.stat();
-      text = st.isFile() ? await fh.readFile('utf8') : '';
+      st = fstatSync(fd);
+      text = st.isFile() ? readFileSync(fd, 'utf8') : '';
     } finally {
-      await fh.close();
+      closeSync(fd);
     }
   } catch (err) {
     if (osErrorCode(err) === 'ENOENT') return { state: 'free' };
     if (osErrorCode(err) !== 'ELOOP') throw err;
-    st = await lstat(path).catch(() => null); // a symlink in place of a lock: garbage, judged by its own age
+    st = lstatOrNull(path); // a symlink in place of a lock: garbage, judged by its own age
     if (!st) return { state: 'free' };
   }
   const fingerprint = `${st.ino}:${st.mtimeMs}:${text}`;
@@ -155,7 +186,7 @@ export async function inspectLock(path: string, options: Pick<LockOptions, 'garb
 async function removeIfSame(path: string, fingerprint: string, options: Omit<LockOptions, 'kind' | 'purpose'>): Promise<void> {
   const aside = join(dirname(path), `.${basename(path)}.${tempEntryName('lock-stale')}`);
   try {
-    await rename(path, aside);
+    renameSync(path, aside);
   } catch (err) {
     if (osErrorCode(err) === 'ENOENT') return; // someone else removed it
     throw err;
@@ -163,11 +194,13 @@ async function removeIfSame(path: string, fingerprint: string, options: Omit<Loc
   const moved = await inspectLock(aside, options);
   if (moved.state !== 'free' && moved.fingerprint !== fingerprint) {
     // Not the file we judged: a live owner's lock. Put it back unless a newer lock already took the name.
-    await link(aside, path).catch((err: unknown) => {
+    try {
+      linkSync(aside, path);
+    } catch (err) {
       if (osErrorCode(err) !== 'EEXIST') throw err;
-    });
+    }
   }
-  await unlink(aside);
+  unlinkSync(aside);
 }
 
 /** Break the stale lock at `path` (judged with `fingerprint`), one breaker at a time. False while another breaker works. */
@@ -191,7 +224,7 @@ export async function breakStale(path: string, fingerprint: string, options: Omi
 
 async function releaseLock(path: string, owner: LockOwner): Promise<void> {
   const now = await inspectLock(path, { isAlive: () => true });
-  if (now.state !== 'free' && now.owner?.token === owner.token) await unlink(path);
+  if (now.state !== 'free' && now.owner?.token === owner.token) unlinkSync(path);
 }
 
 /**

@@ -1,7 +1,8 @@
 // Filesystem steps inside the store that never follow a symlink: a lease or lock directory
 // replaced by a link is removed as a link (its target untouched), and an entry is removed by what
 // lstat says it is.
-import { lstat, mkdir, unlink } from 'node:fs/promises';
+import { lstatSync, mkdirSync, unlinkSync } from 'node:fs';
+import { lstat, unlink } from 'node:fs/promises';
 import { osErrorCode, toPdbError } from '../../model/errors.js';
 import { removeTree } from '../../model/os/remove-tree.js';
 
@@ -11,14 +12,16 @@ import { removeTree } from '../../model/os/remove-tree.js';
  * first. Returns false when the parent is gone.
  */
 export async function ensureRealDir(dir: string): Promise<boolean> {
-  const st = await lstat(dir).catch((err: unknown) => {
-    if (osErrorCode(err) === 'ENOENT') return null;
-    throw toPdbError(err, 'E_IO', { action: 'checking a store directory', path: dir });
-  });
+  let st;
+  try {
+    st = lstatSync(dir);
+  } catch (err) {
+    if (osErrorCode(err) !== 'ENOENT') throw toPdbError(err, 'E_IO', { action: 'checking a store directory', path: dir });
+  }
   if (st?.isDirectory()) return true;
   try {
-    if (st) await unlink(dir); // a link or a file planted where a directory belongs: removed itself, never followed
-    await mkdir(dir);
+    if (st) unlinkSync(dir); // a link or a file planted where a directory belongs: removed itself, never followed
+    mkdirSync(dir);
     return true;
   } catch (err) {
     const code = osErrorCode(err);

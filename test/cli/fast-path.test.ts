@@ -1,13 +1,16 @@
 // The fast path (cli/fast-path.ts): a plain `checkpoint` call runs without commander; every other
 // command line goes to commander. Both run the same action, so a plain call and the same call
 // spelled for commander (a global option before the command) must print the same results and
-// the same errors, with the same exit status.
+// the same errors, with the same exit status. The bundle of the fast path (scripts/bundle-checkpoint.mjs)
+// runs while it is fresh and gives what the modules give; a stale one is never run.
 import { spawnSync } from 'node:child_process';
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { fastCheckpointArgs } from '../../cli/fast-path.js';
+import { fastCheckpointArgs } from '../../cli/fast-args.js';
+import { BUNDLE_FILE, BUNDLE_MANIFEST, bundleIsFresh } from '../../cli/fast-entry.js';
 import { CLI, cli, tempDir, writeTree } from '../helpers/index.js';
 
 const t = tempDir('pdb-fast-');
@@ -93,6 +96,92 @@ test('the fast path gives what commander gives: results, errors and exit statuse
     assert.equal([x.code, x.stdout, x.stderr], [y.code, y.stdout, y.stderr], fastArgs!.join(' '));
   }
   assert.match(cli(['checkpoint', '--store', store], { env }).stderr, /E_USAGE: checkpoint needs a session name/);
+});
+
+/** The dist files a CLI run resolved (a module hook appends each URL to a file). */
+function modulesLoaded(args: string[], env: Record<string, string> = {}): { urls: string[]; code: number | null; stdout: string } {
+  const log = join(t.dir, `loaded-${Math.random().toString(36).slice(2)}.txt`);
+  writeFileSync(log, '');
+  const hooks = `import { appendFileSync } from 'node:fs'; export async function resolve(s, c, next) { const r = await next(s, c); if (r.url.startsWith('file:')) appendFileSync(${JSON.stringify(log)}, r.url + '\\n'); return r; }`;
+  const preload = `import { register } from 'node:module'; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hooks)}`)});`;
+  const run = spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(preload)}`, CLI, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+  });
+  return { urls: readFileSync(log, 'utf8').split('\n').filter(Boolean), code: run.status, stdout: run.stdout };
+}
+
+test('npm test built the checkpoint bundle; a plain checkpoint runs it, and it gives what the modules give', () => {
+  const cliDir = new URL('./', pathToFileURL(CLI));
+  assert.ok(
+    bundleIsFresh(cliDir, new URL('../', cliDir)),
+    'dist/cli/checkpoint-bundle.js is missing or stale: npm test (and npm run build) run node scripts/bundle-checkpoint.mjs after tsc',
+  );
+  writeTree(join(t.dir, 'src2'), { 'a.txt': 'a\n', lib: { 'b.txt': 'b\n' } });
+  assert.is(cli(['create', 'b', '--from', join(t.dir, 'src2'), '--store', store]).code, 0);
+  const root = cli(['path', 'b', '--store', store]).stdout.trim();
+  appendFileSync(join(root, 'a.txt'), 'more\n');
+  const bundled = modulesLoaded(['checkpoint', 'b', '--store', store, '--json']);
+  assert.is(bundled.code, 0);
+  assert.ok(
+    bundled.urls.some((u) => u.endsWith(`/cli/${BUNDLE_FILE}`)),
+    'the bundle did not run',
+  );
+  assert.not.ok(
+    bundled.urls.some((u) => u.endsWith('/sessions/checkpoint.js')),
+    'a plain checkpoint still loaded the modules the bundle holds',
+  );
+  writeFileSync(join(root, 'new.txt'), 'new\n');
+  const modules = modulesLoaded(['checkpoint', 'b', '--store', store, '--json'], { PDB_ENV_NO_BUNDLE: '1' });
+  assert.is(modules.code, 0);
+  assert.not.ok(
+    modules.urls.some((u) => u.endsWith(`/cli/${BUNDLE_FILE}`)),
+    'PDB_ENV_NO_BUNDLE=1 still ran the bundle',
+  );
+  assert.ok(modules.urls.some((u) => u.endsWith('/sessions/checkpoint.js')));
+  const [a, b] = [JSON.parse(bundled.stdout), JSON.parse(modules.stdout)];
+  assert.is(a.changes, 1);
+  assert.is(b.changes, 2, 'the modules saw the file added after the bundled checkpoint');
+  assert.is(b.base, a.base);
+  // The same tree checkpointed by each gives one Snapshot.
+  const again = JSON.parse(cli(['checkpoint', 'b', '--store', store, '--json']).stdout);
+  assert.is(again.snapshot, b.snapshot);
+  // Errors on the bundled path are typed as before (across module copies: test/model/errors.test.ts).
+  const busy = cli(['checkpoint', 'nope', '--store', store]);
+  assert.is(busy.code, 1);
+  assert.match(busy.stderr, /E_SESSION_NOT_FOUND/);
+});
+
+test('a bundle runs only while every file it was made from is as it was', () => {
+  const dist = join(t.dir, 'fake-dist');
+  mkdirSync(join(dist, 'cli'), { recursive: true });
+  mkdirSync(join(dist, 'model'), { recursive: true });
+  const files = ['model/a.js', `cli/${BUNDLE_FILE}`];
+  for (const f of files) writeFileSync(join(dist, f), `// ${f}\n`);
+  const record = () =>
+    writeFileSync(
+      join(dist, 'cli', BUNDLE_MANIFEST),
+      JSON.stringify({ inputs: files.map((f) => [f, statSync(join(dist, f)).size, statSync(join(dist, f)).mtimeMs]) }),
+    );
+  const fresh = () => bundleIsFresh(pathToFileURL(join(dist, 'cli') + '/'), pathToFileURL(dist + '/'));
+  assert.not.ok(fresh(), 'no manifest: not fresh');
+  record();
+  assert.ok(fresh());
+  utimesSync(join(dist, 'model/a.js'), new Date(), new Date(Date.now() + 5000));
+  assert.not.ok(fresh(), 'an input rebuilt (new mtime) after the bundle');
+  record();
+  assert.ok(fresh());
+  const m = statSync(join(dist, 'model/a.js')).mtime;
+  writeFileSync(join(dist, 'model/a.js'), '// longer than before\n');
+  utimesSync(join(dist, 'model/a.js'), m, m);
+  assert.not.ok(fresh(), 'same mtime, other size');
+  record();
+  writeFileSync(join(dist, 'cli', BUNDLE_MANIFEST), '{"inputs": [["model/a.js", 1');
+  assert.not.ok(fresh(), 'a manifest cut short');
+  writeFileSync(join(dist, 'cli', BUNDLE_MANIFEST), JSON.stringify({ inputs: [] }));
+  assert.not.ok(fresh(), 'an empty manifest vouches for nothing');
+  writeFileSync(join(dist, 'cli', BUNDLE_MANIFEST), JSON.stringify({ inputs: [['model/gone.js', 1, 1]] }));
+  assert.not.ok(fresh(), 'an input that is gone');
 });
 
 test.run();

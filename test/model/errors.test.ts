@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { PdbError, toPdbError } from '../../model/errors.js';
+import { PdbError, isPdbError, toPdbError } from '../../model/errors.js';
 
 function osError(code: string, message: string, path?: string): NodeJS.ErrnoException {
   return Object.assign(new Error(message), { code, ...(path ? { path } : {}) });
@@ -38,6 +38,20 @@ test('anything else is the fallback code (E_INTERNAL: a bug) with its cause; Pdb
   assert.is(toPdbError(osError('ERR_INVALID_ARG_TYPE', 'bad arg')).code, 'E_INTERNAL');
   const typed = new PdbError('E_HEAD_MOVED', 'moved');
   assert.is(toPdbError(typed, 'E_IO', { action: 'x' }), typed);
+});
+
+test('a PdbError made by another copy of the module is a PdbError here (the checkpoint bundle holds one)', async () => {
+  const other = (await import(`../../model/errors.js?copy=${Date.now()}`)) as typeof import('../../model/errors.js');
+  assert.ok(other.PdbError !== PdbError, 'a second module instance');
+  const theirs = new other.PdbError('E_SESSION_BUSY', 'busy');
+  assert.ok(theirs instanceof PdbError);
+  assert.ok(isPdbError(theirs, 'E_SESSION_BUSY'));
+  assert.is(toPdbError(theirs), theirs, 'passed through, not wrapped as an internal error');
+  assert.ok(new PdbError('E_IO', 'x') instanceof other.PdbError);
+  // Anything else is not one, whatever its name says.
+  assert.not.ok(Object.assign(new Error('x'), { name: 'PdbError', code: 'E_IO' }) instanceof PdbError);
+  assert.not.ok(isPdbError(null));
+  assert.not.ok(isPdbError('E_IO'));
 });
 
 test.run();

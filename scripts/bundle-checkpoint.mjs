@@ -1,0 +1,78 @@
+#!/usr/bin/env node
+// Bundles the checkpoint fast path (dist/cli/fast-path.js) and the modules a plain checkpoint
+// loads into one file, dist/cli/checkpoint-bundle.js, with esbuild; `npm run build` and `npm test`
+// run it after tsc. Node 20 resolves, reads and links every ES module on its own, and a checkpoint
+// loaded about forty: in one file they cost less (docs/evidence.md quotes the receipts).
+//
+// - Static imports are bundled. A dynamic import is bundled when its module is one a checkpoint
+//   runs (INLINE below); any other stays an import of the dist file, loaded only when used. Those
+//   modules bring their own copy of what the bundle holds (model/errors.ts makes `instanceof
+//   PdbError` hold across copies; nothing else a checkpoint shares is per-module state).
+// - `import.meta.url` in a bundled module still names that module's dist file, so a file found
+//   beside it (the native addon, the fs worker) is found as before.
+// - dist/cli/checkpoint-bundle.json lists every dist file the bundle was made from with its size
+//   and mtime; bin.js runs the bundle only while they all match (cli/fast-entry.ts).
+import { statSync, writeFileSync, renameSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dist = join(root, 'dist');
+const out = join(dist, 'cli', 'checkpoint-bundle.js');
+const manifest = join(dist, 'cli', 'checkpoint-bundle.json');
+
+/** Dynamically imported modules a plain checkpoint runs (paths under dist/). */
+const INLINE = new Set([
+  'sessions/service.js',
+  'sessions/store-location.js',
+  'sessions/checkpoint.js',
+  'sessions/runtime/proc.js',
+  'backends/full-copy.js',
+  'backends/overlay.js',
+  'backends/reflink.js',
+  'backends/btrfs-snapshot.js',
+]);
+
+const underDist = (file) => relative(dist, file).split(sep).join('/');
+
+const result = await esbuild.build({
+  entryPoints: [join(dist, 'cli', 'fast-path.js')],
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  outfile: `${out}.tmp`,
+  metafile: true,
+  absWorkingDir: root,
+  logLevel: 'error',
+  plugins: [
+    {
+      name: 'pdb-env-checkpoint',
+      setup(build) {
+        build.onResolve({ filter: /^\.\.?\// }, (args) => {
+          if (args.kind !== 'dynamic-import') return null;
+          const file = resolve(args.resolveDir, args.path);
+          if (INLINE.has(underDist(file))) return null;
+          return { path: `./${relative(dirname(out), file).split(sep).join('/')}`, external: true };
+        });
+        build.onLoad({ filter: /\.js$/ }, (args) => {
+          const text = readFileSync(args.path, 'utf8');
+          if (!text.includes('import.meta.url')) return { contents: text, loader: 'js' };
+          const own = `new URL(${JSON.stringify(relative(dirname(out), args.path).split(sep).join('/'))}, import.meta.url).href`;
+          return { contents: text.replaceAll('import.meta.url', own), loader: 'js' };
+        });
+      },
+    },
+  ],
+});
+
+renameSync(`${out}.tmp`, out);
+const files = [...Object.keys(result.metafile.inputs).map((f) => resolve(root, f)), out];
+const inputs = files.map((f) => {
+  const st = statSync(f);
+  return [underDist(f), st.size, st.mtimeMs];
+});
+writeFileSync(`${manifest}.tmp`, `${JSON.stringify({ inputs })}\n`);
+renameSync(`${manifest}.tmp`, manifest);
+console.log(`pdb-env: checkpoint bundle built from ${inputs.length - 1} modules (${statSync(out).size} bytes)`);
