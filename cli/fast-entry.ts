@@ -41,10 +41,19 @@ export interface FastPath {
   bundled: boolean;
 }
 
+/** Which copy of the fast path a plain checkpoint runs here, and why (`pdb-env doctor` says it). */
+export function checkpointBundleState(): { bundled: boolean; reason: string } {
+  const cli = new URL('./', import.meta.url);
+  if (process.env.PDB_ENV_NO_BUNDLE === '1') return { bundled: false, reason: 'PDB_ENV_NO_BUNDLE=1' };
+  if (!bundleIsFresh(cli, new URL('../', cli)))
+    return { bundled: false, reason: 'no bundle built from dist as it is (npm run build makes one)' };
+  return { bundled: true, reason: `dist/cli/${BUNDLE_FILE}, built from dist as it is` };
+}
+
 /** The fast path to run: the bundle when it is fresh, else the modules. */
 export async function loadFastPath(): Promise<FastPath> {
   const cli = new URL('./', import.meta.url);
-  if (process.env.PDB_ENV_NO_BUNDLE !== '1' && bundleIsFresh(cli, new URL('../', cli))) {
+  if (checkpointBundleState().bundled) {
     const m = (await import(new URL(BUNDLE_FILE, cli).href)) as Pick<FastPath, 'runFast'>;
     return { runFast: m.runFast, bundled: true };
   }

@@ -48,7 +48,9 @@ unfinished and damaged sessions, stale locks and temp files, live leases, and
 objects that are corrupt (quarantined by verify) or missing. What pdb-env gc fixes
 is marked "gc"; the rest says what to run. The last line says which scanner walks
 trees here: the native one (built by npm install where a C compiler is) or the
-JavaScript one (PDB_ENV_SCANNER=js forces it).`,
+JavaScript one (PDB_ENV_SCANNER=js forces it); the one before it, whether a plain
+checkpoint runs its one-file bundle (made by npm run build) or the modules
+themselves (the bundle is absent or older than dist; PDB_ENV_NO_BUNDLE=1).`,
     )
     .action(async (_o, command) => {
       const o = command.optsWithGlobals();
@@ -56,8 +58,17 @@ JavaScript one (PDB_ENV_SCANNER=js forces it).`,
       const findings = await svc.doctor();
       const { scannerInfo } = await import('../../model/scan/scanner.js');
       const scanner = scannerInfo();
-      const line = `scanner: ${scanner.scanner} (${scanner.reason}${scanner.scanner === 'native' ? `, ${scanner.threads} lstat threads` : ''})`;
-      emit(o.json === true, { store: svc.store.paths.root, findings, scanner }, () => `${doctorText(findings)}\n\n${line}`);
+      const { checkpointBundleState } = await import('../fast-entry.js');
+      const checkpointBundle = checkpointBundleState();
+      const lines = [
+        `checkpoint: ${checkpointBundle.bundled ? 'bundle' : 'modules'} (${checkpointBundle.reason})`,
+        `scanner: ${scanner.scanner} (${scanner.reason}${scanner.scanner === 'native' ? `, ${scanner.threads} lstat threads` : ''})`,
+      ];
+      emit(
+        o.json === true,
+        { store: svc.store.paths.root, findings, checkpointBundle, scanner },
+        () => `${doctorText(findings)}\n\n${lines.join('\n')}`,
+      );
     });
 
 function doctorText(findings: Finding[]): string {

@@ -146,6 +146,10 @@ test('npm test built the checkpoint bundle; a plain checkpoint runs it, and it g
   // The same tree checkpointed by each gives one Snapshot.
   const again = JSON.parse(cli(['checkpoint', 'b', '--store', store, '--json']).stdout);
   assert.is(again.snapshot, b.snapshot);
+  // doctor says which one a plain checkpoint runs.
+  assert.equal(JSON.parse(cli(['doctor', '--store', store, '--json']).stdout).checkpointBundle.bundled, true);
+  const off = cli(['doctor', '--store', store], { env: { PDB_ENV_NO_BUNDLE: '1' } }).stdout;
+  assert.match(off, /^checkpoint: modules \(PDB_ENV_NO_BUNDLE=1\)$/m);
   // Errors on the bundled path are typed as before (across module copies: test/model/errors.test.ts).
   const busy = cli(['checkpoint', 'nope', '--store', store]);
   assert.is(busy.code, 1);
