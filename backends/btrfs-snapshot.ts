@@ -3,14 +3,11 @@ import { join } from 'node:path';
 import type { Digest } from '../model/canonical-json.js';
 import { tempPath } from '../model/os/temp-name.js';
 import { PdbError, isPdbError } from '../model/errors.js';
-import { materializeTree } from '../model/store/materialize.js';
 import type { Snapshot } from '../model/snapshot.js';
-import { deleteSubvolume, isSubvolume, markedBase, materializeBaseOnce, type BaseMarker } from './shared/base-tree.js';
-import { toolOutput } from '../model/os/run-tool.js';
+import type { BaseMarker } from './shared/base-tree.js';
 import { FS_MAGIC, fsTypeName, fsTypeOf } from './shared/fs-util.js';
-import { removeTree } from '../model/os/remove-tree.js';
 import { formatBytes } from '../model/progress.js';
-import { measureExtents, measuredUsage } from './shared/disk-usage.js';
+import { baseTree, diskUsage, materialize, removeTree, toolOutput } from './shared/lazy.js';
 import type { Backend, BackendContext, BackendHooks, CreatedSession, ProbeResult } from './types.js';
 
 async function materializeSubvolumeBase(
@@ -19,6 +16,7 @@ async function materializeSubvolumeBase(
   digest: Digest,
   hooks: BackendHooks = {},
 ): Promise<string> {
+  const [{ materializeBaseOnce, deleteSubvolume }, { materializeTree }] = await Promise.all([baseTree(), materialize()]);
   return materializeBaseOnce(
     ctx,
     snapshot,
@@ -43,7 +41,7 @@ async function snapshotSession(base: string, marker: BaseMarker, root: string): 
   return {
     state: { subvolume: true },
     files: marker.files,
-    cloneObserved: await isSubvolume(root),
+    cloneObserved: await (await baseTree()).isSubvolume(root),
     clone: { files: marker.files, bytes: marker.bytes },
     index: marker.index,
   };
@@ -90,12 +88,14 @@ export const btrfsSnapshotBackend: Backend = {
     try {
       await toolOutput('btrfs', ['subvolume', 'create', sub], 'E_IO', 'a trial subvolume create');
       await toolOutput('btrfs', ['subvolume', 'snapshot', sub, join(dir, 'snap')], 'E_IO', 'a trial snapshot');
+      const { deleteSubvolume } = await baseTree();
       await deleteSubvolume(join(dir, 'snap'));
       await deleteSubvolume(sub);
     } catch (err) {
       const e = err instanceof PdbError ? err : new PdbError('E_IO', String(err));
       return { available: false, reason: e.code, detail: e.message, evidence: { fsType: 'btrfs', tool: version, trialSubvolume: false } };
     } finally {
+      const { deleteSubvolume } = await baseTree();
       await deleteSubvolume(join(dir, 'snap')).catch(() => {});
       await deleteSubvolume(sub).catch(() => {});
       await removeTree(dir).catch(() => {});
@@ -112,15 +112,16 @@ export const btrfsSnapshotBackend: Backend = {
   },
   async createSession(ctx, snapshot, digest, root, _sessionDir, hooks) {
     await materializeSubvolumeBase(ctx, snapshot, digest, hooks);
-    const base = markedBase(ctx, digest, 'btrfs-subvolume');
+    const base = (await baseTree()).markedBase(ctx, digest, 'btrfs-subvolume');
     if (!base) throw new PdbError('E_INTERNAL', `the btrfs base of ${digest} has no marker after it was made`);
     return snapshotSession(base.dir, base.marker, root);
   },
   async createFromBase(ctx, digest, root) {
-    const base = markedBase(ctx, digest, 'btrfs-subvolume');
+    const base = (await baseTree()).markedBase(ctx, digest, 'btrfs-subvolume');
     return base ? snapshotSession(base.dir, base.marker, root) : null;
   },
   async usage(_ctx, root) {
+    const { measureExtents, measuredUsage } = await diskUsage();
     const u = await measureExtents(root);
     // Small files live inline in the subvolume's metadata, which a snapshot shares until a write:
     // FIEMAP cannot tell which, so they are in neither figure and said apart.
@@ -130,6 +131,6 @@ export const btrfsSnapshotBackend: Backend = {
   },
   async resume() {},
   async release(_ctx, root) {
-    await deleteSubvolume(root);
+    await (await baseTree()).deleteSubvolume(root);
   },
 };

@@ -1,7 +1,5 @@
+import { diskUsage, materialize } from './shared/lazy.js';
 import type { Backend } from './types.js';
-
-// What create and usage need is loaded when they run: checkpoint, diff and run open a session
-// with its backend and need neither (module loading is most of a checkpoint's fixed cost).
 
 /**
  * The correctness oracle and portable default: every byte is read and written in userspace from
@@ -27,12 +25,12 @@ export const fullCopyBackend: Backend = {
     // Sessions are copied straight from the object store; no base directory is needed.
   },
   async createSession(ctx, snapshot, _digest, root, _sessionDir, hooks) {
-    const { materializeTree } = await import('../model/store/materialize.js');
+    const { materializeTree } = await materialize();
     const { files, sigs } = await materializeTree(ctx.store, snapshot, root, undefined, hooks?.onProgress);
     return { state: {}, files, cloneObserved: null, sigs };
   },
   async usage(_ctx, root) {
-    const { measureBlocks, measuredUsage } = await import('./shared/disk-usage.js');
+    const { measureBlocks, measuredUsage } = await diskUsage();
     // Byte copies share nothing with the base: every allocated block is the session's own.
     return measuredUsage(measureBlocks(root), ['root'], 'st_blocks of the root: byte copies, all its own');
   },

@@ -5,16 +5,8 @@ import { tempPath } from '../model/os/temp-name.js';
 import { PdbError, isPdbError } from '../model/errors.js';
 import type { BaseMarker } from './shared/base-tree.js';
 import { fsTypeName, fsTypeOf, mountedFsType } from './shared/fs-util.js';
+import { baseTree, diskUsage, removeTree, toolOutput } from './shared/lazy.js';
 import type { Backend, BackendContext, BackendState, CreatedSession, ProbeResult } from './types.js';
-
-// Loaded where used: checkpoint, diff and run only resume a session (a mount check), and module
-// loading is most of a checkpoint's fixed cost.
-const baseTree = () => import('./shared/base-tree.js');
-const diskUsage = () => import('./shared/disk-usage.js');
-const toolOutput: typeof import('../model/os/run-tool.js').toolOutput = async (...args) =>
-  (await import('../model/os/run-tool.js')).toolOutput(...args);
-const removeTree: typeof import('../model/os/remove-tree.js').removeTree = async (...args) =>
-  (await import('../model/os/remove-tree.js')).removeTree(...args);
 
 /**
  * `redirect_dir=on`: without it the kernel answers rename(2) of a directory that exists in the

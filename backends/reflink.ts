@@ -5,13 +5,8 @@ import { join } from 'node:path';
 import { tempPath } from '../model/os/temp-name.js';
 import { PdbError } from '../model/errors.js';
 import { fsTypeName, fsTypeOf } from './shared/fs-util.js';
+import { baseTree, cloneTreeModule, diskUsage, removeTree } from './shared/lazy.js';
 import type { Backend, ProbeResult } from './types.js';
-
-// Loaded where used: checkpoint, diff and run open a session with its backend and need none of
-// these (module loading is most of a checkpoint's fixed cost).
-const baseTree = () => import('./shared/base-tree.js');
-const cloneTreeModule = () => import('./shared/clone-tree.js');
-const diskUsage = () => import('./shared/disk-usage.js');
 
 /**
  * Per-file forced clones of the materialized base (`COPYFILE_FICLONE_FORCE` = ioctl FICLONE on
@@ -30,7 +25,7 @@ export const reflinkBackend: Backend = {
     securityIsolation: false,
   },
   async probe(ctx): Promise<ProbeResult> {
-    const [{ cloneError, observeShared }, { removeTree }] = await Promise.all([cloneTreeModule(), import('../model/os/remove-tree.js')]);
+    const { cloneError, observeShared } = await cloneTreeModule();
     const fsType = fsTypeName(await fsTypeOf(ctx.probeDir));
     const dir = tempPath(ctx.probeDir, 'probe-reflink');
     await mkdir(dir);
