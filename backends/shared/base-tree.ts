@@ -21,7 +21,14 @@ import { sharedFsPool } from '../../model/scan/fs-pool.js';
 import { materializeTree } from '../../model/store/materialize.js';
 import { tempName, writeFileAtomic } from '../../model/store/object-store.js';
 import type { Snapshot } from '../../model/snapshot.js';
-import { materializedTreeIndex, racyWindowMs, treeIndexPieces, signatureTimes, withDirSignatures } from '../../model/scan/tree-index.js';
+import {
+  materializedTreeIndex,
+  racyWindowMs,
+  signatureMtimes,
+  signatureTimes,
+  treeIndexPieces,
+  withDirSignatures,
+} from '../../model/scan/tree-index.js';
 import { toolOutput } from '../../model/os/run-tool.js';
 import { removeTree } from '../../model/os/remove-tree.js';
 import type { BackendContext, BackendHooks } from '../types.js';
@@ -136,10 +143,14 @@ async function writeBaseIndex(
   const { sigs, root } = withDirSignatures(dir, snapshot.entries, fileSigs);
   // Nothing writes into a base after its build, and no session exists before this point: waiting
   // out the racy window once makes every signature trustable (a base is built once, used often).
-  const times = [...sigs.values()].map(signatureTimes);
-  // A loop, not Math.max(...spread): a spread of a few hundred thousand arguments overflows the stack.
-  const newest = times.reduce((n, [m, c]) => Math.max(n, m, c), 0);
-  const wait = newest + racyWindowMs(times.map(([m]) => m)) + 1 - Date.now();
+  // A loop, not Math.max(...spread): a spread of a few hundred thousand arguments overflows the
+  // stack; and no array per signature (a base of a large tree has hundreds of thousands).
+  let newest = 0;
+  for (const sig of sigs.values()) {
+    const [m, c] = signatureTimes(sig);
+    newest = Math.max(newest, m, c);
+  }
+  const wait = newest + racyWindowMs(signatureMtimes(sigs)) + 1 - Date.now();
   if (wait > 0) await sleep(wait);
   const index = materializedTreeIndex(snapshot, digest, ctx.store.generation(), sigs, Date.now(), root);
   await writeFileAtomic(ctx.store.paths, file, treeIndexPieces(index), 0o644, { sync: false });

@@ -12,7 +12,8 @@ type Pending = { resolve: (r: FsTaskResult) => void; reject: (e: unknown) => voi
 export class FsPool {
   private workers: Worker[] = [];
   private idle: Worker[] = [];
-  private queue: Array<{ id: number; task: FsTask }> = [];
+  /** Tasks waiting for a worker, each made only when it is sent (a batch's items exist while it runs). */
+  private queue: Array<{ id: number; make: () => FsTask }> = [];
   private pending = new Map<number, Pending>();
   private nextId = 1;
   readonly size: number;
@@ -46,22 +47,37 @@ export class FsPool {
 
   private release(w: Worker): void {
     const next = this.queue.shift();
-    if (next) w.postMessage({ ...next, umask: this.umask });
+    if (next) this.send(w, next.id, next.make);
     else {
       this.idle.push(w);
       if (this.pending.size === 0) for (const x of this.workers) x.unref();
     }
   }
 
-  private submit(task: FsTask): Promise<FsTaskResult> {
+  /** Make the task and hand it to `w`; a task that cannot be made fails its own promise, and `w` takes the next. */
+  private send(w: Worker, id: number, make: () => FsTask): void {
+    let task: FsTask;
+    try {
+      task = make();
+    } catch (err) {
+      const p = this.pending.get(id);
+      this.pending.delete(id);
+      p?.reject(err);
+      this.release(w);
+      return;
+    }
+    w.postMessage({ id, task, umask: this.umask });
+  }
+
+  private submit(make: () => FsTask): Promise<FsTaskResult> {
     this.spawn();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       for (const x of this.workers) x.ref();
       const w = this.idle.shift();
-      if (w) w.postMessage({ id, task, umask: this.umask });
-      else this.queue.push({ id, task });
+      if (w) this.send(w, id, make);
+      else this.queue.push({ id, make });
     });
   }
 
@@ -83,7 +99,7 @@ export class FsPool {
     const results =
       items.length < inlineBelow
         ? batches.map((b) => done(b, runFsTask(makeTask(b), this.umask)))
-        : await Promise.all(batches.map((b) => this.submit(makeTask(b)).then((r) => done(b, r))));
+        : await Promise.all(batches.map((b) => this.submit(() => makeTask(b)).then((r) => done(b, r))));
     const out: Array<{ digest: string; size: number; installed?: boolean; sig?: string } | null> = [];
     for (const r of results) {
       if (!r.ok) throw taskError(r.error);

@@ -174,32 +174,35 @@ export function childLinks(c: IndexColumns): ChildLinks {
  * recorded) and whether it may be trusted.
  */
 export function columnsFromEntries(entries: readonly Entry[], statOf: (e: Entry, i: number) => { st: RowStat; trusted: boolean } | null) {
+  // Names, targets and digests are written straight into the columns: no buffer per entry (a
+  // first import of a large tree builds this with every entry in memory already).
   const n = entries.length;
-  const names = entries.map((e) => Buffer.from(e.path.slice(e.path.lastIndexOf('/') + 1), 'utf8'));
-  const targets = entries.map((e) => (e.kind === 'symlink' ? Buffer.from(e.target, 'utf8') : null));
-  const c = emptyColumns(
-    n,
-    names.reduce((s, b) => s + b.length, 0),
-    targets.reduce((s, b) => s + (b ? b.length : 0), 0),
-  );
+  const nameOf = (e: Entry) => e.path.slice(e.path.lastIndexOf('/') + 1);
+  let nameBytes = 0;
+  let valueBytes = 0;
+  for (const e of entries) {
+    nameBytes += Buffer.byteLength(nameOf(e), 'utf8');
+    if (e.kind === 'symlink') valueBytes += Buffer.byteLength(e.target, 'utf8');
+  }
+  const c = emptyColumns(n, nameBytes, valueBytes);
+  const [names, values, digests] = [asBuffer(c.nameBytes), asBuffer(c.valueBytes), asBuffer(c.digest)];
   const dirs = new Map<string, number>();
   let po = 0;
   let vo = 0;
   for (let i = 0; i < n; i++) {
     const e = entries[i]!;
     c.kind[i] = kindCode(e.kind);
-    c.nameBytes.set(names[i]!, po);
-    c.nameEnd[i] = po += names[i]!.length;
-    const t = targets[i];
-    if (t) c.valueBytes.set(t, vo);
-    c.valueEnd[i] = vo += t ? t.length : 0;
+    c.nameEnd[i] = po += names.write(nameOf(e), po, 'utf8');
+    if (e.kind === 'symlink') vo += values.write(e.target, vo, 'utf8');
+    c.valueEnd[i] = vo;
     const slash = e.path.lastIndexOf('/');
     c.parent[i] = slash < 0 ? -1 : (dirs.get(e.path.slice(0, slash)) ?? -2);
     if (c.parent[i] === -2) throw new Error(`tree index: ${e.path} comes without its directory`);
     if (e.kind === 'dir') dirs.set(e.path, i);
     let flags = needsEscape(e.path) ? F_ESCAPE : 0;
     if (e.kind === 'file') {
-      c.digest.set(Buffer.from(e.digest.slice(7), 'hex'), i * 32);
+      if (!e.digest.startsWith('sha256:') || digests.write(e.digest.slice(7), i * 32, 32, 'hex') !== 32)
+        throw new Error(`tree index: ${e.path} has no sha256 digest`);
       c.size[i] = e.size;
       if (e.exec) flags |= F_EXEC;
     }

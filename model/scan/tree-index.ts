@@ -183,21 +183,29 @@ export function indexHeader(fields: IndexFields, count: number): TreeIndexHeader
  * strings; a directory's too); each is trusted unless racily clean at `fields.recordedAtMs`.
  */
 export function createTreeIndex(fields: IndexFields, entries: Entry[], sigs: ReadonlyMap<string, string>): TreeIndex {
-  const stats = new Map<string, RowStat>();
-  for (const [path, sig] of sigs) {
-    const st = parseSignature(sig);
-    if (st) stats.set(path, st);
-  }
-  const times = [...stats.values()];
-  const coarse = fields.coarse ?? racyWindowMs(times.map((s) => s.mtimeMs)) === COARSE_RACY_WINDOW_MS;
+  // Each signature is parsed where it is used, never kept as an object per path: at a first
+  // import every entry of the tree is in `entries` and `sigs` already.
+  const statOf = (path: string) => {
+    const sig = sigs.get(path);
+    return sig === undefined ? null : parseSignature(sig);
+  };
+  const coarse = fields.coarse ?? racyWindowMs(signatureMtimes(sigs)) === COARSE_RACY_WINDOW_MS;
   const window = coarse ? COARSE_RACY_WINDOW_MS : RACY_WINDOW_MS;
   const at = fields.recordedAtMs;
   const columns = columnsFromEntries(entries, (e) => {
-    const st = stats.get(e.path);
+    const st = statOf(e.path);
     return st ? { st, trusted: isTrustable(st.mtimeMs, st.ctimeMs, at, window) } : null;
   });
   const root = fields.root ?? null;
   return new TreeIndex(indexHeader({ ...fields, coarse, root }, entries.length), columns);
+}
+
+/** The mtime of every signature in `sigs` that parses (for racyWindowMs), one at a time. */
+export function* signatureMtimes(sigs: ReadonlyMap<string, string>): Generator<number> {
+  for (const sig of sigs.values()) {
+    const st = parseSignature(sig);
+    if (st) yield st.mtimeMs;
+  }
 }
 
 /** The root directory's signature, trusted under the same rule. */

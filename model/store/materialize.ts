@@ -8,6 +8,8 @@ import { REPAIR_HINT, type ObjectStore } from './object-store.js';
 import { progressCounter, type ProgressFn } from '../progress.js';
 import type { Snapshot } from '../snapshot.js';
 
+type FileEntry = Extract<Snapshot['entries'][number], { kind: 'file' }>;
+
 /**
  * Write a Snapshot's tree into an empty directory with explicit reads and writes of every byte
  * (the full-copy oracle's way: no copy_file_range, no reflink). Entries are sorted by path, so a
@@ -28,25 +30,24 @@ export async function materializeTree(
   pool: FsPool = sharedFsPool(),
   onProgress?: ProgressFn,
 ): Promise<{ files: number; bytes: number; sigs: Map<string, string> }> {
-  const copies: CopyItem[] = [];
-  const sizes = new Map<string, number>();
-  const paths = new Map<string, string>();
+  // The files as their entries (no path, object path or digest string kept per file): each batch's
+  // copy items are made when a worker takes it, so a tree of hundreds of thousands of files holds
+  // only the batches in flight.
+  const files: FileEntry[] = [];
   let bytes = 0;
   try {
     mkdirSync(destRoot, { recursive: true });
     for (const e of snapshot.entries) {
-      const dst = join(destRoot, e.path);
       switch (e.kind) {
         case 'dir':
-          mkdirSync(dst, { recursive: true });
+          mkdirSync(join(destRoot, e.path), { recursive: true });
           break;
         case 'symlink':
-          symlinkSync(e.target, dst);
+          symlinkSync(e.target, join(destRoot, e.path));
           break;
         case 'file':
-          copies.push([store.objectPath(e.digest), dst, e.exec ? 0o755 : 0o644, e.digest.slice('sha256:'.length)]);
-          sizes.set(dst, e.size);
-          paths.set(dst, e.path);
+          store.objectPath(e.digest); // a malformed digest fails here, before anything is copied
+          files.push(e);
           bytes += e.size;
           break;
         default: {
@@ -59,23 +60,29 @@ export async function materializeTree(
     throw toPdbError(err, 'E_IO', { action: 'materializing the tree' });
   }
   // Big files first, so the last worker is not left alone with a 256 MiB file.
-  copies.sort((a, b) => sizes.get(b[1])! - sizes.get(a[1])!);
-  const count = progressCounter('copy', copies.length, bytes, onProgress);
+  files.sort((a, b) => b.size - a.size);
+  const item = (e: FileEntry): CopyItem => [
+    store.objectPath(e.digest),
+    join(destRoot, e.path),
+    e.exec ? 0o755 : 0o644,
+    e.digest.slice('sha256:'.length),
+  ];
+  const count = progressCounter('copy', files.length, bytes, onProgress);
   let results;
   try {
-    results = await pool.map(copies, (items) => ({ op: 'copy', items }), {
-      onBatch: (items) =>
+    results = await pool.map(files, (batch) => ({ op: 'copy', items: batch.map(item) }), {
+      onBatch: (batch) =>
         count(
-          items.length,
-          items.reduce((n, c) => n + sizes.get(c[1])!, 0),
+          batch.length,
+          batch.reduce((n, e) => n + e.size, 0),
         ),
     });
   } catch (err) {
     throw objectFailure(store, destRoot, err);
   }
   const sigs = new Map<string, string>();
-  copies.forEach((c, i) => sigs.set(paths.get(c[1])!, results[i]!.sig!));
-  return { files: copies.length, bytes, sigs };
+  files.forEach((e, i) => sigs.set(e.path, results[i]!.sig!));
+  return { files: files.length, bytes, sigs };
 }
 
 /** Name the relative path and the digest of a corrupt or missing object, and quarantine a corrupt one. */

@@ -85,4 +85,30 @@ for (const [label, files] of [
   });
 }
 
+test('a batch whose task cannot be made fails the map, not the process; the pool goes on', async () => {
+  // 200 items in batches of 8: most wait in the queue, and their tasks are made when a worker is free.
+  const { dir } = await setup(1);
+  const items = Array.from({ length: 200 }, (_, i) => join(dir, 'src', i === 150 ? 'missing-marker' : 'f0.txt'));
+  let made = 0;
+  const err = await pool
+    .map(
+      items,
+      (batch) => {
+        made++;
+        if (batch.some((p) => p.endsWith('missing-marker'))) throw new Error('this batch cannot be made');
+        return { op: 'hash', paths: batch };
+      },
+      { batchSize: 8 },
+    )
+    .then(
+      () => null,
+      (e: unknown) => e as Error,
+    );
+  assert.ok(err, 'the map succeeded');
+  assert.match(err.message, /cannot be made/);
+  assert.ok(made > 1, 'tasks were made');
+  const again = await pool.map(items.slice(0, 100), (batch) => ({ op: 'hash', paths: batch }), { batchSize: 8 });
+  assert.is(again.length, 100, 'the pool still works');
+});
+
 test.run();
