@@ -128,7 +128,10 @@ export async function checkpointSession(ctx: StoreContext, name: string, options
   try {
     if (inside) await assertOnlyAncestors(ctx, name, ancestors);
     return await withObjectWrites(ctx.store, `checkpoint ${name}`, async () => {
-      const intent = await ctx.journal.begin('checkpoint', { session: name });
+      // Not synced: the intent only lets doctor report a checkpoint that died; the objects such a
+      // checkpoint leaves are immutable and gc collects what nothing reaches. The record that
+      // commits the checkpoint (writeSession) is synced.
+      const intent = await ctx.journal.begin('checkpoint', { session: name }, { sync: false });
       try {
         crashPoint('checkpoint:after-intent');
         return await recordCheckpoint(ctx, s, name, options);

@@ -85,8 +85,16 @@ export function parseIntent(name: string, text: string): Intent | string {
 export class Journal {
   constructor(private readonly paths: StorePaths) {}
 
-  /** Write the intent (atomically); a failure is typed (E_NO_SPACE, E_READ_ONLY...) and leaves nothing. */
-  async begin(op: IntentOp, fields: { session?: string; env?: string; detail?: Record<string, string | null> }): Promise<Intent> {
+  /**
+   * Write the intent (atomically); a failure is typed (E_NO_SPACE, E_READ_ONLY...) and leaves
+   * nothing. `sync: false` skips the fsync, for an operation whose intent only reports a crash and
+   * recovers nothing (checkpoint: what it leaves is immutable objects that gc collects).
+   */
+  async begin(
+    op: IntentOp,
+    fields: { session?: string; env?: string; detail?: Record<string, string | null> },
+    options: { sync?: boolean } = {},
+  ): Promise<Intent> {
     const intent: Intent = {
       id: `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`,
       op,
@@ -97,14 +105,14 @@ export class Journal {
       startedAt: new Date().toISOString(),
       detail: fields.detail ?? {},
     };
-    await this.update(intent);
+    await this.update(intent, options);
     return intent;
   }
 
   /** Write `intent` again (atomically), with what changed in it: a later phase, a failure. */
-  async update(intent: Intent): Promise<void> {
+  async update(intent: Intent, options: { sync?: boolean } = {}): Promise<void> {
     const { live: _live, ...record } = intent as Intent & { live?: boolean };
-    await writeFileAtomic(this.paths, this.file(intent.id), `${JSON.stringify(record, null, 2)}\n`);
+    await writeFileAtomic(this.paths, this.file(intent.id), `${JSON.stringify(record, null, 2)}\n`, 0o644, options);
   }
 
   /** Keep in the intent why gc could not finish it (best effort: doctor falls back to naming the intent). */

@@ -2,8 +2,8 @@
 // lives, and the context the session modules share (the store and its journal). A record that
 // cannot be read is E_RECORD_CORRUPT naming the file, never a parser's stack trace, and its
 // session is listed as damaged, never hidden.
-import { readFileSync } from 'node:fs';
-import { appendFile, lstat, readdir, readFile, realpath } from 'node:fs/promises';
+import { appendFileSync, readFileSync } from 'node:fs';
+import { lstat, readdir, readFile, realpath } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { AnyBackendName, BackendContext, BackendState } from '../backends/types.js';
 import { isDigest, type Digest } from '../model/canonical-json.js';
@@ -91,9 +91,11 @@ export function checkpointLogFile(store: ObjectStore, name: string): string {
 
 export async function appendCheckpointLog(store: ObjectStore, name: string, cp: { snapshot: Digest; changeset: Digest; at: string }) {
   const file = checkpointLogFile(store, name);
-  await appendFile(file, `${JSON.stringify(cp)}\n`).catch((err: unknown) => {
+  try {
+    appendFileSync(file, `${JSON.stringify(cp)}\n`); // synchronous: one line, once per checkpoint
+  } catch (err) {
     throw toPdbError(err, 'E_IO', { action: `recording a checkpoint of session ${name}`, path: file });
-  });
+  }
 }
 
 /** The digests a session's checkpoint log names (a line cut short by a crash is skipped). */
