@@ -34,11 +34,10 @@ export function bundleIsFresh(cliDir: URL, distDir: URL): boolean {
   return true;
 }
 
-/** What cli/fast-path.ts exports to bin.js (and which copy of it runs). */
+/** What cli/fast-path.ts exports to bin.js. */
 export interface FastPath {
   /** Run a plain checkpoint call; its exit status. */
   runFast(args: CheckpointArgs): Promise<number>;
-  bundled: boolean;
 }
 
 /** Which copy of the fast path a plain checkpoint runs here, and why (`pdb-env doctor` says it). */
@@ -52,10 +51,6 @@ export function checkpointBundleState(): { bundled: boolean; reason: string } {
 
 /** The fast path to run: the bundle when it is fresh, else the modules. */
 export async function loadFastPath(): Promise<FastPath> {
-  const cli = new URL('./', import.meta.url);
-  if (checkpointBundleState().bundled) {
-    const m = (await import(new URL(BUNDLE_FILE, cli).href)) as Pick<FastPath, 'runFast'>;
-    return { runFast: m.runFast, bundled: true };
-  }
-  return { runFast: ((await import('./fast-path.js')) as Pick<FastPath, 'runFast'>).runFast, bundled: false };
+  if (checkpointBundleState().bundled) return (await import(new URL(BUNDLE_FILE, import.meta.url).href)) as FastPath;
+  return import('./fast-path.js');
 }

@@ -107,7 +107,7 @@ export class PdbError extends Error {
 
   /**
    * `instanceof PdbError` is true of an error made by any copy of this module: the checkpoint
-   * bundle (cli/fast-bundle.js) holds one copy, and the modules it imports from dist/ another.
+   * bundle (cli/checkpoint-bundle.js) holds one copy, and the modules it imports from dist/ another.
    */
   static override [Symbol.hasInstance](value: unknown): boolean {
     return typeof value === 'object' && value !== null && (value as { [PDB_ERROR]?: unknown })[PDB_ERROR] === true;

@@ -34,7 +34,7 @@ function kindOf(name: string): LeaseRecord['kind'] {
 }
 
 /** Is `dir` a real directory (not a symlink to one)? */
-async function isRealDir(dir: string): Promise<boolean> {
+function isRealDir(dir: string): boolean {
   try {
     return lstatSync(dir).isDirectory();
   } catch {
@@ -53,7 +53,7 @@ function namesIn(dir: string): string[] {
 /** Held leases in a session's lease dir (owner null: unreadable, maybe being written), breaking stale ones. */
 async function holders(leaseDir: string): Promise<Array<{ file: string; kind: LeaseRecord['kind']; owner: LockOwner | null }>> {
   const out: Array<{ file: string; kind: LeaseRecord['kind']; owner: LockOwner | null }> = [];
-  if (!(await isRealDir(leaseDir))) return out; // never break "stale" locks through a link out of the store
+  if (!isRealDir(leaseDir)) return out; // never break "stale" locks through a link out of the store
   for (const name of namesIn(leaseDir).sort()) {
     if (name.startsWith('.')) continue; // the lock primitive's temp, guard and set-aside files
     const file = join(leaseDir, name);
@@ -107,7 +107,7 @@ export async function tryAcquireLease(
   try {
     taken = await tryLock(join(leaseDir, name), { kind, purpose });
   } catch (err) {
-    if (!(await isRealDir(leaseDir))) return { lease: null, gone: true };
+    if (!isRealDir(leaseDir)) return { lease: null, gone: true };
     throw err;
   }
   if (!taken.lock) return { lease: null, gone: false, kind, holder: taken.holder };

@@ -145,14 +145,6 @@ async function createWithContent(path: string, owner: LockOwner): Promise<boolea
   }
 }
 
-function lstatOrNull(path: string) {
-  try {
-    return lstatSync(path);
-  } catch {
-    return null;
-  }
-}
-
 /** Read what is at `path` (never following a symlink) and judge it. */
 export async function inspectLock(path: string, options: Pick<LockOptions, 'garbageGraceMs' | 'isAlive'> = {}): Promise<LockState> {
   let text = '';
@@ -169,7 +161,7 @@ export async function inspectLock(path: string, options: Pick<LockOptions, 'garb
   } catch (err) {
     if (osErrorCode(err) === 'ENOENT') return { state: 'free' };
     if (osErrorCode(err) !== 'ELOOP') throw err;
-    st = lstatOrNull(path); // a symlink in place of a lock: garbage, judged by its own age
+    st = lstatSync(path, { throwIfNoEntry: false }); // a symlink in place of a lock: garbage, judged by its own age
     if (!st) return { state: 'free' };
   }
   const fingerprint = `${st.ino}:${st.mtimeMs}:${text}`;
