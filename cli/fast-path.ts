@@ -8,13 +8,15 @@
 // unknown or repeated option, a second name, an option value that looks like an option) goes
 // to commander, which parses, explains and refuses exactly as before. Both paths run the same
 // action (runCheckpoint), so their output and errors are the same; test/cli/fast-path.test.ts
-// holds them side by side. bin.js runs this module from cli/checkpoint-bundle.js when that is
-// built from the dist files as they are (cli/fast-entry.ts).
+// holds them side by side. start.cjs and bin.js run this module from cli/checkpoint-bundle.cjs when
+// that is built from the dist files as they are (cli/bundle-state.cts).
 import { PdbError } from '../model/errors.js';
-import { emit, emitError } from './output.js';
+import { emit, emitError, writeDirectly } from './output.js';
 import { openService } from './open-service.js';
 import { createProgressReporter } from './progress.js';
 import type { CheckpointArgs } from './fast-args.js';
+
+export { fastCheckpointArgs } from './fast-args.js';
 
 /** The checkpoint command's action (commander's and the fast path's). */
 export async function runCheckpoint(o: CheckpointArgs): Promise<void> {
@@ -36,8 +38,12 @@ export async function runCheckpoint(o: CheckpointArgs): Promise<void> {
   );
 }
 
-/** Run a plain checkpoint call; its exit status. */
-export async function runFast(args: CheckpointArgs): Promise<number> {
+/**
+ * Run a plain checkpoint call; its exit status. `direct` (start.cjs): print with write(2), as
+ * nothing else in this process writes to stdout or stderr.
+ */
+export async function runFast(args: CheckpointArgs, options: { direct?: boolean } = {}): Promise<number> {
+  if (options.direct) writeDirectly();
   try {
     await runCheckpoint(args);
     return 0;

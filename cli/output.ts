@@ -1,11 +1,43 @@
-import { toPdbError, type PdbErrorCode } from '../model/errors.js';
+import { writeSync } from 'node:fs';
+import { osErrorCode, toPdbError, type PdbErrorCode } from '../model/errors.js';
+
+let direct = false;
+
+/**
+ * Print with write(2) on fds 1 and 2 from now on instead of through process.stdout and
+ * process.stderr, whose first use makes a stream (for a pipe, a socket with streams behind it):
+ * for the checkpoint fast path (cli/start.cts), where nothing else in the process prints.
+ */
+export function writeDirectly(): void {
+  direct = true;
+}
+
+function put(fd: 1 | 2, text: string): void {
+  const stream = () => (fd === 1 ? process.stdout : process.stderr);
+  if (!direct) {
+    stream().write(text);
+    return;
+  }
+  const buf = Buffer.from(text, 'utf8');
+  let off = 0;
+  try {
+    while (off < buf.length) off += writeSync(fd, buf, off);
+  } catch (err) {
+    const code = osErrorCode(err);
+    // A reader that went away is not an error of the command (bin.ts's rule); a descriptor left
+    // non-blocking by whoever shares it gets the rest through the stream, which waits.
+    if (code === 'EPIPE') return;
+    if (code === 'EAGAIN') stream().write(buf.subarray(off));
+    else throw err;
+  }
+}
 
 /** Print a result: JSON when asked, text otherwise. */
 export function emit(json: boolean, value: unknown, text: () => string): void {
-  if (json) process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  if (json) put(1, `${JSON.stringify(value, null, 2)}\n`);
   else {
     const t = text();
-    if (t) process.stdout.write(t.endsWith('\n') ? t : `${t}\n`);
+    if (t) put(1, t.endsWith('\n') ? t : `${t}\n`);
   }
 }
 
@@ -27,14 +59,14 @@ export function exitStatus(code: PdbErrorCode): number {
 /** Print an error with its stable code; JSON errors are `{ "error": { code, message, hint } }`. Returns the exit status. */
 export function emitError(json: boolean, err: unknown): number {
   const e = toPdbError(err);
-  if (json) process.stdout.write(`${JSON.stringify({ error: e.toJSON() }, null, 2)}\n`);
+  if (json) put(1, `${JSON.stringify({ error: e.toJSON() }, null, 2)}\n`);
   else {
-    process.stderr.write(`pdb-env: ${e.code}: ${e.message}\n`);
-    if (e.hint) process.stderr.write(`  ${e.hint}\n`);
+    put(2, `pdb-env: ${e.code}: ${e.message}\n`);
+    if (e.hint) put(2, `  ${e.hint}\n`);
     // A stack only for a real bug, and the original one (the wrapper's frames say nothing).
     if (e.code === 'E_INTERNAL') {
       const original = e.cause instanceof Error ? e.cause : e;
-      if (original.stack) process.stderr.write(`${original.stack}\n`);
+      if (original.stack) put(2, `${original.stack}\n`);
     }
   }
   return exitStatus(e.code);

@@ -1,6 +1,7 @@
 // Progress on a terminal: files and bytes done, drawn on stderr once an operation has run for a
 // second, redrawn at most ten times a second, erased when it ends. Never with --json, never when
 // stderr is not a terminal (a pipe or a log file gets nothing), never on stdout.
+import { fstatSync } from 'node:fs';
 import { formatBytes, type ProgressEvent, type ProgressFn } from '../model/progress.js';
 
 export interface ProgressOptions {
@@ -33,9 +34,20 @@ function delayFromEnv(env: NodeJS.ProcessEnv = process.env): number | undefined 
   return v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined;
 }
 
+/** Can fd 2 be a terminal? Asked of its stat data first: process.stderr made to ask builds a stream. */
+function stderrMayBeTTY(): boolean {
+  try {
+    return fstatSync(2).isCharacterDevice();
+  } catch {
+    return false; // closed
+  }
+}
+
 export function createProgressReporter(options: ProgressOptions): ProgressReporter {
+  const none = { onProgress: undefined, done: () => {} };
+  if (options.json || (!options.stream && !stderrMayBeTTY())) return none;
   const stream = options.stream ?? process.stderr;
-  if (options.json || !stream.isTTY) return { onProgress: undefined, done: () => {} };
+  if (!stream.isTTY) return none;
   const now = options.now ?? Date.now;
   const started = now();
   const delay = options.delayMs ?? delayFromEnv() ?? 1000;

@@ -1,15 +1,18 @@
 #!/usr/bin/env node
 // Bundles the checkpoint fast path (dist/cli/fast-path.js) and the modules a plain checkpoint
-// loads into one file, dist/cli/checkpoint-bundle.js, with esbuild; `npm run build` and `npm test`
-// run it after tsc. Node 20 resolves, reads and links every ES module on its own, and a checkpoint
-// loaded about forty: in one file they cost less (docs/evidence.md quotes the receipts).
+// loads into one CommonJS file, dist/cli/checkpoint-bundle.cjs, with esbuild; `npm run build` and
+// `npm test` run it after tsc. Node 20 resolves, reads and links every ES module on its own, and a
+// checkpoint loaded about forty: in one file they cost less. CommonJS, because cli/start.cts
+// require()s it before Node's ES module loader starts, and require() gives builtins without their
+// ES module facades (docs/evidence.md quotes the receipts); bin.js imports the same file.
 //
 // - Static imports are bundled. A dynamic import is bundled when its module is one a checkpoint
 //   runs (INLINE below); any other stays an import of the dist file, loaded only when used. Those
 //   modules bring their own copy of what the bundle holds (model/errors.ts makes `instanceof
 //   PdbError` hold across copies; nothing else a checkpoint shares is per-module state).
-// - `import.meta.url` in a bundled module still names that module's dist file, so a file found
-//   beside it (the native addon, the fs worker) is found as before.
+// - `import.meta.url` in a bundled module still names that module's dist file (resolved against
+//   the bundle's own URL, set in its first line), so a file found beside it (the native addon,
+//   the fs worker) is found as before.
 // - dist/cli/checkpoint-bundle.json lists every dist file the bundle was made from with its size
 //   and mtime; bin.js runs the bundle only while they all match (cli/fast-entry.ts).
 import { statSync, writeFileSync, renameSync, readFileSync } from 'node:fs';
@@ -19,7 +22,8 @@ import * as esbuild from 'esbuild';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
-const out = join(dist, 'cli', 'checkpoint-bundle.js');
+const out = join(dist, 'cli', 'checkpoint-bundle.cjs');
+const BUNDLE_URL = '__pdbBundleUrl';
 const manifest = join(dist, 'cli', 'checkpoint-bundle.json');
 
 /** Dynamically imported modules a plain checkpoint runs (paths under dist/). */
@@ -40,7 +44,8 @@ const result = await esbuild.build({
   entryPoints: [join(dist, 'cli', 'fast-path.js')],
   bundle: true,
   platform: 'node',
-  format: 'esm',
+  format: 'cjs',
+  banner: { js: `const ${BUNDLE_URL} = require('node:url').pathToFileURL(__filename).href;` },
   target: 'node20',
   outfile: `${out}.tmp`,
   metafile: true,
@@ -59,7 +64,7 @@ const result = await esbuild.build({
         build.onLoad({ filter: /\.js$/ }, (args) => {
           const text = readFileSync(args.path, 'utf8');
           if (!text.includes('import.meta.url')) return { contents: text, loader: 'js' };
-          const own = `new URL(${JSON.stringify(relative(dirname(out), args.path).split(sep).join('/'))}, import.meta.url).href`;
+          const own = `new URL(${JSON.stringify(relative(dirname(out), args.path).split(sep).join('/'))}, ${BUNDLE_URL}).href`;
           return { contents: text.replaceAll('import.meta.url', own), loader: 'js' };
         });
       },

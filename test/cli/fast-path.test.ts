@@ -6,12 +6,12 @@
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fastCheckpointArgs } from '../../cli/fast-args.js';
 import { BUNDLE_FILE, BUNDLE_MANIFEST, bundleIsFresh } from '../../cli/fast-entry.js';
-import { CLI, cli, tempDir, writeTree } from '../helpers/index.js';
+import { CLI, REPO_ROOT, cli, tempDir, writeTree } from '../helpers/index.js';
 
 const t = tempDir('pdb-fast-');
 test.after(() => t.cleanup());
@@ -98,24 +98,40 @@ test('the fast path gives what commander gives: results, errors and exit statuse
   assert.match(cli(['checkpoint', '--store', store], { env }).stderr, /E_USAGE: checkpoint needs a session name/);
 });
 
-/** The dist files a CLI run resolved (a module hook appends each URL to a file). */
-function modulesLoaded(args: string[], env: Record<string, string> = {}): { urls: string[]; code: number | null; stdout: string } {
+/**
+ * The files a CLI run loaded: every ES module Node's loader resolved (a module hook appends each
+ * URL to a file) and every CommonJS file require() loaded (the require cache at exit). `entry`:
+ * the file node runs (bin.js, or start.cjs as bin/pdb-env runs it).
+ */
+function modulesLoaded(
+  args: string[],
+  env: Record<string, string> = {},
+  entry = CLI,
+): { urls: string[]; required: string[]; code: number | null; stdout: string; stderr: string } {
   const log = join(t.dir, `loaded-${Math.random().toString(36).slice(2)}.txt`);
   writeFileSync(log, '');
   const hooks = `import { appendFileSync } from 'node:fs'; export async function resolve(s, c, next) { const r = await next(s, c); if (r.url.startsWith('file:')) appendFileSync(${JSON.stringify(log)}, r.url + '\\n'); return r; }`;
-  const preload = `import { register } from 'node:module'; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hooks)}`)});`;
-  const run = spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(preload)}`, CLI, ...args], {
+  const preload = `import { register, createRequire } from 'node:module'; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hooks)}`)}); const r = createRequire(process.cwd() + '/'); process.on('exit', () => process.stderr.write('REQUIRED=' + JSON.stringify(Object.keys(r.cache)) + '\\n'));`;
+  const run = spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(preload)}`, entry, ...args], {
     encoding: 'utf8',
     env: { ...process.env, ...env },
   });
-  return { urls: readFileSync(log, 'utf8').split('\n').filter(Boolean), code: run.status, stdout: run.stdout };
+  const m = /REQUIRED=(.*)/.exec(run.stderr);
+  assert.ok(m, `the hook reported nothing: ${run.stderr}`);
+  return {
+    urls: readFileSync(log, 'utf8').split('\n').filter(Boolean),
+    required: JSON.parse(m[1]!) as string[],
+    code: run.status,
+    stdout: run.stdout,
+    stderr: run.stderr.replace(/REQUIRED=.*\n/, ''),
+  };
 }
 
 test('npm test built the checkpoint bundle; a plain checkpoint runs it, and it gives what the modules give', () => {
-  const cliDir = new URL('./', pathToFileURL(CLI));
+  const cliDir = dirname(CLI);
   assert.ok(
-    bundleIsFresh(cliDir, new URL('../', cliDir)),
-    'dist/cli/checkpoint-bundle.js is missing or stale: npm test (and npm run build) run node scripts/bundle-checkpoint.mjs after tsc',
+    bundleIsFresh(cliDir, join(cliDir, '..')),
+    'dist/cli/checkpoint-bundle.cjs is missing or stale: npm test (and npm run build) run node scripts/bundle-checkpoint.mjs after tsc',
   );
   writeTree(join(t.dir, 'src2'), { 'a.txt': 'a\n', lib: { 'b.txt': 'b\n' } });
   assert.is(cli(['create', 'b', '--from', join(t.dir, 'src2'), '--store', store]).code, 0);
@@ -124,7 +140,7 @@ test('npm test built the checkpoint bundle; a plain checkpoint runs it, and it g
   const bundled = modulesLoaded(['checkpoint', 'b', '--store', store, '--json']);
   assert.is(bundled.code, 0);
   assert.ok(
-    bundled.urls.some((u) => u.endsWith(`/cli/${BUNDLE_FILE}`)),
+    bundled.required.some((f) => f.endsWith(`/cli/${BUNDLE_FILE}`)),
     'the bundle did not run',
   );
   assert.not.ok(
@@ -135,7 +151,7 @@ test('npm test built the checkpoint bundle; a plain checkpoint runs it, and it g
   const modules = modulesLoaded(['checkpoint', 'b', '--store', store, '--json'], { PDB_ENV_NO_BUNDLE: '1' });
   assert.is(modules.code, 0);
   assert.not.ok(
-    modules.urls.some((u) => u.endsWith(`/cli/${BUNDLE_FILE}`)),
+    modules.required.some((f) => f.endsWith(`/cli/${BUNDLE_FILE}`)),
     'PDB_ENV_NO_BUNDLE=1 still ran the bundle',
   );
   assert.ok(modules.urls.some((u) => u.endsWith('/sessions/checkpoint.js')));
@@ -156,6 +172,50 @@ test('npm test built the checkpoint bundle; a plain checkpoint runs it, and it g
   assert.match(busy.stderr, /E_SESSION_NOT_FOUND/);
 });
 
+test('bin/pdb-env starts in CommonJS: a plain checkpoint runs the bundle before any ES module of pdb-env is loaded', () => {
+  const start = join(dirname(CLI), 'start.cjs');
+  assert.match(readFileSync(join(REPO_ROOT, 'bin', 'pdb-env'), 'utf8'), /dist\/cli\/start\.cjs/, 'bin/pdb-env runs start.cjs');
+  writeTree(join(t.dir, 'src3'), { 'a.txt': 'a\n', lib: { 'b.txt': 'b\n' } });
+  assert.is(cli(['create', 'c', '--from', join(t.dir, 'src3'), '--store', store]).code, 0);
+  const root = cli(['path', 'c', '--store', store]).stdout.trim();
+  appendFileSync(join(root, 'a.txt'), 'more\n');
+  // (With --import, node resolves the entry itself through the loader too: start.cjs is no ES module.)
+  const ours = (urls: string[]) => urls.filter((u) => u.includes('/dist/') && u.endsWith('.js'));
+  const fast = modulesLoaded(['checkpoint', 'c', '--store', store, '--json'], {}, start);
+  assert.is(fast.code, 0, fast.stderr);
+  assert.ok(fast.required.some((f) => f.endsWith(`/cli/${BUNDLE_FILE}`)), 'start.cjs did not run the bundle');
+  assert.equal(ours(fast.urls), [], 'a plain checkpoint from start.cjs loaded ES modules of pdb-env');
+  assert.is(JSON.parse(fast.stdout).changes, 1);
+  // Its text and its errors are what bin.js prints (write(2) on the fds instead of the streams).
+  for (const args of [
+    ['checkpoint', 'c', '--store', store],
+    ['checkpoint', 'nope', '--store', store],
+    ['checkpoint', 'nope', '--store', store, '--json'],
+  ]) {
+    const a = modulesLoaded(args, {}, start);
+    const b = cli(args);
+    assert.equal([a.code, a.stdout, a.stderr], [b.code, b.stdout, b.stderr], args.join(' '));
+  }
+  // Anything else, and a checkpoint without a fresh bundle, goes to bin.js.
+  const list = modulesLoaded(['list', '--store', store, '--json'], {}, start);
+  assert.is(list.code, 0, list.stderr);
+  assert.ok(list.urls.some((u) => u.endsWith('/dist/cli/bin.js')));
+  assert.ok((JSON.parse(list.stdout) as { sessions: Array<{ name: string }> }).sessions.some((s) => s.name === 'c'));
+  const modules = modulesLoaded(['checkpoint', 'c', '--store', store, '--json'], { PDB_ENV_NO_BUNDLE: '1' }, start);
+  assert.is(modules.code, 0, modules.stderr);
+  assert.not.ok(modules.required.some((f) => f.endsWith(`/cli/${BUNDLE_FILE}`)), 'PDB_ENV_NO_BUNDLE=1 still ran the bundle');
+  assert.ok(modules.urls.some((u) => u.endsWith('/sessions/checkpoint.js')));
+  const help = modulesLoaded(['checkpoint', '--help'], {}, start);
+  assert.is(help.code, 0);
+  assert.match(help.stdout, /checkpoint/);
+  // NODE_EXTRA_CA_CERTS is back for what pdb-env runs.
+  const env = spawnSync(join(REPO_ROOT, 'bin', 'pdb-env'), ['checkpoint', 'c', '--store', store, '--json'], {
+    encoding: 'utf8',
+    env: { ...process.env, NODE_EXTRA_CA_CERTS: '/nonexistent-ca.pem' },
+  });
+  assert.is(env.status, 0, env.stderr);
+});
+
 test('a bundle runs only while every file it was made from is as it was', () => {
   const dist = join(t.dir, 'fake-dist');
   mkdirSync(join(dist, 'cli'), { recursive: true });
@@ -167,7 +227,7 @@ test('a bundle runs only while every file it was made from is as it was', () => 
       join(dist, 'cli', BUNDLE_MANIFEST),
       JSON.stringify({ inputs: files.map((f) => [f, statSync(join(dist, f)).size, statSync(join(dist, f)).mtimeMs]) }),
     );
-  const fresh = () => bundleIsFresh(pathToFileURL(join(dist, 'cli') + '/'), pathToFileURL(dist + '/'));
+  const fresh = () => bundleIsFresh(join(dist, 'cli'), dist);
   assert.not.ok(fresh(), 'no manifest: not fresh');
   record();
   assert.ok(fresh());

@@ -1,0 +1,33 @@
+// The pdb-env executable's first module (bin/pdb-env runs it). It is CommonJS because Node 20
+// starts a CommonJS module without its ES module loader, and because require() gives Node's
+// builtins (fs, crypto, path...) without the ES module facade that reads every export, streams
+// and fs/promises among them. A plain checkpoint, which an agent loop calls between steps, runs
+// the CommonJS bundle of the fast path from here when that is fresh (cli/bundle-state.cts), and
+// prints with write(2) so that no stdio stream is made either. Every other command line, and a
+// checkpoint without a fresh bundle, goes to bin.js as before (docs/evidence.md quotes the
+// receipts).
+import { join } from 'node:path';
+import { BUNDLE_FILE, checkpointBundleState } from './bundle-state.cjs';
+import type { FastPath } from './fast-entry.js';
+
+// bin/pdb-env starts this process without NODE_EXTRA_CA_CERTS (Node 20 parses that bundle at
+// every start, and pdb-env itself makes no TLS connection); what pdb-env runs gets it back.
+const caCerts = process.env.PDB_ENV_NODE_EXTRA_CA_CERTS;
+if (caCerts !== undefined) {
+  process.env.NODE_EXTRA_CA_CERTS = caCerts;
+  delete process.env.PDB_ENV_NODE_EXTRA_CA_CERTS;
+}
+
+function fastCheckpoint(argv: string[]): Promise<number> | null {
+  if (argv[0] !== 'checkpoint' || !checkpointBundleState(__dirname).bundled) return null;
+  const bundle = require(join(__dirname, BUNDLE_FILE)) as FastPath;
+  const args = bundle.fastCheckpointArgs(argv);
+  return args ? bundle.runFast(args, { direct: true }) : null;
+}
+
+const fast = fastCheckpoint(process.argv.slice(2));
+if (fast)
+  void fast.then((code) => {
+    process.exitCode = code;
+  });
+else void import('./bin.js');
