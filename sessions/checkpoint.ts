@@ -5,6 +5,7 @@
 // racy-clean rule (model/scan/tree-index.ts); `verify` re-hashes every file. The changes against the
 // base are composed from the index's own Changeset and what changed since, so the base's manifest
 // is not read either.
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Digest } from '../model/canonical-json.js';
 import { crashPoint } from '../model/crash-point.js';
@@ -22,7 +23,7 @@ import {
   type Entry,
   type Snapshot,
 } from '../model/snapshot.js';
-import { readTreeIndex, treeIndexPieces, type TreeIndex } from '../model/scan/tree-index.js';
+import { deltaFileOf, indexDeltaPieces, readTreeIndex, treeIndexPieces, type TreeIndex } from '../model/scan/tree-index.js';
 import { acquireLease } from './locks/lease.js';
 import { withObjectWrites } from './locks/object-lease.js';
 import { appendCheckpointLog, readSession, sessionIndexFile, writeSession, type StoreContext } from './records.js';
@@ -221,7 +222,13 @@ async function writeSessionIndex(
   const own = old !== null && old.header.snapshot === cp.snapshot && old.header.generation === scanned.generation;
   if (own && scanned.scan.stale === 0 && old.header.extraExcludes?.length === 0) return;
   const next = scanned.scan.nextIndex({ ...cp, base: s.rec.base, generation: scanned.generation, source: null });
+  // Only what some rows of the session's own index hold changed: a delta of it (git's split
+  // index, model/scan/index-file.ts) instead of the whole index again.
+  const delta = old?.source?.path === file ? indexDeltaPieces(old, next, scanned.scan.restatedRows()) : null;
+  if (delta) return writeFileAtomic(ctx.store.paths, deltaFileOf(file), delta, 0o644, { sync: false });
   await writeFileAtomic(ctx.store.paths, file, treeIndexPieces(next), 0o644, { sync: false });
+  // A delta of the index before applies to nothing now (it names that file's checksum): tidied away.
+  rmSync(deltaFileOf(file), { force: true });
 }
 
 /** Changes since the base, by relative path (read-only; installs nothing, records nothing). */

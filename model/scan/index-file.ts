@@ -88,14 +88,20 @@ function layout(n: number, nameBytes: number, valueBytes: number): Array<[keyof 
  */
 export function encodeTreeIndex(header: TreeIndexHeader, c: IndexColumns): Buffer[] {
   const head = Buffer.from(JSON.stringify({ ...header, count: c.n, nameBytes: c.nameBytes.length, valueBytes: c.valueBytes.length }));
-  const prefix = Buffer.alloc(PREFIX);
-  const parts: Buffer[] = [prefix, head, Buffer.alloc(pad8(head.length) - head.length)];
+  const body: Buffer[] = [];
   for (const [name, size, count] of layout(c.n, c.nameBytes.length, c.valueBytes.length)) {
     const col = c[name] as ArrayBufferView;
-    parts.push(Buffer.from(col.buffer, col.byteOffset, size * count));
-    if (pad8(size * count) !== size * count) parts.push(Buffer.alloc(pad8(size * count) - size * count));
+    body.push(Buffer.from(col.buffer, col.byteOffset, size * count));
+    if (pad8(size * count) !== size * count) body.push(Buffer.alloc(pad8(size * count) - size * count));
   }
-  MAGIC.copy(prefix, 0);
+  return sealed(MAGIC, head, body);
+}
+
+/** A file of ours as pieces in order: the prefix (`magic`, the header's length, the byte order, the sha256 of what follows), the header padded to 8 bytes, the body. */
+function sealed(magic: Buffer, head: Buffer, body: Buffer[]): Buffer[] {
+  const prefix = Buffer.alloc(PREFIX);
+  const parts: Buffer[] = [prefix, head, Buffer.alloc(pad8(head.length) - head.length), ...body];
+  magic.copy(prefix, 0);
   prefix.writeUInt32LE(head.length, 8);
   prefix.writeUInt32LE(ORDER, 12);
   const hash = createHash('sha256');
@@ -107,9 +113,12 @@ export function encodeTreeIndex(header: TreeIndexHeader, c: IndexColumns): Buffe
 const isFlag = (x: unknown) => typeof x === 'boolean';
 const isNat = (x: unknown): x is number => Number.isInteger(x) && (x as number) >= 0;
 
-/** Parse a version 2 index; null when it is not a whole, sound one. */
-export function decodeTreeIndex(file: Buffer): { header: TreeIndexHeader; columns: IndexColumns } | null {
-  if (file.length < PREFIX || !file.subarray(0, 8).equals(MAGIC)) return null;
+/**
+ * The prefix, checksum and header of a file of ours (an index or a delta) that starts with
+ * `magic`, in a buffer aligned for typed views; null when it is not a whole, sound one.
+ */
+function checked<H>(file: Buffer, magic: Buffer): { buf: Buffer; headLen: number; h: H & Partial<TreeIndexHeader> } | null {
+  if (file.length < PREFIX || !file.subarray(0, 8).equals(magic)) return null;
   // Typed views need aligned offsets: a Buffer from a small pool may not start on 8 bytes.
   let buf = file;
   if (file.byteOffset % 8 !== 0) {
@@ -121,14 +130,22 @@ export function decodeTreeIndex(file: Buffer): { header: TreeIndexHeader; column
   if (PREFIX + headLen > buf.length) return null;
   const digest = createHash('sha256').update(buf.subarray(PREFIX)).digest();
   if (!digest.equals(buf.subarray(16, 48))) return null;
-  let h: TreeIndexHeader & { nameBytes: number; valueBytes: number };
+  let h: H & Partial<TreeIndexHeader>;
   try {
     h = JSON.parse(buf.toString('utf8', PREFIX, PREFIX + headLen));
   } catch {
     return null;
   }
-  if (h?.kind !== 'pdb-env-tree-index' || h.version !== TREE_INDEX_VERSION || !Array.isArray(h.excludes)) return null;
-  if (!isNat(h.count) || !isNat(h.nameBytes) || !isNat(h.valueBytes) || !isFlag(h.coarse)) return null;
+  if (h?.kind !== 'pdb-env-tree-index' || h.version !== TREE_INDEX_VERSION || !Array.isArray(h.excludes) || !isFlag(h.coarse)) return null;
+  return { buf, headLen, h };
+}
+
+/** Parse a version 2 index; null when it is not a whole, sound one. */
+export function decodeTreeIndex(file: Buffer): { header: TreeIndexHeader; columns: IndexColumns } | null {
+  const got = checked<TreeIndexHeader & { nameBytes: number; valueBytes: number }>(file, MAGIC);
+  if (!got) return null;
+  const { buf, headLen, h } = got;
+  if (!isNat(h.count) || !isNat(h.nameBytes) || !isNat(h.valueBytes)) return null;
   const n = h.count;
   const c = {} as Record<string, unknown>;
   let off = PREFIX + pad8(headLen);
@@ -220,4 +237,98 @@ export function decodeTreeIndexV1(text: string): { header: TreeIndexHeader; colu
     count: entries.length,
   };
   return { header, columns };
+}
+
+// ---- The delta file (`<index>.delta`): the rows a checkpoint restated, against one index file.
+//
+//   0   "PDBTIXD\n"                      magic
+//   8   u32 header length (LE), u32 byte order
+//   16  sha256 of the header and the body
+//   48  the header (JSON: the whole TreeIndexHeader of the state it describes, the checksum of
+//       the index file it applies to, the number of rows), padded to 8 bytes
+//       the body: for m rows, each padded to 8: ino, size, mtime, ctime (f64), row, mode (u32),
+//       kind, flags (u8), digest (32 bytes per row)
+//
+// A checkpoint that changed only what some rows hold (no path added, gone or made a symlink)
+// writes this instead of the whole index (git's split index): the rows it touched and those the
+// delta before it held. A delta applies only to the index file whose checksum it names, so a
+// whole index written later (which always has another checksum: its header records when) leaves
+// an old delta that applies to nothing; one that is short, damaged or of another index is ignored
+// and the index file is read as it is, which only costs re-hashing what the delta vouched for.
+const DELTA_MAGIC = Buffer.from('PDBTIXD\n', 'latin1');
+
+/** The checksum an index file carries (what a delta names); null when it is no version 2 index. */
+export function indexFileChecksum(file: Buffer): Buffer | null {
+  return file.length >= PREFIX && file.subarray(0, 8).equals(MAGIC) ? Buffer.from(file.subarray(16, 48)) : null;
+}
+
+function deltaLayout(m: number): Array<[keyof IndexColumns | 'row', number, number]> {
+  return [
+    ['ino', 8, m],
+    ['size', 8, m],
+    ['mtime', 8, m],
+    ['ctime', 8, m],
+    ['row', 4, m],
+    ['mode', 4, m],
+    ['kind', 1, m],
+    ['flags', 1, m],
+    ['digest', 32, m],
+  ];
+}
+
+/** The delta file's bytes: `rows` (ascending) of the columns `c`, with the state's header, against the index file whose checksum is `base`. */
+export function encodeIndexDelta(header: TreeIndexHeader, c: IndexColumns, rows: Uint32Array, base: Buffer): Buffer[] {
+  const m = rows.length;
+  const head = Buffer.from(JSON.stringify({ ...header, count: c.n, applies: base.toString('hex'), rows: m }));
+  const body: Buffer[] = [];
+  for (const [name, size] of deltaLayout(m)) {
+    const out = Buffer.alloc(pad8(size * m));
+    const view =
+      size === 8 ? new Float64Array(out.buffer, out.byteOffset, m) : size === 4 ? new Uint32Array(out.buffer, out.byteOffset, m) : null;
+    for (let k = 0; k < m; k++) {
+      const r = rows[k]!;
+      if (name === 'row') view![k] = r;
+      else if (name === 'digest') out.set(c.digest.subarray(r * 32, r * 32 + 32), k * 32);
+      else if (view) view[k] = (c[name] as Float64Array | Uint32Array)[r]!;
+      else out[k] = (c[name] as Uint8Array)[r]!;
+    }
+    body.push(out);
+  }
+  return sealed(DELTA_MAGIC, head, body);
+}
+
+/**
+ * Apply a delta file to the columns `c` of the index file whose checksum is `base` (in place);
+ * the header it records and its rows, or null (and `c` untouched) when it is not a whole, sound
+ * delta of that file.
+ */
+export function applyIndexDelta(file: Buffer, base: Buffer, c: IndexColumns): { header: TreeIndexHeader; rows: Uint32Array } | null {
+  const got = checked<TreeIndexHeader & { applies: string; rows: number }>(file, DELTA_MAGIC);
+  if (!got) return null;
+  const { buf, headLen, h } = got;
+  if (h.applies !== base.toString('hex') || h.count !== c.n || !isNat(h.rows)) return null;
+  const m = h.rows;
+  const cols: Record<string, Float64Array | Uint32Array | Uint8Array> = {};
+  let off = PREFIX + pad8(headLen);
+  for (const [name, size] of deltaLayout(m)) {
+    if (off + size * m > buf.length) return null;
+    const at = buf.byteOffset + off;
+    cols[name] = size === 8 ? new Float64Array(buf.buffer, at, m) : size === 4 ? new Uint32Array(buf.buffer, at, m) : new Uint8Array(buf.buffer, at, size * m);
+    off += pad8(size * m);
+  }
+  if (off !== buf.length) return null;
+  const rows = cols.row as Uint32Array;
+  // Rows ascending and within the index, kinds the restated ones can hold: else nothing is applied.
+  for (let k = 0; k < m; k++) {
+    if (rows[k]! >= c.n || (k > 0 && rows[k]! <= rows[k - 1]!)) return null;
+    const kind = cols.kind![k]!;
+    if ((kind !== 1 && kind !== 2) || c.kind[rows[k]!] === 3) return null;
+  }
+  for (let k = 0; k < m; k++) {
+    const r = rows[k]!;
+    for (const name of ['ino', 'size', 'mtime', 'ctime', 'mode', 'kind', 'flags'] as const) (c[name] as Float64Array)[r] = cols[name]![k]!;
+    c.digest.set((cols.digest as Uint8Array).subarray(k * 32, k * 32 + 32), r * 32);
+  }
+  const { applies: _a, rows: _r, ...header } = h;
+  return { header, rows: Uint32Array.from(rows) };
 }

@@ -149,7 +149,7 @@ export function nextColumns(
   const c = old ?? NONE;
   const window = coarse ? COARSE_RACY_WINDOW_MS : RACY_WINDOW_MS;
   // Symlink targets move with their runs unless a touched or new entry is (or was) a symlink.
-  const linksTouched = raw.touched.some((t) => t.kind === KIND_LINK || (t.row >= 0 && c.kind[t.row] === KIND_LINK));
+  const linksTouched = touchesLinks(c, raw);
   if (!linksTouched && sameRows(c, raw)) {
     const out = restated(c);
     for (const t of raw.touched) updateRow(out, t.row, t, t.kind === KIND_FILE ? content(t) : undefined, raw.startedAtMs, window);
@@ -165,6 +165,20 @@ export function nextColumns(
     updateRow(out, at(t, inserts.get(t) ?? -1), t, t.kind === KIND_FILE ? content(t) : undefined, raw.startedAtMs, window);
   if (linksTouched) rebuildTargets(c, p, raw, out);
   return out;
+}
+
+/** Is a touched or new entry a symlink, or was it one? */
+function touchesLinks(c: IndexColumns, raw: RawScan): boolean {
+  return raw.touched.some((t) => t.kind === KIND_LINK || (t.row >= 0 && c.kind[t.row] === KIND_LINK));
+}
+
+/**
+ * The rows nextColumns changes (ascending) when it restates `old` (the same rows, none a symlink
+ * touched: only what rows hold changed), else null: what a delta of the index records.
+ */
+export function restatedRows(old: IndexColumns | null, raw: RawScan): Uint32Array | null {
+  if (!old || touchesLinks(old, raw) || !sameRows(old, raw)) return null;
+  return Uint32Array.from(raw.touched, (t) => t.row).sort();
 }
 
 /** The scan kept every row of `c` where it was: no new path, none gone (the walk saw each row). */

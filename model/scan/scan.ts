@@ -11,7 +11,7 @@ import type { ObjectStore } from '../store/object-store.js';
 import { progressCounter, type ProgressFn } from '../progress.js';
 import { assertContractPath, sortEntries, type Entry } from '../snapshot.js';
 import { KIND_DIR, KIND_FILE, KIND_LINK, rowDigestHex, type IndexColumns } from './index-columns.js';
-import { allWholeSeconds, nextColumns, type Content } from './index-update.js';
+import { allWholeSeconds, nextColumns, restatedRows, type Content } from './index-update.js';
 import { scanWalk as rawWalk } from './scanner.js';
 import { snapshotBytesFromColumns } from './snapshot-bytes.js';
 import { TreeIndex, indexHeader, rootSig, statSignature, type IndexFields } from './tree-index.js';
@@ -168,6 +168,8 @@ export interface ScanResult {
   columns(): IndexColumns;
   /** A tree index of the tree as scanned, recorded at the walk's start. */
   nextIndex(fields: Omit<IndexFields, 'recordedAtMs' | 'excludes'>): TreeIndex;
+  /** The rows of `trust` that nextIndex changes when it only restates them (index-update.ts), else null. */
+  restatedRows(): Uint32Array | null;
   /** The canonical bytes of the Snapshot of the tree as scanned. */
   snapshotBytes(base: Digest | null): { bytes: Buffer; digest: Digest };
 }
@@ -220,6 +222,7 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
       );
       return new TreeIndex(header, c);
     },
+    restatedRows: () => restatedRows(trust?.cols ?? null, raw),
     snapshotBytes: (base) => snapshotBytesFromColumns(columns(), base, options.excludes),
   };
 }

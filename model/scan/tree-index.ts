@@ -32,7 +32,17 @@ import {
   type IndexColumns,
   type RowStat,
 } from './index-columns.js';
-import { decodeTreeIndex, decodeTreeIndexV1, encodeTreeIndex, parseSignature, type RootSig, type TreeIndexHeader } from './index-file.js';
+import {
+  applyIndexDelta,
+  decodeTreeIndex,
+  decodeTreeIndexV1,
+  encodeIndexDelta,
+  encodeTreeIndex,
+  indexFileChecksum,
+  parseSignature,
+  type RootSig,
+  type TreeIndexHeader,
+} from './index-file.js';
 
 export { TREE_INDEX_VERSION, parseSignature, type RootSig, type TreeIndexHeader } from './index-file.js';
 
@@ -44,10 +54,22 @@ export { TREE_INDEX_VERSION, parseSignature, type RootSig, type TreeIndexHeader 
 export const RACY_WINDOW_MS = 100;
 export const COARSE_RACY_WINDOW_MS = 2_000;
 
+/** Where an index read from disk came from: what a delta written after it must name (index-file.ts). */
+export interface IndexSource {
+  /** The index file read. */
+  path: string;
+  /** Its checksum. */
+  sum: Buffer;
+  /** The rows its delta changed (ascending), when one applied. */
+  deltaRows: Uint32Array | null;
+}
+
 /** A tree index in memory: its header and its columns (index-columns.ts); entries are built only when asked for. */
 export class TreeIndex {
   private built: Array<Entry | undefined> | null = null;
   private paths: string[] | null = null;
+  /** Set by readTreeIndex for an index of version 2. */
+  source: IndexSource | null = null;
 
   constructor(
     readonly header: TreeIndexHeader,
@@ -148,16 +170,65 @@ export function parseTreeIndex(bytes: Buffer | string): TreeIndex | null {
   return v1 ? new TreeIndex(v1.header, v1.columns) : null;
 }
 
-/** Read a tree index file; null when it is absent or unreadable (never an error: it is a cache). */
-export function readTreeIndex(file: string): TreeIndex | null {
-  let bytes: Buffer;
+/** A file's bytes; null when it is absent. */
+function readOrNull(file: string): Buffer | null {
   try {
-    bytes = readFileSync(file);
+    return readFileSync(file);
   } catch (err) {
     if (osErrorCode(err) === 'ENOENT' || osErrorCode(err) === 'ENOTDIR') return null;
     throw err;
   }
-  return parseTreeIndex(bytes);
+}
+
+/** The delta file beside an index file (index-file.ts). */
+export const deltaFileOf = (file: string): string => `${file}.delta`;
+
+/**
+ * Read a tree index file, with its delta applied when one of that file lies beside it; null when
+ * it is absent or unreadable (never an error: it is a cache).
+ */
+export function readTreeIndex(file: string): TreeIndex | null {
+  const bytes = readOrNull(file);
+  const index = bytes ? parseTreeIndex(bytes) : null;
+  const sum = index && indexFileChecksum(bytes!);
+  if (!index || !sum) return index;
+  const delta = readOrNull(deltaFileOf(file));
+  const applied = delta ? applyIndexDelta(delta, sum, index.cols) : null;
+  const out = applied ? new TreeIndex(applied.header, index.cols) : index;
+  out.source = { path: file, sum, deltaRows: applied?.rows ?? null };
+  return out;
+}
+
+/** Rows in either ascending list, ascending. */
+function unionRows(a: Uint32Array | null, b: Uint32Array): Uint32Array {
+  if (!a || a.length === 0) return b;
+  const out = new Uint32Array(a.length + b.length);
+  let i = 0;
+  let j = 0;
+  let k = 0;
+  while (i < a.length || j < b.length) {
+    const x = i < a.length ? a[i]! : Infinity;
+    const y = j < b.length ? b[j]! : Infinity;
+    out[k++] = Math.min(x, y);
+    if (x <= y) i++;
+    if (y <= x) j++;
+  }
+  return out.subarray(0, k);
+}
+
+/** A delta grows no longer than this many rows (then the whole index is written again). */
+export const deltaLimit = (n: number): number => Math.max(256, n >> 4);
+
+/**
+ * The bytes of the delta file that makes the index `from` was read as into `next`, when `next`
+ * changed only the rows `touched` of it (ascending; restated: no row added, gone or moved) and
+ * the delta stays within deltaLimit; else null (write the whole index).
+ */
+export function indexDeltaPieces(from: TreeIndex, next: TreeIndex, touched: Uint32Array | null): Buffer[] | null {
+  if (!from.source || !touched || next.count !== from.count) return null;
+  const rows = unionRows(from.source.deltaRows, touched);
+  if (rows.length > deltaLimit(next.count)) return null;
+  return encodeIndexDelta({ ...next.header, count: next.count }, next.cols, rows, from.source.sum);
 }
 
 export type IndexFields = Pick<
