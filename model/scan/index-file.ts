@@ -313,7 +313,12 @@ export function applyIndexDelta(file: Buffer, base: Buffer, c: IndexColumns): { 
   for (const [name, size] of deltaLayout(m)) {
     if (off + size * m > buf.length) return null;
     const at = buf.byteOffset + off;
-    cols[name] = size === 8 ? new Float64Array(buf.buffer, at, m) : size === 4 ? new Uint32Array(buf.buffer, at, m) : new Uint8Array(buf.buffer, at, size * m);
+    cols[name] =
+      size === 8
+        ? new Float64Array(buf.buffer, at, m)
+        : size === 4
+          ? new Uint32Array(buf.buffer, at, m)
+          : new Uint8Array(buf.buffer, at, size * m);
     off += pad8(size * m);
   }
   if (off !== buf.length) return null;

@@ -183,7 +183,10 @@ test('bin/pdb-env starts in CommonJS: a plain checkpoint runs the bundle before 
   const ours = (urls: string[]) => urls.filter((u) => u.includes('/dist/') && u.endsWith('.js'));
   const fast = modulesLoaded(['checkpoint', 'c', '--store', store, '--json'], {}, start);
   assert.is(fast.code, 0, fast.stderr);
-  assert.ok(fast.required.some((f) => f.endsWith(`/cli/${BUNDLE_FILE}`)), 'start.cjs did not run the bundle');
+  assert.ok(
+    fast.required.some((f) => f.endsWith(`/cli/${BUNDLE_FILE}`)),
+    'start.cjs did not run the bundle',
+  );
   assert.equal(ours(fast.urls), [], 'a plain checkpoint from start.cjs loaded ES modules of pdb-env');
   assert.is(JSON.parse(fast.stdout).changes, 1);
   // Its text and its errors are what bin.js prints (write(2) on the fds instead of the streams).
@@ -203,7 +206,10 @@ test('bin/pdb-env starts in CommonJS: a plain checkpoint runs the bundle before 
   assert.ok((JSON.parse(list.stdout) as { sessions: Array<{ name: string }> }).sessions.some((s) => s.name === 'c'));
   const modules = modulesLoaded(['checkpoint', 'c', '--store', store, '--json'], { PDB_ENV_NO_BUNDLE: '1' }, start);
   assert.is(modules.code, 0, modules.stderr);
-  assert.not.ok(modules.required.some((f) => f.endsWith(`/cli/${BUNDLE_FILE}`)), 'PDB_ENV_NO_BUNDLE=1 still ran the bundle');
+  assert.not.ok(
+    modules.required.some((f) => f.endsWith(`/cli/${BUNDLE_FILE}`)),
+    'PDB_ENV_NO_BUNDLE=1 still ran the bundle',
+  );
   assert.ok(modules.urls.some((u) => u.endsWith('/sessions/checkpoint.js')));
   const help = modulesLoaded(['checkpoint', '--help'], {}, start);
   assert.is(help.code, 0);

@@ -64,7 +64,11 @@ test('content-only checkpoints write a delta and leave the whole index as it was
     assert.ok(existsSync(delta), `round ${round}: a delta was written`);
     assert.ok(readFileSync(file).equals(whole), `round ${round}: the whole index was not written again`);
     const rows = readTreeIndex(file)!.source!.deltaRows!;
-    assert.equal([...rows], [...want].sort((x, y) => x - y), `round ${round}: the delta holds every row changed since the whole index`);
+    assert.equal(
+      [...rows],
+      [...want].sort((x, y) => x - y),
+      `round ${round}: the delta holds every row changed since the whole index`,
+    );
   }
   const quiet = await svc.checkpoint('s');
   assert.is(quiet.filesHashed, 0, 'the delta vouches for what it recorded');
