@@ -227,8 +227,13 @@ async function writeSessionIndex(
   const delta = old?.source?.path === file ? indexDeltaPieces(old, next, scanned.scan.restatedRows()) : null;
   if (delta) return writeFileAtomic(ctx.store.paths, deltaFileOf(file), delta, 0o644, { sync: false });
   await writeFileAtomic(ctx.store.paths, file, treeIndexPieces(next), 0o644, { sync: false });
-  // A delta of the index before applies to nothing now (it names that file's checksum): tidied away.
-  rmSync(deltaFileOf(file), { force: true });
+  // A delta of the index before applies to nothing now (it names that file's checksum): tidied
+  // away, and one that cannot be removed is left, as the checkpoint is recorded already.
+  try {
+    rmSync(deltaFileOf(file), { force: true });
+  } catch {
+    // ignored (see above)
+  }
 }
 
 /** Changes since the base, by relative path (read-only; installs nothing, records nothing). */
