@@ -159,6 +159,8 @@ export function nextColumns(
   const inserted = insertRows(p);
   const out = emptyColumns(p.src.length, p.nameBytes, linksTouched ? 0 : c.valueBytes.length);
   copyKept(c, p, out, !linksTouched);
+  // A symlink gone (no touched row) takes its target with it: the kept ones end where the last does.
+  if (!linksTouched) out.valueBytes = out.valueBytes.subarray(0, out.n > 0 ? out.valueEnd[out.n - 1]! : 0);
   const at = (t: RawEntry, j: number) => (t.row >= 0 ? p.oldToNew[t.row]! : inserted[j]!);
   const inserts = new Map(p.inserts.map((x, j) => [x.t, j]));
   for (const t of raw.touched)

@@ -59,7 +59,8 @@ async function assertMatchesFullHash(svc: SessionService, root: string, what: st
     diffEntries(base.entries, full.entries).map((c) => `${c.kind} ${c.path}`),
     `${what}: the changes`,
   );
-  const index = readTreeIndex(sessionIndexFile(svc.store, 's'))!;
+  const index = readTreeIndex(sessionIndexFile(svc.store, 's'));
+  assert.ok(index, `${what}: the index left can be read back`);
   assert.equal(index.entries, full.entries, `${what}: the index left describes the tree`);
   return cp;
 }
@@ -106,6 +107,15 @@ for (const scanner of scanners()) {
     symlinkSync('p', join(root, 'top.txt')); // file -> symlink
     chmodSync(join(root, 'p', 'a.txt'), 0o755);
     await assertMatchesFullHash(svc, root, 'mixed');
+  });
+
+  test(`${scanner}: a symlink gone, and nothing else, leaves an index that can be read back`, async () => {
+    const { svc, root } = await session(scanner);
+    rmSync(join(root, 'r', 'link'));
+    await assertMatchesFullHash(svc, root, 'symlink removed');
+    await sleep(150);
+    const quiet = await svc.checkpoint('s');
+    assert.is(quiet.filesHashed, 0, 'the index was read back and trusted');
   });
 
   test(`${scanner}: names swapped within one second, times set back, are found`, async () => {
