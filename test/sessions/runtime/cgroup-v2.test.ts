@@ -39,10 +39,12 @@ async function inner(): Promise<void> {
     const root = cli('path', 's').trim();
     run = spawn(process.execPath, [CLI, 'run', 's', '--', 'sh', 'tree.sh'], { env, stdio: 'ignore' });
     const pid = (f: string) => Number(readFileSync(join(root, f), 'utf8').trim()) || null;
-    const [top, child] = await until(
-      'the pids',
-      () => ['top.pid', 'child.pid', 'escaped.pid'].every((f) => existsSync(join(root, f))) && [pid('top.pid'), pid('child.pid')],
-    );
+    // A pid file exists before the shell has written it: only whole pids count.
+    const [top, child] = await until('the pids', () => {
+      if (!['top.pid', 'child.pid', 'escaped.pid'].every((f) => existsSync(join(root, f)))) return null;
+      const got = [pid('top.pid'), pid('child.pid')];
+      return got.every((p) => p !== null) && got;
+    });
     const escaped = await until('the escaped pid', () => pid('escaped.pid'));
     // The escaped process really left the run's process group.
     const pgid = (p: number) => readProcStat(p)!.pgid;
