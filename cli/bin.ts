@@ -4,14 +4,9 @@
 // nothing.
 import { fastCheckpointArgs } from './fast-args.js';
 import { loadFastPath } from './fast-entry.js';
+import { restoreCaCerts } from './ca-certs.cjs';
 
-// bin/pdb-env starts this process without NODE_EXTRA_CA_CERTS (Node 20 parses that bundle at
-// every start, and pdb-env itself makes no TLS connection); what pdb-env runs gets it back.
-const caCerts = process.env.PDB_ENV_NODE_EXTRA_CA_CERTS;
-if (caCerts !== undefined) {
-  process.env.NODE_EXTRA_CA_CERTS = caCerts;
-  delete process.env.PDB_ENV_NODE_EXTRA_CA_CERTS;
-}
+restoreCaCerts();
 
 // A reader that went away (`pdb-env list | head -1`) is not an error of the command: the work is
 // done before its result is printed, so the rest of the output is dropped and the status stays the

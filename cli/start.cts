@@ -8,15 +8,10 @@
 // receipts).
 import { join } from 'node:path';
 import { BUNDLE_FILE, checkpointBundleState } from './bundle-state.cjs';
+import { restoreCaCerts } from './ca-certs.cjs';
 import type { FastPath } from './fast-entry.js';
 
-// bin/pdb-env starts this process without NODE_EXTRA_CA_CERTS (Node 20 parses that bundle at
-// every start, and pdb-env itself makes no TLS connection); what pdb-env runs gets it back.
-const caCerts = process.env.PDB_ENV_NODE_EXTRA_CA_CERTS;
-if (caCerts !== undefined) {
-  process.env.NODE_EXTRA_CA_CERTS = caCerts;
-  delete process.env.PDB_ENV_NODE_EXTRA_CA_CERTS;
-}
+restoreCaCerts();
 
 function fastCheckpoint(argv: string[]): Promise<number> | null {
   if (argv[0] !== 'checkpoint' || !checkpointBundleState(__dirname).bundled) return null;

@@ -140,19 +140,21 @@ function checked<H>(file: Buffer, magic: Buffer): { buf: Buffer; headLen: number
   return { buf, headLen, h };
 }
 
-/** Parse a version 2 index; null when it is not a whole, sound one. */
-export function decodeTreeIndex(file: Buffer): { header: TreeIndexHeader; columns: IndexColumns } | null {
-  const got = checked<TreeIndexHeader & { nameBytes: number; valueBytes: number }>(file, MAGIC);
-  if (!got) return null;
-  const { buf, headLen, h } = got;
-  if (!isNat(h.count) || !isNat(h.nameBytes) || !isNat(h.valueBytes)) return null;
-  const n = h.count;
-  const c = {} as Record<string, unknown>;
+/**
+ * Typed views of the columns `layout` lists, where they lie in `buf` after its header (each
+ * padded to 8 bytes); null unless they fill the rest of the file exactly.
+ */
+function columnViews(
+  buf: Buffer,
+  headLen: number,
+  columns: ReadonlyArray<readonly [string, number, number]>,
+): Record<string, Float64Array | Uint32Array | Uint8Array> | null {
+  const out: Record<string, Float64Array | Uint32Array | Uint8Array> = {};
   let off = PREFIX + pad8(headLen);
-  for (const [name, size, count] of layout(n, h.nameBytes, h.valueBytes)) {
+  for (const [name, size, count] of columns) {
     if (off + size * count > buf.length) return null;
     const at = buf.byteOffset + off;
-    c[name] =
+    out[name] =
       size === 8
         ? new Float64Array(buf.buffer, at, count)
         : size === 4
@@ -160,7 +162,18 @@ export function decodeTreeIndex(file: Buffer): { header: TreeIndexHeader; column
           : new Uint8Array(buf.buffer, at, count);
     off += pad8(size * count);
   }
-  if (off !== buf.length) return null;
+  return off === buf.length ? out : null;
+}
+
+/** Parse a version 2 index; null when it is not a whole, sound one. */
+export function decodeTreeIndex(file: Buffer): { header: TreeIndexHeader; columns: IndexColumns } | null {
+  const got = checked<TreeIndexHeader & { nameBytes: number; valueBytes: number }>(file, MAGIC);
+  if (!got) return null;
+  const { buf, headLen, h } = got;
+  if (!isNat(h.count) || !isNat(h.nameBytes) || !isNat(h.valueBytes)) return null;
+  const n = h.count;
+  const c = columnViews(buf, headLen, layout(n, h.nameBytes, h.valueBytes));
+  if (!c) return null;
   const columns = {
     ...c,
     n,
@@ -272,7 +285,7 @@ function deltaLayout(m: number): Array<[keyof IndexColumns | 'row', number, numb
     ['mode', 4, m],
     ['kind', 1, m],
     ['flags', 1, m],
-    ['digest', 32, m],
+    ['digest', 1, m * 32],
   ];
 }
 
@@ -281,8 +294,8 @@ export function encodeIndexDelta(header: TreeIndexHeader, c: IndexColumns, rows:
   const m = rows.length;
   const head = Buffer.from(JSON.stringify({ ...header, count: c.n, applies: base.toString('hex'), rows: m }));
   const body: Buffer[] = [];
-  for (const [name, size] of deltaLayout(m)) {
-    const out = Buffer.alloc(pad8(size * m));
+  for (const [name, size, count] of deltaLayout(m)) {
+    const out = Buffer.alloc(pad8(size * count));
     const view =
       size === 8 ? new Float64Array(out.buffer, out.byteOffset, m) : size === 4 ? new Uint32Array(out.buffer, out.byteOffset, m) : null;
     for (let k = 0; k < m; k++) {
@@ -308,20 +321,8 @@ export function applyIndexDelta(file: Buffer, base: Buffer, c: IndexColumns): { 
   const { buf, headLen, h } = got;
   if (h.applies !== base.toString('hex') || h.count !== c.n || !isNat(h.rows)) return null;
   const m = h.rows;
-  const cols: Record<string, Float64Array | Uint32Array | Uint8Array> = {};
-  let off = PREFIX + pad8(headLen);
-  for (const [name, size] of deltaLayout(m)) {
-    if (off + size * m > buf.length) return null;
-    const at = buf.byteOffset + off;
-    cols[name] =
-      size === 8
-        ? new Float64Array(buf.buffer, at, m)
-        : size === 4
-          ? new Uint32Array(buf.buffer, at, m)
-          : new Uint8Array(buf.buffer, at, size * m);
-    off += pad8(size * m);
-  }
-  if (off !== buf.length) return null;
+  const cols = columnViews(buf, headLen, deltaLayout(m));
+  if (!cols) return null;
   const rows = cols.row as Uint32Array;
   // Rows ascending and within the index, kinds the restated ones can hold: else nothing is applied.
   for (let k = 0; k < m; k++) {

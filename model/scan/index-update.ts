@@ -41,6 +41,8 @@ interface Plan {
   /** New paths, sorted: the walk's entry, its path bytes (the sort key) and its name's. */
   inserts: Array<{ t: RawEntry; key: Buffer; name: Buffer }>;
   nameBytes: number;
+  /** Symlink target bytes of the kept rows. */
+  valueBytes: number;
 }
 
 /** Where every row goes: kept old rows in their order, new paths merged in by their bytes. */
@@ -53,6 +55,7 @@ function plan(c: IndexColumns, raw: RawScan): Plan {
   const at = inserts.map((x) => lowerBound(c, x.key));
   let kept = 0;
   let nameBytes = 0;
+  let valueBytes = 0;
   for (let i = 0; i < c.n; i++) if (!status || status[i] !== 0) kept++;
   const src = new Int32Array(kept + inserts.length);
   const oldToNew = new Int32Array(c.n).fill(-1);
@@ -65,10 +68,11 @@ function plan(c: IndexColumns, raw: RawScan): Plan {
     }
     if (i === c.n || (status && status[i] === 0)) continue;
     nameBytes += c.nameEnd[i]! - (i === 0 ? 0 : c.nameEnd[i - 1]!);
+    valueBytes += c.valueEnd[i]! - (i === 0 ? 0 : c.valueEnd[i - 1]!);
     oldToNew[i] = k;
     src[k++] = i;
   }
-  return { src, oldToNew, inserts, nameBytes };
+  return { src, oldToNew, inserts, nameBytes, valueBytes };
 }
 
 /** The row each insert went to, by its index in `p.inserts`. */
@@ -157,10 +161,9 @@ export function nextColumns(
   }
   const p = plan(c, raw);
   const inserted = insertRows(p);
-  const out = emptyColumns(p.src.length, p.nameBytes, linksTouched ? 0 : c.valueBytes.length);
+  // (A symlink gone touches no row: its target goes with it, as the kept rows' targets are counted.)
+  const out = emptyColumns(p.src.length, p.nameBytes, linksTouched ? 0 : p.valueBytes);
   copyKept(c, p, out, !linksTouched);
-  // A symlink gone (no touched row) takes its target with it: the kept ones end where the last does.
-  if (!linksTouched) out.valueBytes = out.valueBytes.subarray(0, out.n > 0 ? out.valueEnd[out.n - 1]! : 0);
   const at = (t: RawEntry, j: number) => (t.row >= 0 ? p.oldToNew[t.row]! : inserted[j]!);
   const inserts = new Map(p.inserts.map((x, j) => [x.t, j]));
   for (const t of raw.touched)
