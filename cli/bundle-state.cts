@@ -7,8 +7,18 @@
 // dist files it was made from are the ones on disk (the same size and mtime, listed in
 // cli/checkpoint-bundle.json); otherwise (a bare `tsc`, a bundle missing or cut short,
 // PDB_ENV_NO_BUNDLE=1) the modules themselves run, which do the same.
-import { readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+//
+// The bundle is compiled with a V8 code cache when there is one made for it (BUNDLE_CACHE, written
+// by the build after a warm-up checkpoint: scripts/bundle-checkpoint.mjs), so a checkpoint does
+// not parse and compile its functions again in every process. V8 itself checks only the source's
+// length, its own version and its flags (and rejects the cache then: a plain compile follows),
+// not the cache's bytes: so the cache names the build it was made for (BUNDLE_ID in the bundle's
+// first line) and carries the sha256 of its data, and one that does not match is not used.
+import { createHash } from 'node:crypto';
+import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import Module from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import vm from 'node:vm';
 
 /** The bundle's record of what it was built from: [path under dist/, size, mtimeMs] per file. */
 export interface BundleManifest {
@@ -17,6 +27,79 @@ export interface BundleManifest {
 
 export const BUNDLE_FILE = 'checkpoint-bundle.cjs';
 export const BUNDLE_MANIFEST = 'checkpoint-bundle.json';
+export const BUNDLE_CACHE = 'checkpoint-bundle.cache';
+/** The variable whose value, in the bundle's first line, names its build. */
+export const BUNDLE_ID = '__pdbBundleId';
+/** What the bundle calls for a dynamic import (loadBundle passes it; a plain require() of the bundle gets its own import()). */
+export const BUNDLE_IMPORT = '__pdbImport';
+
+// The bundle loads node:crypto anyway (the store's digests): its sha256 costs no extra start-up.
+const sha256 = (data: Uint8Array): Buffer => createHash('sha256').update(data).digest();
+
+/** The build a bundle's source names, or null. */
+function buildIdOf(source: string): string | null {
+  const m = /^"use strict";const __pdbBundleId = "([0-9a-f]{32})";/.exec(source);
+  return m ? m[1]! : null;
+}
+
+/** How the bundle was compiled: with its code cache, or without one (none made, or V8 rejected it). */
+export type BundleCompile = 'code cache' | 'no code cache' | 'code cache rejected';
+
+export interface LoadedBundle {
+  exports: unknown;
+  compile: BundleCompile;
+  /** A code cache of the bundle as it has run so far (the build writes it after a warm-up). */
+  cacheData(): Buffer;
+  /** The bundle's build id (what a code cache is written for). */
+  id: string | null;
+}
+
+/** The bundle's dynamic imports (scripts/bundle-checkpoint.mjs writes them as calls of this), resolved from dist/cli as the bundle's own would be. */
+const importFromCli = (specifier: string): Promise<unknown> => import(specifier);
+
+/**
+ * Load the bundle in `cliDir` as require() would, compiled with its code cache where one fits. A
+ * vm script has no import() of its own (only an experimental loader that warns), so the bundle's
+ * dynamic imports come to this module's.
+ */
+export function loadBundle(cliDir: string): LoadedBundle {
+  const file = resolve(cliDir, BUNDLE_FILE);
+  const source = readFileSync(file, 'utf8');
+  const id = buildIdOf(source);
+  let cachedData: Buffer | undefined;
+  try {
+    const cache = readFileSync(join(cliDir, BUNDLE_CACHE));
+    const data = cache.subarray(64);
+    if (id && cache.subarray(0, 32).toString('latin1') === id && sha256(data).equals(cache.subarray(32, 64))) cachedData = data;
+  } catch {
+    // no cache made: a plain compile
+  }
+  const wrapped = `(function (exports, require, module, __filename, __dirname, ${BUNDLE_IMPORT}) {${source}\n})`;
+  const script = new vm.Script(wrapped, { filename: file, cachedData });
+  const mod = new Module(file);
+  mod.filename = file;
+  mod.paths = (Module as unknown as { _nodeModulePaths(dir: string): string[] })._nodeModulePaths(dirname(file));
+  require.cache[file] = mod;
+  const wrapper = script.runInThisContext() as (...args: unknown[]) => void;
+  wrapper.call(mod.exports, mod.exports, Module.createRequire(file), mod, file, dirname(file), importFromCli);
+  mod.loaded = true;
+  return {
+    exports: mod.exports,
+    compile: cachedData === undefined ? 'no code cache' : script.cachedDataRejected ? 'code cache rejected' : 'code cache',
+    cacheData: () => script.createCachedData(),
+    id,
+  };
+}
+
+/** Write the code cache of a loaded bundle beside it (atomically); false when there is none to write. */
+export function writeBundleCache(cliDir: string, bundle: LoadedBundle): boolean {
+  if (!bundle.id) return false;
+  const data = bundle.cacheData();
+  const file = join(cliDir, BUNDLE_CACHE);
+  writeFileSync(`${file}.tmp`, Buffer.concat([Buffer.from(bundle.id, 'latin1'), sha256(data), data]));
+  renameSync(`${file}.tmp`, file);
+  return true;
+}
 
 /** Is the bundle in the directory `cliDir` built from the files under `distDir` as they are now? */
 export function bundleIsFresh(cliDir: string, distDir: string): boolean {

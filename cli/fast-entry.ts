@@ -1,9 +1,8 @@
 // Which copy of the checkpoint fast path bin.js runs (cli/bundle-state.cts says how that is
 // decided; cli/start.cts asks the same before any ES module is loaded).
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type { CheckpointArgs } from './fast-args.js';
-import { BUNDLE_FILE, checkpointBundleState as stateIn } from './bundle-state.cjs';
+import { checkpointBundleState as stateIn, loadBundle } from './bundle-state.cjs';
 
 export { BUNDLE_FILE, BUNDLE_MANIFEST, bundleIsFresh, type BundleManifest } from './bundle-state.cjs';
 
@@ -22,10 +21,11 @@ export function checkpointBundleState(): { bundled: boolean; reason: string } {
 }
 
 /**
- * The fast path to run: the bundle when it is fresh (require()d, as start.cjs does: an import of
- * a CommonJS file would first scan all of it for its exports), else the modules.
+ * The fast path to run: the bundle when it is fresh (loaded as CommonJS with its code cache, as
+ * start.cjs does: an import of a CommonJS file would first scan all of it for its exports), else
+ * the modules.
  */
 export async function loadFastPath(): Promise<FastPath> {
-  if (checkpointBundleState().bundled) return createRequire(import.meta.url)(`./${BUNDLE_FILE}`) as FastPath;
+  if (checkpointBundleState().bundled) return loadBundle(CLI_DIR).exports as FastPath;
   return import('./fast-path.js');
 }

@@ -6,8 +6,7 @@
 // prints with write(2) so that no stdio stream is made either. Every other command line, and a
 // checkpoint without a fresh bundle, goes to bin.js as before (docs/evidence.md quotes the
 // receipts).
-import { join } from 'node:path';
-import { BUNDLE_FILE, checkpointBundleState } from './bundle-state.cjs';
+import { checkpointBundleState, loadBundle } from './bundle-state.cjs';
 import { restoreCaCerts } from './ca-certs.cjs';
 import type { FastPath } from './fast-entry.js';
 
@@ -15,7 +14,7 @@ restoreCaCerts();
 
 function fastCheckpoint(argv: string[]): Promise<number> | null {
   if (argv[0] !== 'checkpoint' || !checkpointBundleState(__dirname).bundled) return null;
-  const bundle = require(join(__dirname, BUNDLE_FILE)) as FastPath;
+  const bundle = loadBundle(__dirname).exports as FastPath;
   const args = bundle.fastCheckpointArgs(argv);
   return args ? bundle.runFast(args, { direct: true }) : null;
 }

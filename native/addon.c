@@ -148,39 +148,52 @@ static napi_value Scan(napi_env env, napi_callback_info info) {
 
 static void freeBytes(napi_env env, void *data, void *hint) { free(data); }
 
+// The columns, head and tail of a snapshotBytes or snapshotToFile call, checked; 0 (an exception
+// thrown) when they are not what snapshot.c may read.
+static int snapshotArgs(napi_env env, napi_callback_info info, size_t want, napi_value *args, snapshot_cols_t *c, void **h, size_t *head,
+                        void **t, size_t *tail) {
+  size_t argc = want;
+  napi_get_cb_info(env, info, &argc, args, NULL, NULL);
+  memset(c, 0, sizeof *c);
+  size_t n = 0, names = 0, values = 0, digests = 0;
+  int ok = argc == want;
+  if (ok) {
+    c->kind = typed(env, args[0], "kind", &n);
+    c->n = (uint32_t)n;
+    c->flags = typed(env, args[0], "flags", NULL);
+    c->parent = typed(env, args[0], "parent", NULL);
+    c->nameEnd = typed(env, args[0], "nameEnd", NULL);
+    c->nameBytes = typed(env, args[0], "nameBytes", &names);
+    c->valueEnd = typed(env, args[0], "valueEnd", NULL);
+    c->valueBytes = typed(env, args[0], "valueBytes", &values);
+    c->digest = typed(env, args[0], "digest", &digests);
+    c->size = typed(env, args[0], "size", NULL);
+  }
+  ok = ok && c->kind && c->flags && c->parent && c->nameEnd && c->nameBytes && c->valueEnd && c->valueBytes && c->digest && c->size;
+  ok = ok && napi_get_buffer_info(env, args[1], h, head) == napi_ok && napi_get_buffer_info(env, args[2], t, tail) == napi_ok;
+  ok = ok && digests >= n * 32;
+  for (uint32_t i = 0, ne = 0, ve = 0; ok && i < c->n; i++) {
+    int32_t p = c->parent[i];
+    ok = c->nameEnd[i] > ne && c->nameEnd[i] <= names && c->valueEnd[i] >= ve && c->valueEnd[i] <= values && p < (int32_t)i && p >= -1 &&
+         (p < 0 || c->kind[p] == 1);
+    ne = c->nameEnd[i];
+    ve = c->valueEnd[i];
+  }
+  if (!ok) napi_throw_error(env, "E_INTERNAL", "pdb_scan: bad columns");
+  return ok;
+}
+
 // snapshotBytes(columns, head, tail) -> Buffer: head, every row's canonical entry, tail (snapshot.c).
 static napi_value SnapshotBytes(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
   napi_value args[3];
-  napi_get_cb_info(env, info, &argc, args, NULL, NULL);
   snapshot_cols_t c;
-  memset(&c, 0, sizeof c);
-  size_t n = 0, names = 0, values = 0, digests = 0, head = 0, tail = 0;
-  c.kind = typed(env, args[0], "kind", &n);
-  c.n = (uint32_t)n;
-  c.flags = typed(env, args[0], "flags", NULL);
-  c.parent = typed(env, args[0], "parent", NULL);
-  c.nameEnd = typed(env, args[0], "nameEnd", NULL);
-  c.nameBytes = typed(env, args[0], "nameBytes", &names);
-  c.valueEnd = typed(env, args[0], "valueEnd", NULL);
-  c.valueBytes = typed(env, args[0], "valueBytes", &values);
-  c.digest = typed(env, args[0], "digest", &digests);
-  c.size = typed(env, args[0], "size", NULL);
   void *h = NULL, *t = NULL;
-  int ok = argc == 3 && c.kind && c.flags && c.parent && c.nameEnd && c.nameBytes && c.valueEnd && c.valueBytes && c.digest && c.size;
-  ok = ok && napi_get_buffer_info(env, args[1], &h, &head) == napi_ok && napi_get_buffer_info(env, args[2], &t, &tail) == napi_ok;
-  ok = ok && digests >= n * 32;
-  for (uint32_t i = 0, ne = 0, ve = 0; ok && i < c.n; i++) {
-    int32_t p = c.parent[i];
-    ok = c.nameEnd[i] > ne && c.nameEnd[i] <= names && c.valueEnd[i] >= ve && c.valueEnd[i] <= values && p < (int32_t)i && p >= -1 &&
-         (p < 0 || c.kind[p] == 1);
-    ne = c.nameEnd[i];
-    ve = c.valueEnd[i];
-  }
+  size_t head = 0, tail = 0;
+  if (!snapshotArgs(env, info, 3, args, &c, &h, &head, &t, &tail)) return NULL;
   uint8_t *bytes = NULL;
   size_t length = 0;
-  if (!ok || !snapshotEntries(&c, h, head, t, tail, &bytes, &length)) {
-    napi_throw_error(env, "E_INTERNAL", ok ? "pdb_scan: out of memory" : "pdb_scan: bad columns");
+  if (!snapshotEntries(&c, h, head, t, tail, &bytes, &length)) {
+    napi_throw_error(env, "E_INTERNAL", "pdb_scan: out of memory");
     return NULL;
   }
   // Handed to JavaScript as it lies (freed when the Buffer is collected); where a runtime allows no
@@ -192,12 +205,54 @@ static napi_value SnapshotBytes(napi_env env, napi_callback_info info) {
   return st == napi_ok ? out : NULL;
 }
 
+// snapshotToFile(columns, head, tail, fd) -> { digest: hex, length } | { errno } | null: the same
+// bytes written to the open file `fd` and hashed as they are made (snapshot.c); null where this
+// process has no SHA-256 to give the addon (the caller hashes in JavaScript then).
+static napi_value SnapshotToFile(napi_env env, napi_callback_info info) {
+  napi_value args[4], out, v;
+  snapshot_cols_t c;
+  void *h = NULL, *t = NULL;
+  size_t head = 0, tail = 0;
+  if (!snapshotArgs(env, info, 4, args, &c, &h, &head, &t, &tail)) return NULL;
+  int32_t fd = -1;
+  if (napi_get_value_int32(env, args[3], &fd) != napi_ok || fd < 0) {
+    napi_throw_error(env, "E_INTERNAL", "pdb_scan: bad file descriptor");
+    return NULL;
+  }
+  if (!sha256Available()) {
+    napi_get_null(env, &out);
+    return out;
+  }
+  uint8_t digest[32];
+  size_t length = 0;
+  int err = 0;
+  napi_create_object(env, &out);
+  if (!snapshotToFile(&c, h, head, t, tail, fd, digest, &length, &err)) {
+    napi_create_int32(env, err, &v);
+    napi_set_named_property(env, out, "errno", v);
+    return out;
+  }
+  static const char hex[] = "0123456789abcdef";
+  char text[64];
+  for (int k = 0; k < 32; k++) {
+    text[2 * k] = hex[digest[k] >> 4];
+    text[2 * k + 1] = hex[digest[k] & 15];
+  }
+  napi_create_string_latin1(env, text, 64, &v);
+  napi_set_named_property(env, out, "digest", v);
+  napi_create_double(env, (double)length, &v);
+  napi_set_named_property(env, out, "length", v);
+  return out;
+}
+
 static napi_value Init(napi_env env, napi_value exports) {
   napi_value fn, version;
   napi_create_function(env, "scan", NAPI_AUTO_LENGTH, Scan, NULL, &fn);
   napi_set_named_property(env, exports, "scan", fn);
   napi_create_function(env, "snapshotBytes", NAPI_AUTO_LENGTH, SnapshotBytes, NULL, &fn);
   napi_set_named_property(env, exports, "snapshotBytes", fn);
+  napi_create_function(env, "snapshotToFile", NAPI_AUTO_LENGTH, SnapshotToFile, NULL, &fn);
+  napi_set_named_property(env, exports, "snapshotToFile", fn);
   napi_create_string_utf8(env, VERSION, NAPI_AUTO_LENGTH, &version);
   napi_set_named_property(env, exports, "version", version);
   return exports;

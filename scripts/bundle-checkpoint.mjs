@@ -15,7 +15,11 @@
 //   the fs worker) is found as before.
 // - dist/cli/checkpoint-bundle.json lists every dist file the bundle was made from with its size
 //   and mtime; bin.js runs the bundle only while they all match (cli/fast-entry.ts).
-import { statSync, writeFileSync, renameSync, readFileSync } from 'node:fs';
+// - dist/cli/checkpoint-bundle.cache is the bundle's V8 code cache, made after a warm-up
+//   checkpoint (scripts/warm-checkpoint-cache.mjs) for this build only (cli/bundle-state.cts).
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { rmSync, statSync, writeFileSync, renameSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
@@ -24,6 +28,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
 const out = join(dist, 'cli', 'checkpoint-bundle.cjs');
 const BUNDLE_URL = '__pdbBundleUrl';
+const BUNDLE_IMPORT = '__pdbImport';
 const manifest = join(dist, 'cli', 'checkpoint-bundle.json');
 
 /** Dynamically imported modules a plain checkpoint runs (paths under dist/). */
@@ -45,7 +50,15 @@ const result = await esbuild.build({
   bundle: true,
   platform: 'node',
   format: 'cjs',
-  banner: { js: `const ${BUNDLE_URL} = require('node:url').pathToFileURL(__filename).href;` },
+  // The build's id first (a code cache names the build it was made for: cli/bundle-state.cts).
+  // Then its import(): the loader's (a parameter: cli/bundle-state.cts), or under a plain require() its own.
+  banner: {
+    js: [
+      `"use strict";const __pdbBundleId = "${randomBytes(16).toString('hex')}";`,
+      `const ${BUNDLE_URL} = require('node:url').pathToFileURL(__filename).href;`,
+      `var ${BUNDLE_IMPORT} = typeof ${BUNDLE_IMPORT} === 'function' ? ${BUNDLE_IMPORT} : (specifier) => import(specifier);`,
+    ].join('\n'),
+  },
   target: 'node20',
   outfile: `${out}.tmp`,
   metafile: true,
@@ -72,6 +85,14 @@ const result = await esbuild.build({
   ],
 });
 
+// Every dynamic import (each of a string literal) becomes a call of BUNDLE_IMPORT, but the banner's own.
+const text = readFileSync(`${out}.tmp`, 'utf8');
+const banner = text.indexOf(`var ${BUNDLE_IMPORT} =`);
+const rest = text.indexOf('\n', banner) + 1;
+const body = text.slice(rest).replace(/(?<![\w$.])import\(/g, `${BUNDLE_IMPORT}(`);
+if (/(?<![\w$.])import\(/.test(body) || /__pdbImport\((?!")/.test(body))
+  throw new Error('checkpoint bundle: a dynamic import left unrouted');
+writeFileSync(`${out}.tmp`, text.slice(0, rest) + body);
 renameSync(`${out}.tmp`, out);
 const files = [...Object.keys(result.metafile.inputs).map((f) => resolve(root, f)), out];
 const inputs = files.map((f) => {
@@ -81,3 +102,18 @@ const inputs = files.map((f) => {
 writeFileSync(`${manifest}.tmp`, `${JSON.stringify({ inputs })}\n`);
 renameSync(`${manifest}.tmp`, manifest);
 console.log(`pdb-env: checkpoint bundle built from ${inputs.length - 1} modules (${statSync(out).size} bytes)`);
+
+// Its code cache, made by a warm-up checkpoint in a child process (scripts/warm-checkpoint-cache.mjs).
+// Without one, checkpoints compile the bundle in each process, as they did before.
+const cache = join(dist, 'cli', 'checkpoint-bundle.cache');
+rmSync(cache, { force: true });
+const warm = spawnSync(process.execPath, [join(root, 'scripts', 'warm-checkpoint-cache.mjs')], {
+  stdio: ['ignore', 'ignore', 'pipe'],
+  encoding: 'utf8',
+  timeout: 120_000,
+});
+if (warm.status === 0) console.log(`pdb-env: checkpoint bundle code cache made (${statSync(cache).size} bytes)`);
+else
+  console.log(
+    `pdb-env: no code cache for the checkpoint bundle (${(warm.stderr || String(warm.error ?? warm.signal)).trim().split('\n').pop()})`,
+  );

@@ -181,8 +181,7 @@ async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: string,
   if (again) [snapshot, changeset, changes] = [h.snapshot!, h.changeset!, h.changes!];
   else {
     // The result's canonical bytes straight from the scanned tree's columns (no entry objects).
-    const doc = scan.snapshotBytes(s.rec.base);
-    snapshot = await ctx.store.putDocumentBytes(doc.bytes, doc.digest);
+    snapshot = await scan.installSnapshot(ctx.store, s.rec.base);
     const list = changesSinceBase(ctx, s, scanned);
     changeset = await ctx.store.putDocument(createChangeset(s.rec.base, snapshot, list));
     changes = list.length;

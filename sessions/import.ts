@@ -61,10 +61,7 @@ export async function importSource(store: ObjectStore, sourceDir: string, option
   const unchanged = !!h && scan.changedPaths!.length === 0 && sameList(h.excludes, excludes);
   let digest: Digest;
   if (unchanged && h.snapshot && store.has(h.snapshot)) digest = h.snapshot;
-  else {
-    const doc = scan.snapshotBytes(null);
-    digest = await store.putDocumentBytes(doc.bytes, doc.digest);
-  }
+  else digest = await scan.installSnapshot(store, null);
   // Nothing changed and every row is as recorded: the index already says exactly this (a file
   // hashed again, racily clean before or touched, may be trustable now: then it is rewritten).
   const same =

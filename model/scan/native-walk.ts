@@ -15,6 +15,17 @@ export interface NativeAddon {
     head: Buffer,
     tail: Buffer,
   ): Buffer;
+  /**
+   * The same bytes written to the open file `fd`, hashed as they are made (native/snapshot.c):
+   * their sha256 (hex) and count; an errno when writing failed; null where this process has no
+   * SHA-256 for the addon. Absent from an addon built before it.
+   */
+  snapshotToFile?(
+    columns: Pick<IndexColumns, 'kind' | 'flags' | 'parent' | 'nameEnd' | 'nameBytes' | 'valueEnd' | 'valueBytes' | 'digest' | 'size'>,
+    head: Buffer,
+    tail: Buffer,
+    fd: number,
+  ): { digest: string; length: number; errno?: undefined } | { errno: number } | null;
   scan(args: {
     root: string;
     excludeNames: string[];
@@ -33,7 +44,7 @@ export interface NativeAddon {
 const ERRNO_NAMES = new Map(Object.entries(constants.errno).map(([name, n]) => [n, name]));
 
 /** An OS error as Node's fs would throw it (code, errno, path), for the callers' one classifier. */
-function osError(errno: number, path: string): NodeJS.ErrnoException {
+export function osError(errno: number, path: string): NodeJS.ErrnoException {
   const code = ERRNO_NAMES.get(errno) ?? 'EIO';
   return Object.assign(new Error(`${code}: ${path}`), { code, errno: -errno, path });
 }

@@ -13,7 +13,7 @@ import { assertContractPath, sortEntries, type Entry } from '../snapshot.js';
 import { KIND_DIR, KIND_FILE, KIND_LINK, rowDigestHex, type IndexColumns } from './index-columns.js';
 import { allWholeSeconds, nextColumns, restatedRows, type Content } from './index-update.js';
 import { scanWalk as rawWalk } from './scanner.js';
-import { snapshotBytesFromColumns } from './snapshot-bytes.js';
+import { installSnapshotFromColumns, snapshotBytesFromColumns } from './snapshot-bytes.js';
 import { TreeIndex, indexHeader, rootSig, statSignature, type IndexFields } from './tree-index.js';
 import type { RawEntry, RawScan } from './tree-walk.js';
 
@@ -172,6 +172,8 @@ export interface ScanResult {
   restatedRows(): Uint32Array | null;
   /** The canonical bytes of the Snapshot of the tree as scanned. */
   snapshotBytes(base: Digest | null): { bytes: Buffer; digest: Digest };
+  /** Install the Snapshot of the tree as scanned into `store` (streamed where it can be); its digest. */
+  installSnapshot(store: ObjectStore, base: Digest | null): Promise<Digest>;
 }
 
 /** Scan a tree into contract entries, hashing what the trusted index cannot vouch for; optionally install into the store. */
@@ -224,6 +226,7 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
     },
     restatedRows: () => restatedRows(trust?.cols ?? null, raw),
     snapshotBytes: (base) => snapshotBytesFromColumns(columns(), base, options.excludes),
+    installSnapshot: (store, base) => installSnapshotFromColumns(store, columns(), base, options.excludes),
   };
 }
 

@@ -6,8 +6,10 @@
 // below such a directory too) and every symlink target go through JSON.stringify. The test suite
 // checks the two agree on random trees with every character class JSON treats specially.
 import { sha256Digest, type Digest } from '../canonical-json.js';
+import type { ObjectStore } from '../store/object-store.js';
 import { F_ESCAPE, F_EXEC, KIND_DIR, KIND_FILE, rowPath, rowTarget, type IndexColumns } from './index-columns.js';
-import { nativeSnapshotWriter } from './scanner.js';
+import { osError } from './native-walk.js';
+import { nativeSnapshotFileWriter, nativeSnapshotWriter } from './scanner.js';
 
 const HEX = Buffer.from('0123456789abcdef', 'latin1');
 const bytesOf = (s: string) => Buffer.from(s, 'utf8');
@@ -31,14 +33,49 @@ export function snapshotBytesFromColumns(
   excludes: readonly string[],
   writer: 'auto' | 'js' | 'native' = 'auto',
 ): { bytes: Buffer; digest: Digest } {
-  const head = bytesOf(`{"base":${base === null ? 'null' : JSON.stringify(base)},"entries":[`);
-  const tail = bytesOf(`],"excludes":${JSON.stringify(excludes)},"version":1}`);
+  const { head, tail } = documentEnds(base, excludes);
   const native = nativeSnapshotWriter(writer);
   if (native) {
     const bytes = native(c, head, tail);
     return { bytes, digest: sha256Digest(bytes) };
   }
   return jsSnapshotBytes(c, head, tail);
+}
+
+/** What comes before and after the entries in a Snapshot document's canonical bytes. */
+function documentEnds(base: Digest | null, excludes: readonly string[]): { head: Buffer; tail: Buffer } {
+  return {
+    head: bytesOf(`{"base":${base === null ? 'null' : JSON.stringify(base)},"entries":[`),
+    tail: bytesOf(`],"excludes":${JSON.stringify(excludes)},"version":1}`),
+  };
+}
+
+/**
+ * Install the Snapshot of the rows into `store`; its digest. Where the native scanner runs and
+ * has SHA-256, native/snapshot.c writes the bytes into the object's file and hashes them as it
+ * goes (on a second thread), so they are never held here; otherwise they are made as above and
+ * installed. Either way the object holds the same bytes (the test suite reads both back).
+ */
+export async function installSnapshotFromColumns(
+  store: ObjectStore,
+  c: IndexColumns,
+  base: Digest | null,
+  excludes: readonly string[],
+  writer: 'auto' | 'js' | 'native' = 'auto',
+): Promise<Digest> {
+  const toFile = nativeSnapshotFileWriter(writer);
+  if (toFile) {
+    const { head, tail } = documentEnds(base, excludes);
+    const digest = store.putDocumentWritten((fd) => {
+      const r = toFile(c, head, tail, fd);
+      if (r === null || r.errno === 11) return null; // no SHA-256 in this process, or no second thread (EAGAIN)
+      if (r.errno !== undefined) throw osError(r.errno, 'a Snapshot object');
+      return `sha256:${r.digest}` as Digest;
+    });
+    if (digest) return digest;
+  }
+  const doc = snapshotBytesFromColumns(c, base, excludes, writer);
+  return store.putDocumentBytes(doc.bytes, doc.digest);
 }
 
 function jsSnapshotBytes(c: IndexColumns, head: Buffer, tail: Buffer): { bytes: Buffer; digest: Digest } {

@@ -4,13 +4,16 @@
 // the same errors, with the same exit status. The bundle of the fast path (scripts/bundle-checkpoint.mjs)
 // runs while it is fresh and gives what the modules give; a stale one is never run.
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { appendFileSync, copyFileSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { dirname, join } from 'node:path';
+import { Script } from 'node:vm';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fastCheckpointArgs } from '../../cli/fast-args.js';
 import { BUNDLE_FILE, BUNDLE_MANIFEST, bundleIsFresh } from '../../cli/fast-entry.js';
+import { BUNDLE_CACHE, loadBundle } from '../../cli/bundle-state.cjs';
 import { CLI, REPO_ROOT, cli, tempDir, writeTree } from '../helpers/index.js';
 
 const t = tempDir('pdb-fast-');
@@ -220,6 +223,52 @@ test('bin/pdb-env starts in CommonJS: a plain checkpoint runs the bundle before 
     env: { ...process.env, NODE_EXTRA_CA_CERTS: '/nonexistent-ca.pem' },
   });
   assert.is(env.status, 0, env.stderr);
+});
+
+test('the bundle is compiled with the code cache its build made, and only with that one', () => {
+  const cliDir = dirname(CLI);
+  // Each load in a process of its own: V8 compiles a source it has compiled before from its own cache, not the file's.
+  const compiled = (dir: string): string => {
+    const r = spawnSync(
+      process.execPath,
+      [
+        '-e',
+        `const b = require(${JSON.stringify(join(cliDir, 'bundle-state.cjs'))}).loadBundle(process.argv[1]); console.log(b.compile, typeof b.exports.runFast)`,
+        dir,
+      ],
+      { encoding: 'utf8' },
+    );
+    assert.is(r.status, 0, r.stderr);
+    return r.stdout.trim();
+  };
+  assert.is(compiled(cliDir), 'code cache function', 'npm test makes the code cache after the bundle (scripts/warm-checkpoint-cache.mjs)');
+  const source = readFileSync(join(cliDir, BUNDLE_FILE), 'utf8');
+  // Every dynamic import of the bundle goes through the loader's import() (a vm script has none that does not warn).
+  const body = source.slice(source.indexOf('\n', source.indexOf('var __pdbImport =')) + 1);
+  assert.not.match(body, /(?<![\w$.])import\(/);
+  assert.ok((body.match(/__pdbImport\("/g) ?? []).length > 0);
+  // A copy of the bundle beside caches that do not fit it: each time it runs as it is, compiled.
+  const copy = join(t.dir, 'cli-copy');
+  mkdirSync(copy, { recursive: true });
+  copyFileSync(join(cliDir, BUNDLE_FILE), join(copy, BUNDLE_FILE));
+  const cache = readFileSync(join(cliDir, BUNDLE_CACHE));
+  const other = Buffer.from(cache);
+  other.write('0'.repeat(32), 0, 'latin1');
+  writeFileSync(join(copy, BUNDLE_CACHE), other);
+  assert.is(compiled(copy), 'no code cache function', 'a cache made for another build was used');
+  // V8 would take a damaged cache (it checks lengths and versions, not bytes): its sha256 does not match.
+  const damaged = Buffer.from(cache);
+  for (let i = 100; i < damaged.length; i += 997) damaged[i] ^= 0x5a;
+  writeFileSync(join(copy, BUNDLE_CACHE), damaged);
+  assert.is(compiled(copy), 'no code cache function', 'a damaged cache was used');
+  writeFileSync(join(copy, BUNDLE_CACHE), cache.subarray(0, cache.length >> 1));
+  assert.is(compiled(copy), 'no code cache function', 'a cache cut short was used');
+  // One that is whole but V8 rejects (made for other source, or under other flags).
+  const alien = new Script('"a script of another length";').createCachedData();
+  writeFileSync(join(copy, BUNDLE_CACHE), Buffer.concat([cache.subarray(0, 32), createHash('sha256').update(alien).digest(), alien]));
+  assert.is(compiled(copy), 'code cache rejected function');
+  writeFileSync(join(copy, BUNDLE_CACHE), cache);
+  assert.is(compiled(copy), 'code cache function');
 });
 
 test('a bundle runs only while every file it was made from is as it was', () => {

@@ -16,16 +16,24 @@ import {
   type IndexColumns,
 } from '../../../model/scan/index-columns.js';
 import { nextColumns } from '../../../model/scan/index-update.js';
-import { snapshotBytesFromColumns } from '../../../model/scan/snapshot-bytes.js';
+import { installSnapshotFromColumns, snapshotBytesFromColumns } from '../../../model/scan/snapshot-bytes.js';
+import { createRequire } from 'node:module';
+import { closeSync, openSync, readdirSync, writeFileSync, chmodSync } from 'node:fs';
+import { join } from 'node:path';
+import { ObjectStore } from '../../../model/store/object-store.js';
+import { NATIVE_ADDON } from '../../../model/scan/scanner.js';
+import type { NativeAddon } from '../../../model/scan/native-walk.js';
 import { TreeIndex, indexHeader } from '../../../model/scan/tree-index.js';
 import { nativeUnavailable } from '../../../model/scan/scanner.js';
 import type { RawEntry, RawScan } from '../../../model/scan/tree-walk.js';
 import { canonicalSnapshot, sortEntries, type Entry } from '../../../model/snapshot.js';
-import { skipPart } from '../../helpers/index.js';
+import { skipPart, tempDir } from '../../helpers/index.js';
 
 const why = nativeUnavailable();
 const native = why === null;
 if (why) skipPart('Snapshot bytes from native/snapshot.c', 'native-scan', why);
+const t = tempDir('pdb-cols-');
+test.after(() => t.cleanup());
 
 // Escapes before, at and after an 8-byte boundary (native/snapshot.c looks 8 bytes at a time).
 const NAMES = [
@@ -155,6 +163,84 @@ const indexOf = (cols: IndexColumns) =>
     indexHeader({ snapshot: null, changeset: null, base: null, excludes: [], recordedAtMs: 10_000, generation: '', source: null }, cols.n),
     cols,
   );
+
+test('a Snapshot installed from columns holds canonicalSnapshot’s bytes, streamed by native/snapshot.c or made in JavaScript', async () => {
+  const store = await ObjectStore.init(join(t.dir, 'store-install'));
+  const writers = native ? (['native', 'js'] as const) : (['js'] as const);
+  const check = async (entries: Entry[], base: Digest | null, excludes: string[]) => {
+    const c = columnsFromEntries(entries, (e) => ({ st: stat(e), trusted: true }));
+    const expected = canonicalSnapshot({ version: 1, base, excludes, entries });
+    for (const writer of writers) {
+      const digest = await installSnapshotFromColumns(store, c, base, excludes, writer);
+      assert.is(digest, expected.digest, writer);
+      assert.ok(store.getBytes(digest).equals(expected.bytes), writer);
+    }
+    assert.equal(readdirSync(store.paths.tmp), [], 'a temporary file was left');
+  };
+  await fc.assert(
+    fc.asyncProperty(tree, fc.constantFrom(null, `sha256:${'e'.repeat(64)}` as Digest), (entries, base) => check(entries, base, ['a "b"'])),
+    { numRuns: 60 },
+  );
+  // Many 256 KiB chunks, and single names longer than a chunk (escaped, one is 6 bytes a byte).
+  const wide: Entry[] = [];
+  for (let d = 0; d < 40; d++) {
+    const dir = `dir-${String(d).padStart(2, '0')}-${'x'.repeat(120)}`;
+    wide.push({ path: dir, kind: 'dir' });
+    for (let f = 0; f < 100; f++)
+      wide.push({
+        path: `${dir}/file-${String(f).padStart(3, '0')}-${'y'.repeat(90)}.js`,
+        kind: 'file',
+        digest: `sha256:${'ab'.repeat(32)}` as Digest,
+        size: f * 1000,
+        exec: f % 7 === 0,
+      });
+  }
+  wide.push({ path: `long-${'\u0001'.repeat(60_000)}`, kind: 'file', digest: `sha256:${'cd'.repeat(32)}` as Digest, size: 1, exec: false });
+  wide.push({ path: `long-${'z'.repeat(300_000)}`, kind: 'symlink', target: `"${'\\'.repeat(70_000)}` });
+  await check(sortEntries(wide), null, []);
+  // An existing good copy stays; a damaged one is quarantined and replaced.
+  const c = columnsFromEntries(wide.slice(0, 50), (e) => ({ st: stat(e), trusted: true }));
+  const digest = await installSnapshotFromColumns(store, c, null, [], writers[0]);
+  const path = store.objectPath(digest);
+  const good = store.getBytes(digest);
+  chmodSync(path, 0o644);
+  writeFileSync(path, 'damaged');
+  assert.is(await installSnapshotFromColumns(store, c, null, [], writers[0]), digest);
+  assert.ok(store.getBytes(digest).equals(good), 'the damaged object was not replaced');
+  assert.ok((await store.quarantinedObjects()).includes(digest), 'the damaged object was not moved aside');
+  assert.equal(readdirSync(store.paths.tmp), []);
+});
+
+test('putDocumentWritten installs nothing and leaves nothing when the writer gives up or fails', async () => {
+  const store = await ObjectStore.init(join(t.dir, 'store-written'));
+  assert.is(
+    store.putDocumentWritten(() => null),
+    null,
+  );
+  assert.equal(readdirSync(store.paths.tmp), []);
+  try {
+    store.putDocumentWritten(() => {
+      throw new Error('disk full');
+    });
+    assert.unreachable('the failure was not passed on');
+  } catch (err) {
+    assert.match((err as Error).message, /disk full/);
+  }
+  assert.equal(readdirSync(store.paths.tmp), []);
+  if (!native) return;
+  // The addon's own write failure comes back as an errno (here: a file open read-only).
+  const addon = createRequire(import.meta.url)(NATIVE_ADDON) as NativeAddon;
+  const file = join(t.dir, 'read-only');
+  writeFileSync(file, '');
+  const fd = openSync(file, 'r');
+  try {
+    const c = columnsFromEntries([{ path: 'a', kind: 'dir' }], (e) => ({ st: stat(e), trusted: true }));
+    const r = addon.snapshotToFile!(c, Buffer.from('{'), Buffer.from('}'), fd);
+    assert.equal(r, { errno: 9 }, 'EBADF');
+  } finally {
+    closeSync(fd);
+  }
+});
 
 test('the next index holds exactly the new tree: rows kept, touched, dropped and merged in', () => {
   fc.assert(
