@@ -5,6 +5,7 @@
 // must escape (flag F_ESCAPE, set for every path holding such a character, so for everything
 // below such a directory too) and every symlink target go through JSON.stringify. The test suite
 // checks the two agree on random trees with every character class JSON treats specially.
+import { constants } from 'node:os';
 import { sha256Digest, type Digest } from '../canonical-json.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { F_ESCAPE, F_EXEC, KIND_DIR, KIND_FILE, rowPath, rowTarget, type IndexColumns } from './index-columns.js';
@@ -68,7 +69,7 @@ export async function installSnapshotFromColumns(
     const { head, tail } = documentEnds(base, excludes);
     const digest = store.putDocumentWritten((fd) => {
       const r = toFile(c, head, tail, fd);
-      if (r === null || r.errno === 11) return null; // no SHA-256 in this process, or no second thread (EAGAIN)
+      if (r === null || r.errno === constants.errno.EAGAIN) return null; // no SHA-256 in this process, or no second thread
       if (r.errno !== undefined) throw osError(r.errno, 'a Snapshot object');
       return `sha256:${r.digest}` as Digest;
     });

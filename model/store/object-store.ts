@@ -228,7 +228,7 @@ export class ObjectStore {
         // rollback of our own temp file (gone already when it was installed)
       }
       throw toPdbError(err, 'E_IO', {
-        action: `installing object ${digest ?? 'of a document'}`,
+        action: digest ? `installing object ${digest}` : 'writing a document object',
         path: digest ? this.objectPath(digest) : tmp,
       });
     }

@@ -118,8 +118,11 @@ test('an unreadable lock (the empty lock old versions left on a crash) is broken
     ageFile(path, GARBAGE_GRACE_MS + 1_000);
     await (await take(path)).release();
   }
+  // With no grace, an unreadable lock a moment old is stale (a moment: written within the same
+  // millisecond, its mtime can be past Date.now(), which counts whole milliseconds).
   const path = lockPath();
   writeFileSync(path, '');
+  ageFile(path, 50);
   await (await take(path, { ...OPTS, garbageGraceMs: 0 })).release();
 });
 
