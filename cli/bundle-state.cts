@@ -36,9 +36,20 @@ export const BUNDLE_IMPORT = '__pdbImport';
 // The bundle loads node:crypto anyway (the store's digests): its sha256 costs no extra start-up.
 const sha256 = (data: Uint8Array): Buffer => createHash('sha256').update(data).digest();
 
-/** The build a bundle's source names, or null. */
+/**
+ * The bundle's first two lines (scripts/bundle-checkpoint.mjs writes them): the id of its build,
+ * then its import(), the loader's (a parameter, loadBundle) or under a plain require() its own.
+ */
+export function bundleHead(id: string): string[] {
+  return [
+    `"use strict";const ${BUNDLE_ID} = "${id}";`,
+    `var ${BUNDLE_IMPORT} = typeof ${BUNDLE_IMPORT} === 'function' ? ${BUNDLE_IMPORT} : (specifier) => import(specifier);`,
+  ];
+}
+
+/** The build a bundle's source names (bundleHead's first line), or null. */
 function buildIdOf(source: string): string | null {
-  const m = /^"use strict";const __pdbBundleId = "([0-9a-f]{32})";/.exec(source);
+  const m = new RegExp(`^"use strict";const ${BUNDLE_ID} = "([0-9a-f]{32})";`).exec(source);
   return m ? m[1]! : null;
 }
 

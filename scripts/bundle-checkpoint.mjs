@@ -21,6 +21,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rmSync, statSync, writeFileSync, renameSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 
@@ -28,7 +29,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
 const out = join(dist, 'cli', 'checkpoint-bundle.cjs');
 const BUNDLE_URL = '__pdbBundleUrl';
-const BUNDLE_IMPORT = '__pdbImport';
+// tsc has built it: the bundle's first lines and the name of its import() are defined there.
+const { BUNDLE_IMPORT, bundleHead } = createRequire(import.meta.url)(join(dist, 'cli', 'bundle-state.cjs'));
 const manifest = join(dist, 'cli', 'checkpoint-bundle.json');
 
 /** Dynamically imported modules a plain checkpoint runs (paths under dist/). */
@@ -50,14 +52,12 @@ const result = await esbuild.build({
   bundle: true,
   platform: 'node',
   format: 'cjs',
-  // The build's id first (a code cache names the build it was made for: cli/bundle-state.cts).
-  // Then its import(): the loader's (a parameter: cli/bundle-state.cts), or under a plain require() its own.
+  // The build's id (a code cache names the build it was made for) and its import() first
+  // (cli/bundle-state.cts), then its own URL.
   banner: {
-    js: [
-      `"use strict";const __pdbBundleId = "${randomBytes(16).toString('hex')}";`,
-      `const ${BUNDLE_URL} = require('node:url').pathToFileURL(__filename).href;`,
-      `var ${BUNDLE_IMPORT} = typeof ${BUNDLE_IMPORT} === 'function' ? ${BUNDLE_IMPORT} : (specifier) => import(specifier);`,
-    ].join('\n'),
+    js: [...bundleHead(randomBytes(16).toString('hex')), `const ${BUNDLE_URL} = require('node:url').pathToFileURL(__filename).href;`].join(
+      '\n',
+    ),
   },
   target: 'node20',
   outfile: `${out}.tmp`,
@@ -85,12 +85,12 @@ const result = await esbuild.build({
   ],
 });
 
-// Every dynamic import (each of a string literal) becomes a call of BUNDLE_IMPORT, but the banner's own.
+// Every dynamic import (each of a string literal) becomes a call of BUNDLE_IMPORT, but the one in
+// the bundle's first two lines.
 const text = readFileSync(`${out}.tmp`, 'utf8');
-const banner = text.indexOf(`var ${BUNDLE_IMPORT} =`);
-const rest = text.indexOf('\n', banner) + 1;
+const rest = text.indexOf('\n', text.indexOf('\n') + 1) + 1;
 const body = text.slice(rest).replace(/(?<![\w$.])import\(/g, `${BUNDLE_IMPORT}(`);
-if (/(?<![\w$.])import\(/.test(body) || /__pdbImport\((?!")/.test(body))
+if (/(?<![\w$.])import\(/.test(body) || new RegExp(`${BUNDLE_IMPORT}\\((?!")`).test(body))
   throw new Error('checkpoint bundle: a dynamic import left unrouted');
 writeFileSync(`${out}.tmp`, text.slice(0, rest) + body);
 renameSync(`${out}.tmp`, out);

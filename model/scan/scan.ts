@@ -13,7 +13,7 @@ import { assertContractPath, sortEntries, type Entry } from '../snapshot.js';
 import { KIND_DIR, KIND_FILE, KIND_LINK, rowDigestHex, type IndexColumns } from './index-columns.js';
 import { allWholeSeconds, nextColumns, restatedRows, type Content } from './index-update.js';
 import { scanWalk as rawWalk } from './scanner.js';
-import { installSnapshotFromColumns, snapshotBytesFromColumns } from './snapshot-bytes.js';
+import { installSnapshotFromColumns } from './snapshot-bytes.js';
 import { TreeIndex, indexHeader, rootSig, statSignature, type IndexFields } from './tree-index.js';
 import type { RawEntry, RawScan } from './tree-walk.js';
 
@@ -170,8 +170,6 @@ export interface ScanResult {
   nextIndex(fields: Omit<IndexFields, 'recordedAtMs' | 'excludes'>): TreeIndex;
   /** The rows of `trust` that nextIndex changes when it only restates them (index-update.ts), else null. */
   restatedRows(): Uint32Array | null;
-  /** The canonical bytes of the Snapshot of the tree as scanned. */
-  snapshotBytes(base: Digest | null): { bytes: Buffer; digest: Digest };
   /** Install the Snapshot of the tree as scanned into `store` (streamed where it can be); its digest. */
   installSnapshot(store: ObjectStore, base: Digest | null): Promise<Digest>;
 }
@@ -225,7 +223,6 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
       return new TreeIndex(header, c);
     },
     restatedRows: () => restatedRows(trust?.cols ?? null, raw),
-    snapshotBytes: (base) => snapshotBytesFromColumns(columns(), base, options.excludes),
     installSnapshot: (store, base) => installSnapshotFromColumns(store, columns(), base, options.excludes),
   };
 }

@@ -66,21 +66,26 @@ export function nativeUnavailable(): string | null {
   return addon ? null : reason;
 }
 
+/** The addon a call uses: the scanner in use ('auto'), or the one named ('js': none), and why not. */
+function addonFor(scanner: 'auto' | 'js' | 'native'): { addon: NativeAddon | null; reason: string } {
+  return scanner === 'js' ? { addon: null, reason: '' } : scanner === 'native' ? loadAddon() : load();
+}
+
 /** The native Snapshot writer when the native scanner is the one in use (or `scanner` names it), else null. */
 export function nativeSnapshotWriter(scanner: 'auto' | 'js' | 'native' = 'auto'): NativeAddon['snapshotBytes'] | null {
-  const { addon } = scanner === 'js' ? { addon: null } : scanner === 'native' ? loadAddon() : load();
+  const { addon } = addonFor(scanner);
   return addon && typeof addon.snapshotBytes === 'function' ? addon.snapshotBytes.bind(addon) : null;
 }
 
 /** The native streaming Snapshot writer (snapshotToFile), on the same terms as nativeSnapshotWriter. */
 export function nativeSnapshotFileWriter(scanner: 'auto' | 'js' | 'native' = 'auto'): NativeAddon['snapshotToFile'] | null {
-  const { addon } = scanner === 'js' ? { addon: null } : scanner === 'native' ? loadAddon() : load();
+  const { addon } = addonFor(scanner);
   return addon && typeof addon.snapshotToFile === 'function' ? addon.snapshotToFile.bind(addon) : null;
 }
 
 /** The stat walk of `input.root` against its index, by the scanner in use ('auto'), or the one named. */
 export function scanWalk(input: WalkInput, scanner: 'auto' | 'js' | 'native' = 'auto'): RawScan {
-  const { addon, reason } = scanner === 'js' ? { addon: null, reason: '' } : scanner === 'native' ? loadAddon() : load();
+  const { addon, reason } = addonFor(scanner);
   if (!addon) {
     if (scanner === 'native') throw new PdbError('E_TOOL_MISSING', `the native scanner is not available: ${reason}`);
     return walkWithIndex(input);

@@ -13,7 +13,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fastCheckpointArgs } from '../../cli/fast-args.js';
 import { BUNDLE_FILE, BUNDLE_MANIFEST, bundleIsFresh } from '../../cli/fast-entry.js';
-import { BUNDLE_CACHE, loadBundle } from '../../cli/bundle-state.cjs';
+import { BUNDLE_CACHE, BUNDLE_IMPORT, bundleHead, loadBundle } from '../../cli/bundle-state.cjs';
 import { CLI, REPO_ROOT, cli, tempDir, writeTree } from '../helpers/index.js';
 
 const t = tempDir('pdb-fast-');
@@ -244,9 +244,15 @@ test('the bundle is compiled with the code cache its build made, and only with t
   assert.is(compiled(cliDir), 'code cache function', 'npm test makes the code cache after the bundle (scripts/warm-checkpoint-cache.mjs)');
   const source = readFileSync(join(cliDir, BUNDLE_FILE), 'utf8');
   // Every dynamic import of the bundle goes through the loader's import() (a vm script has none that does not warn).
-  const body = source.slice(source.indexOf('\n', source.indexOf('var __pdbImport =')) + 1);
+  const lines = source.split('\n');
+  assert.equal(
+    lines.slice(0, 2),
+    bundleHead(/"([0-9a-f]{32})"/.exec(lines[0]!)![1]!),
+    'the bundle starts with its build id and its import()',
+  );
+  const body = lines.slice(2).join('\n');
   assert.not.match(body, /(?<![\w$.])import\(/);
-  assert.ok((body.match(/__pdbImport\("/g) ?? []).length > 0);
+  assert.ok(body.split(`${BUNDLE_IMPORT}("`).length > 1);
   // A copy of the bundle beside caches that do not fit it: each time it runs as it is, compiled.
   const copy = join(t.dir, 'cli-copy');
   mkdirSync(copy, { recursive: true });
