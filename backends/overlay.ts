@@ -1,11 +1,12 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
+import { mountFs, unmountFs } from '../model/os/mounts.js';
 import { tempPath } from '../model/os/temp-name.js';
 import { PdbError, isPdbError } from '../model/errors.js';
 import type { BaseMarker } from './shared/base-tree.js';
 import { fsTypeName, fsTypeOf, mountedFsType } from './shared/fs-util.js';
-import { baseTree, diskUsage, removeTree, toolOutput } from './shared/lazy.js';
+import { baseTree, diskUsage, removeTree } from './shared/lazy.js';
 import type { Backend, BackendContext, BackendState, CreatedSession, ProbeResult } from './types.js';
 
 /**
@@ -26,16 +27,12 @@ function assertMountablePath(path: string): void {
 
 async function mountOverlay(lower: string, upper: string, work: string, target: string): Promise<void> {
   for (const p of [lower, upper, work, target]) assertMountablePath(p);
-  await toolOutput(
-    'mount',
-    ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${upper},workdir=${work},${OVERLAY_OPTIONS}`, target],
-    'E_MOUNT_FAILED',
-    'mounting the overlay',
-  );
+  const data = `lowerdir=${lower},upperdir=${upper},workdir=${work},${OVERLAY_OPTIONS}`;
+  await mountFs('overlay', target, 'overlay', data, 'E_MOUNT_FAILED', 'mounting the overlay');
 }
 
 async function unmountIfMounted(target: string): Promise<void> {
-  if (mountedFsType(target) === 'overlay') await toolOutput('umount', [target], 'E_MOUNT_FAILED', 'unmounting the overlay');
+  if (mountedFsType(target) === 'overlay') await unmountFs(target, 'E_MOUNT_FAILED', 'unmounting the overlay');
 }
 
 function sessionPaths(ctx: BackendContext, sessionDir: string, state: BackendState): { lower: string; upper: string; work: string } {

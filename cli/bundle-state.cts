@@ -1,19 +1,24 @@
-// Which copy of the checkpoint fast path runs: CommonJS, so that cli/start.cts (the executable's
-// first module) can ask before Node's ES module loader is started, and cli/fast-entry.ts asks
-// the same from the ES modules.
+// Which copy of the command line runs: one of the two bundles, or the modules. CommonJS, so that
+// cli/start.cts (the executable's first module) can ask before Node's ES module loader is started,
+// and cli/fast-entry.ts asks the same from the ES modules.
 //
-// `npm run build` (and `npm test`) bundle the fast path and every module a plain checkpoint loads
-// into cli/checkpoint-bundle.cjs (scripts/bundle-checkpoint.mjs). The bundle runs only while the
-// dist files it was made from are the ones on disk (the same size and mtime, listed in
-// cli/checkpoint-bundle.json); otherwise (a bare `tsc`, a bundle missing or cut short,
+// `npm run build` (and `npm test`) make two bundles with esbuild (scripts/build-bundles.mjs):
+// - `checkpoint`: the fast path of a plain checkpoint (cli/fast-path.ts) and every module it
+//   loads, without commander (an agent loop calls it between steps);
+// - `cli`: the whole command line (cli/cli-entry.ts) with the session layer, the backends and the
+//   model; the harness, the workloads, the reports and the agents stay modules, loaded when a
+//   command that needs them runs.
+// Node 20 resolves, reads and links every ES module on its own; in one file they cost less. A
+// bundle runs only while the dist files it was made from are the ones on disk (the same size and
+// mtime, listed in its manifest); otherwise (a bare `tsc`, a bundle missing or cut short,
 // PDB_ENV_NO_BUNDLE=1) the modules themselves run, which do the same.
 //
-// The bundle is compiled with a V8 code cache when there is one made for it (BUNDLE_CACHE, written
-// by the build after a warm-up checkpoint: scripts/bundle-checkpoint.mjs), so a checkpoint does
-// not parse and compile its functions again in every process. V8 itself checks only the source's
-// length, its own version and its flags (and rejects the cache then: a plain compile follows),
-// not the cache's bytes: so the cache names the build it was made for (BUNDLE_ID in the bundle's
-// first line) and carries the sha256 of its data, and one that does not match is not used.
+// A bundle is compiled with a V8 code cache when there is one made for it (written by the build
+// after a warm-up run of its commands: scripts/warm-bundle-cache.mjs), so a command does not parse
+// and compile its functions again in every process. V8 itself checks only the source's length,
+// its own version and its flags (and rejects the cache then: a plain compile follows), not the
+// cache's bytes: so the cache names the build it was made for (BUNDLE_ID in the bundle's first
+// line) and carries the sha256 of its data, and one that does not match is not used.
 import { createHash } from 'node:crypto';
 import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import Module from 'node:module';
@@ -25,19 +30,29 @@ export interface BundleManifest {
   inputs: Array<[string, number, number]>;
 }
 
-export const BUNDLE_FILE = 'checkpoint-bundle.cjs';
-export const BUNDLE_MANIFEST = 'checkpoint-bundle.json';
-export const BUNDLE_CACHE = 'checkpoint-bundle.cache';
+/** The bundles a build makes (scripts/build-bundles.mjs). */
+export const BUNDLE_NAMES = ['checkpoint', 'cli'] as const;
+export type BundleName = (typeof BUNDLE_NAMES)[number];
+
+/** A bundle's files in dist/cli: the bundle, its manifest (what it was made from) and its code cache. */
+export function bundleFiles(name: BundleName): { file: string; manifest: string; cache: string } {
+  return { file: `${name}-bundle.cjs`, manifest: `${name}-bundle.json`, cache: `${name}-bundle.cache` };
+}
+
+/** The checkpoint bundle's files (the names tests and docs use). */
+export const BUNDLE_FILE = bundleFiles('checkpoint').file;
+export const BUNDLE_MANIFEST = bundleFiles('checkpoint').manifest;
+export const BUNDLE_CACHE = bundleFiles('checkpoint').cache;
 /** The variable whose value, in the bundle's first line, names its build. */
 export const BUNDLE_ID = '__pdbBundleId';
 /** What the bundle calls for a dynamic import (loadBundle passes it; a plain require() of the bundle gets its own import()). */
 export const BUNDLE_IMPORT = '__pdbImport';
 
-// The bundle loads node:crypto anyway (the store's digests): its sha256 costs no extra start-up.
+// Both bundles load node:crypto anyway (the store's digests): its sha256 costs no extra start-up.
 const sha256 = (data: Uint8Array): Buffer => createHash('sha256').update(data).digest();
 
 /**
- * The bundle's first two lines (scripts/bundle-checkpoint.mjs writes them): the id of its build,
+ * A bundle's first two lines (scripts/build-bundles.mjs writes them): the id of its build,
  * then its import(), the loader's (a parameter, loadBundle) or under a plain require() its own.
  */
 export function bundleHead(id: string): string[] {
@@ -57,6 +72,7 @@ function buildIdOf(source: string): string | null {
 export type BundleCompile = 'code cache' | 'no code cache' | 'code cache rejected';
 
 export interface LoadedBundle {
+  name: BundleName;
   exports: unknown;
   compile: BundleCompile;
   /** A code cache of the bundle as it has run so far (the build writes it after a warm-up). */
@@ -65,21 +81,22 @@ export interface LoadedBundle {
   id: string | null;
 }
 
-/** The bundle's dynamic imports (scripts/bundle-checkpoint.mjs writes them as calls of this), resolved from dist/cli as the bundle's own would be. */
+/** A bundle's dynamic imports (scripts/build-bundles.mjs writes them as calls of this), resolved from dist/cli as the bundle's own would be. */
 const importFromCli = (specifier: string): Promise<unknown> => import(specifier);
 
 /**
- * Load the bundle in `cliDir` as require() would, compiled with its code cache where one fits. A
- * vm script has no import() of its own (only an experimental loader that warns), so the bundle's
- * dynamic imports come to this module's.
+ * Load the bundle `name` in `cliDir` as require() would, compiled with its code cache where one
+ * fits. A vm script has no import() of its own (only an experimental loader that warns), so the
+ * bundle's dynamic imports come to this module's.
  */
-export function loadBundle(cliDir: string): LoadedBundle {
-  const file = resolve(cliDir, BUNDLE_FILE);
+export function loadBundle(cliDir: string, name: BundleName = 'checkpoint'): LoadedBundle {
+  const files = bundleFiles(name);
+  const file = resolve(cliDir, files.file);
   const source = readFileSync(file, 'utf8');
   const id = buildIdOf(source);
   let cachedData: Buffer | undefined;
   try {
-    const cache = readFileSync(join(cliDir, BUNDLE_CACHE));
+    const cache = readFileSync(join(cliDir, files.cache));
     const data = cache.subarray(64);
     if (id && cache.subarray(0, 32).toString('latin1') === id && sha256(data).equals(cache.subarray(32, 64))) cachedData = data;
   } catch {
@@ -95,6 +112,7 @@ export function loadBundle(cliDir: string): LoadedBundle {
   wrapper.call(mod.exports, mod.exports, Module.createRequire(file), mod, file, dirname(file), importFromCli);
   mod.loaded = true;
   return {
+    name,
     exports: mod.exports,
     compile: cachedData === undefined ? 'no code cache' : script.cachedDataRejected ? 'code cache rejected' : 'code cache',
     cacheData: () => script.createCachedData(),
@@ -106,17 +124,17 @@ export function loadBundle(cliDir: string): LoadedBundle {
 export function writeBundleCache(cliDir: string, bundle: LoadedBundle): boolean {
   if (!bundle.id) return false;
   const data = bundle.cacheData();
-  const file = join(cliDir, BUNDLE_CACHE);
+  const file = join(cliDir, bundleFiles(bundle.name).cache);
   writeFileSync(`${file}.tmp`, Buffer.concat([Buffer.from(bundle.id, 'latin1'), sha256(data), data]));
   renameSync(`${file}.tmp`, file);
   return true;
 }
 
-/** Is the bundle in the directory `cliDir` built from the files under `distDir` as they are now? */
-export function bundleIsFresh(cliDir: string, distDir: string): boolean {
+/** Is the bundle `name` in the directory `cliDir` built from the files under `distDir` as they are now? */
+export function bundleIsFresh(cliDir: string, distDir: string, name: BundleName = 'checkpoint'): boolean {
   let manifest: BundleManifest;
   try {
-    manifest = JSON.parse(readFileSync(join(cliDir, BUNDLE_MANIFEST), 'utf8')) as BundleManifest;
+    manifest = JSON.parse(readFileSync(join(cliDir, bundleFiles(name).manifest), 'utf8')) as BundleManifest;
   } catch {
     return false; // no bundle built, or a manifest cut short
   }
@@ -129,10 +147,13 @@ export function bundleIsFresh(cliDir: string, distDir: string): boolean {
   return true;
 }
 
-/** Which copy of the fast path a plain checkpoint runs from the dist/cli directory `cliDir`, and why (`pdb-env doctor` says it). */
-export function checkpointBundleState(cliDir: string): { bundled: boolean; reason: string } {
+/** Whether the bundle `name` in the dist/cli directory `cliDir` runs, and why (`pdb-env doctor` says it). */
+export function bundleState(cliDir: string, name: BundleName): { bundled: boolean; reason: string } {
   if (process.env.PDB_ENV_NO_BUNDLE === '1') return { bundled: false, reason: 'PDB_ENV_NO_BUNDLE=1' };
-  if (!bundleIsFresh(cliDir, join(cliDir, '..')))
+  if (!bundleIsFresh(cliDir, join(cliDir, '..'), name))
     return { bundled: false, reason: 'no bundle built from dist as it is (npm run build makes one)' };
-  return { bundled: true, reason: `dist/cli/${BUNDLE_FILE}, built from dist as it is` };
+  return { bundled: true, reason: `dist/cli/${bundleFiles(name).file}, built from dist as it is` };
 }
+
+/** Which copy of the fast path a plain checkpoint runs from `cliDir`, and why. */
+export const checkpointBundleState = (cliDir: string) => bundleState(cliDir, 'checkpoint');

@@ -2,26 +2,32 @@
 // starts a CommonJS module without its ES module loader, and because require() gives Node's
 // builtins (fs, crypto, path...) without the ES module facade that reads every export, streams
 // and fs/promises among them. A plain checkpoint, which an agent loop calls between steps, runs
-// the CommonJS bundle of the fast path from here when that is fresh (cli/bundle-state.cts), and
-// prints with write(2) so that no stdio stream is made either. Every other command line, and a
-// checkpoint without a fresh bundle, goes to bin.js as before (docs/evidence.md quotes the
-// receipts).
-import { checkpointBundleState, loadBundle } from './bundle-state.cjs';
+// the checkpoint bundle (the fast path, without commander) and prints with write(2), so that no
+// stdio stream is made either; every other command line runs the `cli` bundle. Each only while
+// it is fresh (cli/bundle-state.cts); otherwise bin.js runs the modules (docs/evidence.md quotes
+// the receipts).
+import { bundleState, loadBundle } from './bundle-state.cjs';
 import { restoreCaCerts } from './ca-certs.cjs';
-import type { FastPath } from './fast-entry.js';
+import type { CliEntry, FastPath } from './fast-entry.js';
 
 restoreCaCerts();
 
 function fastCheckpoint(argv: string[]): Promise<number> | null {
-  if (argv[0] !== 'checkpoint' || !checkpointBundleState(__dirname).bundled) return null;
-  const bundle = loadBundle(__dirname).exports as FastPath;
+  if (argv[0] !== 'checkpoint' || !bundleState(__dirname, 'checkpoint').bundled) return null;
+  const bundle = loadBundle(__dirname, 'checkpoint').exports as FastPath;
   const args = bundle.fastCheckpointArgs(argv);
   return args ? bundle.runFast(args, { direct: true }) : null;
 }
 
-const fast = fastCheckpoint(process.argv.slice(2));
-if (fast)
-  void fast.then((code) => {
+function bundledCli(argv: string[]): Promise<number> | null {
+  if (!bundleState(__dirname, 'cli').bundled) return null;
+  return (loadBundle(__dirname, 'cli').exports as CliEntry).runCli(argv);
+}
+
+const argv = process.argv.slice(2);
+const run = fastCheckpoint(argv) ?? bundledCli(argv);
+if (run)
+  void run.then((code) => {
     process.exitCode = code;
   });
 else void import('./bin.js');

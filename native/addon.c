@@ -1,9 +1,10 @@
-// The N-API face of the native scanner (walk.c): scan(args) -> { touched, entries, files, bytes,
-// dirsRead } or { error, errno, path, mode }; model/scan/native-walk.ts calls it and decodes what
-// it returns.
+// The N-API face of the native addon: the scanner (walk.c): scan(args) -> { touched, entries,
+// files, bytes, dirsRead } or { error, errno, path, mode }, which model/scan/native-walk.ts calls
+// and decodes; the Snapshot writers (snapshot.c); and the system calls of os.c.
 #include <node_api.h>
 #include "scan.h"
 #include "snapshot.h"
+#include "os.h"
 
 
 static napi_value prop(napi_env env, napi_value obj, const char *name) {
@@ -28,7 +29,8 @@ static void *typed(napi_env env, napi_value obj, const char *name, size_t *lengt
   return data ? data : &empty; // a zero-length array may have no storage
 }
 
-static char *string(napi_env env, napi_value v) {
+// A JavaScript string as a malloc()ed UTF-8 C string; NULL when it is none (os.c uses it too).
+char *napiString(napi_env env, napi_value v) {
   size_t len = 0;
   if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) return NULL;
   char *out = malloc(len + 1);
@@ -43,7 +45,7 @@ static char **strings(napi_env env, napi_value arr, uint32_t *count) {
   for (uint32_t i = 0; out && i < n; i++) {
     napi_value v;
     napi_get_element(env, arr, i, &v);
-    out[i] = string(env, v);
+    out[i] = napiString(env, v);
   }
   *count = n;
   return out;
@@ -115,7 +117,7 @@ static napi_value Scan(napi_env env, napi_callback_info info) {
   napi_get_cb_info(env, info, &argc, &args, NULL, NULL);
   scan_t s;
   memset(&s, 0, sizeof s);
-  char *root = string(env, prop(env, args, "root"));
+  char *root = napiString(env, prop(env, args, "root"));
   s.exNames = strings(env, prop(env, args, "excludeNames"), &s.nExNames);
   s.exPaths = strings(env, prop(env, args, "excludePaths"), &s.nExPaths);
   bool dirRule = false;
@@ -253,6 +255,7 @@ static napi_value Init(napi_env env, napi_value exports) {
   napi_set_named_property(env, exports, "snapshotBytes", fn);
   napi_create_function(env, "snapshotToFile", NAPI_AUTO_LENGTH, SnapshotToFile, NULL, &fn);
   napi_set_named_property(env, exports, "snapshotToFile", fn);
+  osExports(env, exports);
   napi_create_string_utf8(env, VERSION, NAPI_AUTO_LENGTH, &version);
   napi_set_named_property(env, exports, "version", version);
   return exports;

@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "pdb_scan",
-      "sources": ["walk.c", "snapshot.c", "addon.c"],
+      "sources": ["walk.c", "snapshot.c", "os.c", "addon.c"],
       "cflags": ["-O2", "-ffp-contract=off", "-Wall", "-Wno-unused-parameter"],
       "xcode_settings": { "OTHER_CFLAGS": ["-O2", "-ffp-contract=off"] },
       "libraries": ["-lpthread"]

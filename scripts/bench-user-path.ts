@@ -11,10 +11,14 @@
 //   gc after 5 sessions wrote, checkpointed and discarded 20 MB each: store size before and after, then verify
 //
 // Every timed create starts after a sync (not timed), and --from and --base take turns going
-// first, so that neither pays for the other's writeback.
+// first, so that neither pays for the other's writeback. What a round made (sessions, copies,
+// worktrees) is removed after the last round, where the disk has room for all of it: on the
+// virtual disk measured here (ext4 mounted with `discard`), the first tree written after a large
+// delete took 2-4x as long as the next, whichever command wrote it, so a delete between rounds
+// would charge one side of each pair for the round before (docs/evidence.md).
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readdirSync, rmSync, statSync, statfsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -105,8 +109,16 @@ interface CreateSamples {
   worktree: number[];
 }
 
-/** One round of the create measurements (and their baselines) into `s`. */
-async function createRound(o: UserPathOptions, pdb: Pdb, base: string, status: () => Promise<unknown>, i: number, s: CreateSamples) {
+/** One round of the create measurements (and their baselines) into `s`; what it made goes onto `cleanup`. */
+async function createRound(
+  o: UserPathOptions,
+  pdb: Pdb,
+  base: string,
+  status: () => Promise<unknown>,
+  i: number,
+  s: CreateSamples,
+  cleanup: Array<() => Promise<unknown>>,
+) {
   const sync = () => $`sync`;
   s.node.push(await time(() => $`node -e 0`));
   s.nodeBare.push(await time(() => $({ env: { ...process.env, NODE_EXTRA_CA_CERTS: undefined } })`node -e 0`));
@@ -120,19 +132,46 @@ async function createRound(o: UserPathOptions, pdb: Pdb, base: string, status: (
   );
   if (i % 2 === 0) await from().then(fromBase);
   else await fromBase().then(from);
-  await pdb('discard', `f${i}`);
-  await pdb('discard', `b${i}`);
+  cleanup.push(
+    () => pdb('discard', `f${i}`),
+    () => pdb('discard', `b${i}`),
+  );
   if (o.cp) {
     const dst = join(o.scratch, `cp-${i}`);
     await sync();
     s.cp.push(await time(() => $`cp -a --reflink=never ${o.tree} ${dst}`));
-    rmSync(dst, { recursive: true, force: true });
+    cleanup.push(async () => rmSync(dst, { recursive: true, force: true }));
   }
   if (o.worktree && !o.worktree.unavailable) {
     let undo = async () => {};
     s.worktree.push(await time(async () => ({ undo } = await o.worktree!.run(join(o.scratch, `wt-${i}`)))));
-    await undo();
+    cleanup.push(() => undo());
   }
+}
+
+/** Bytes of the tree's files (what a full copy of it writes). */
+function treeBytes(root: string): number {
+  let bytes = 0;
+  const walk = (dir: string) => {
+    for (const d of readdirSync(dir, { withFileTypes: true })) {
+      if (d.isDirectory()) {
+        if (d.name !== '.git' || dir !== root) walk(join(dir, d.name));
+      } else if (d.isFile()) bytes += statSync(join(dir, d.name)).size;
+    }
+  };
+  walk(root);
+  return bytes;
+}
+
+/**
+ * Can every round's trees stay until the last round? Full copies of the tree (two sessions of a
+ * copying backend, the cp baseline) each round, and a quarter of the disk's free space to spare.
+ */
+function roomForAllRounds(o: UserPathOptions): boolean {
+  const copies = (o.backend === 'full-copy' ? 2 : 0) + (o.cp ? 1 : 0);
+  if (copies === 0) return true;
+  const fs = statfsSync(o.scratch);
+  return copies * o.rounds * treeBytes(o.tree) < 0.75 * fs.bavail * fs.bsize;
 }
 
 async function createRounds(
@@ -142,7 +181,14 @@ async function createRounds(
   status: () => Promise<unknown>,
 ): Promise<{ rows: BenchRow[]; lines: string[] }> {
   const s: CreateSamples = { node: [], nodeBare: [], find: [], git: [], list: [], from: [], base: [], cp: [], worktree: [] };
-  for (let i = 0; i < o.rounds; i++) await createRound(o, pdb, base, status, i, s);
+  const keep = roomForAllRounds(o);
+  if (!keep) o.log?.(`${o.group}: too little disk to keep every round's trees: each round's are removed after it`);
+  const cleanup: Array<() => Promise<unknown>> = [];
+  for (let i = 0; i < o.rounds; i++) {
+    await createRound(o, pdb, base, status, i, s, cleanup);
+    if (!keep) for (const undo of cleanup.splice(0)) await undo();
+  }
+  for (const undo of cleanup.splice(0)) await undo();
   const minus = s.from.map((x, i) => x - s.base[i]!);
   const g = o.group;
   const vs = (extra: Record<string, number[]>) => Object.fromEntries(Object.entries(extra).filter(([, xs]) => xs.length === o.rounds));
@@ -175,6 +221,9 @@ async function createRounds(
     ...(s.cp.length ? [line('cp -a --reflink=never', s.cp), line('create --from vs cp -a', s.from, s.cp, 'cp -a --reflink=never')] : []),
     ...(s.worktree.length ? [line(WORKTREE, s.worktree), line('create --base vs worktree + install', s.base, s.worktree, WORKTREE)] : []),
     ...(o.worktree?.unavailable ? [`  (no ${WORKTREE} baseline: ${o.worktree.unavailable})`] : []),
+    keep
+      ? "  (every round's sessions and copies removed after the last round)"
+      : "  (each round's sessions and copies removed after it: too little disk to keep them)",
   ];
   return { rows, lines };
 }

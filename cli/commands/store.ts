@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { ObjectStore, REPAIR_HINT } from '../../model/store/object-store.js';
 import { formatBytes } from '../../model/progress.js';
 import { SessionService, type Finding, type VerifyResult } from '../../sessions/service.js';
@@ -48,9 +49,12 @@ unfinished and damaged sessions, stale locks and temp files, live leases, and
 objects that are corrupt (quarantined by verify) or missing. What pdb-env gc fixes
 is marked "gc"; the rest says what to run. The last line says which scanner walks
 trees here: the native one (built by npm install where a C compiler is) or the
-JavaScript one (PDB_ENV_SCANNER=js forces it); the one before it, whether a plain
-checkpoint runs its one-file bundle (made by npm run build) or the modules
-themselves (the bundle is absent or older than dist; PDB_ENV_NO_BUNDLE=1).`,
+JavaScript one (PDB_ENV_SCANNER=js forces it). The lines before it say whether
+commands and a plain checkpoint run their one-file bundles (made by npm run
+build) or the modules themselves (a bundle is absent or older than dist;
+PDB_ENV_NO_BUNDLE=1), and whether overlay mounts and port probes are system
+calls of the native addon or mount(8), umount(8) and Node's servers
+(PDB_ENV_NATIVE_OS=off).`,
     )
     .action(async (_o, command) => {
       const o = command.optsWithGlobals();
@@ -58,15 +62,22 @@ themselves (the bundle is absent or older than dist; PDB_ENV_NO_BUNDLE=1).`,
       const findings = await svc.doctor();
       const { scannerInfo } = await import('../../model/scan/scanner.js');
       const scanner = scannerInfo();
-      const { checkpointBundleState } = await import('../fast-entry.js');
-      const checkpointBundle = checkpointBundleState();
+      // bundle-state.cjs itself stays a module of dist/cli (scripts/build-bundles.mjs says why).
+      const { bundleState } = await import('../bundle-state.cjs');
+      const cliDir = fileURLToPath(new URL('../', import.meta.url));
+      const checkpointBundle = bundleState(cliDir, 'checkpoint');
+      const cliBundle = bundleState(cliDir, 'cli');
+      const { nativeOs, loadNativeAddon } = await import('../../model/os/native.js');
+      const native = nativeOs() !== null;
       const lines = [
+        `commands: ${cliBundle.bundled ? 'bundle' : 'modules'} (${cliBundle.reason})`,
         `checkpoint: ${checkpointBundle.bundled ? 'bundle' : 'modules'} (${checkpointBundle.reason})`,
+        `mounts and port probes: ${native ? 'system calls (native addon)' : `mount(8), umount(8) and net.Server (${process.env.PDB_ENV_NATIVE_OS === 'off' ? 'PDB_ENV_NATIVE_OS=off' : loadNativeAddon().reason})`}`,
         `scanner: ${scanner.scanner} (${scanner.reason}${scanner.scanner === 'native' ? `, ${scanner.threads} lstat threads` : ''})`,
       ];
       emit(
         o.json === true,
-        { store: svc.store.paths.root, findings, checkpointBundle, scanner },
+        { store: svc.store.paths.root, findings, checkpointBundle, cliBundle, nativeOs: native, scanner },
         () => `${doctorText(findings)}\n\n${lines.join('\n')}`,
       );
     });

@@ -1,7 +1,7 @@
 // The call into the native scanner (native/walk.c) and the decoding of what it returns: the
 // touched entries as packed records, its failures as the same typed errors tree-walk.ts throws.
-import { constants } from 'node:os';
 import { PdbError } from '../errors.js';
+import { osError } from '../os/native.js';
 import type { IndexColumns } from './index-columns.js';
 import { kindOf, nonUtf8, vanished, type RawEntry, type RawScan, type WalkInput } from './tree-walk.js';
 
@@ -39,14 +39,6 @@ export interface NativeAddon {
   }):
     | { touched: Buffer; entries: number; files: number; bytes: number; dirsRead: number; error?: undefined }
     | { error: string; errno: number; path: Buffer; mode: number };
-}
-
-const ERRNO_NAMES = new Map(Object.entries(constants.errno).map(([name, n]) => [n, name]));
-
-/** An OS error as Node's fs would throw it (code, errno, path), for the callers' one classifier. */
-export function osError(errno: number, path: string): NodeJS.ErrnoException {
-  const code = ERRNO_NAMES.get(errno) ?? 'EIO';
-  return Object.assign(new Error(`${code}: ${path}`), { code, errno: -errno, path });
 }
 
 function failure(input: WalkInput, r: { error: string; errno: number; path: Buffer; mode: number }): Error {

@@ -2,16 +2,13 @@
 // compiler is there) or the JavaScript one (tree-walk.ts), the fallback and the oracle. Both give
 // the same RawScan (a property test holds them to it). PDB_ENV_SCANNER=js forces JavaScript;
 // PDB_ENV_SCANNER=native makes a missing addon an error instead of a fallback.
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { PdbError } from '../errors.js';
-import { packageFile } from '../paths.js';
+import { NATIVE_ADDON, loadNativeAddon } from '../os/native.js';
 import { walkWithIndex, type RawScan, type WalkInput } from './tree-walk.js';
 import { nativeWalk, type NativeAddon } from './native-walk.js';
 
-/** Where node-gyp puts the addon (scripts/build-native.mjs builds it at npm install). */
-export const NATIVE_ADDON = packageFile('native', 'build', 'Release', 'pdb_scan.node');
+export { NATIVE_ADDON };
 
 export interface ScannerInfo {
   /** The scanner a scan uses now. */
@@ -22,20 +19,9 @@ export interface ScannerInfo {
   threads: number;
 }
 
-let addonLoad: { addon: NativeAddon | null; reason: string } | null = null;
 let loaded: { addon: NativeAddon | null; reason: string; wanted: string } | null = null;
 
-function loadAddon(): { addon: NativeAddon | null; reason: string } {
-  if (addonLoad) return addonLoad;
-  if (!existsSync(NATIVE_ADDON))
-    return (addonLoad = { addon: null, reason: 'the native addon is not built (npm install builds it where a C compiler is)' });
-  try {
-    const addon = createRequire(import.meta.url)(NATIVE_ADDON) as NativeAddon;
-    return (addonLoad = { addon, reason: `native addon version ${addon.version}` });
-  } catch (err) {
-    return (addonLoad = { addon: null, reason: `the native addon did not load: ${(err as Error).message.split('\n')[0]}` });
-  }
-}
+const loadAddon = () => loadNativeAddon() as { addon: NativeAddon | null; reason: string };
 
 /** The scanner PDB_ENV_SCANNER asks for (read each time: tests switch it). */
 function load(): { addon: NativeAddon | null; reason: string } {

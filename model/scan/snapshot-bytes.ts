@@ -9,7 +9,7 @@ import { constants } from 'node:os';
 import { sha256Digest, type Digest } from '../canonical-json.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { F_ESCAPE, F_EXEC, KIND_DIR, KIND_FILE, rowPath, rowTarget, type IndexColumns } from './index-columns.js';
-import { osError } from './native-walk.js';
+import { osError } from '../os/native.js';
 import { nativeSnapshotFileWriter, nativeSnapshotWriter } from './scanner.js';
 
 const HEX = Buffer.from('0123456789abcdef', 'latin1');

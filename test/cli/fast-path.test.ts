@@ -1,8 +1,9 @@
 // The fast path (cli/fast-path.ts): a plain `checkpoint` call runs without commander; every other
 // command line goes to commander. Both run the same action, so a plain call and the same call
 // spelled for commander (a global option before the command) must print the same results and
-// the same errors, with the same exit status. The bundle of the fast path (scripts/bundle-checkpoint.mjs)
-// runs while it is fresh and gives what the modules give; a stale one is never run.
+// the same errors, with the same exit status. The bundles (scripts/build-bundles.mjs: the fast path,
+// and the whole command line) run while they are fresh and give what the modules give; a stale one
+// is never run.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { appendFileSync, copyFileSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
@@ -12,7 +13,7 @@ import { Script } from 'node:vm';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fastCheckpointArgs } from '../../cli/fast-args.js';
-import { BUNDLE_FILE, BUNDLE_MANIFEST, bundleIsFresh } from '../../cli/fast-entry.js';
+import { BUNDLE_FILE, BUNDLE_MANIFEST, BUNDLE_NAMES, bundleFiles, bundleIsFresh } from '../../cli/fast-entry.js';
 import { BUNDLE_CACHE, BUNDLE_IMPORT, bundleHead, loadBundle } from '../../cli/bundle-state.cjs';
 import { CLI, REPO_ROOT, cli, tempDir, writeTree } from '../helpers/index.js';
 
@@ -48,9 +49,10 @@ test('plain checkpoint calls take the fast path; anything else goes to commander
   for (const argv of others) assert.is(fastCheckpointArgs(argv), null, argv.join(' '));
 });
 
-/** Which module files a CLI run loaded (CommonJS ones, as commander is), through a preloaded hook. */
+/** Whether a CLI run loaded commander (a CommonJS module, alone or in the cli bundle), through a preloaded hook. */
 function loadsCommander(args: string[]): { loaded: boolean; code: number | null; stdout: string } {
-  const hook = `import { createRequire } from 'node:module'; const r = createRequire(process.cwd() + '/'); process.on('exit', () => process.stderr.write('COMMANDER=' + Object.keys(r.cache).some((f) => f.includes('/commander/')) + '\\n'));`;
+  // commander is in node_modules, or in the cli bundle, which holds it.
+  const hook = `import { createRequire } from 'node:module'; const r = createRequire(process.cwd() + '/'); process.on('exit', () => process.stderr.write('COMMANDER=' + Object.keys(r.cache).some((f) => f.includes('/commander/') || f.endsWith('/cli/${bundleFiles('cli').file}')) + '\\n'));`;
   const run = spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(hook)}`, CLI, ...args], {
     encoding: 'utf8',
   });
@@ -134,7 +136,7 @@ test('npm test built the checkpoint bundle; a plain checkpoint runs it, and it g
   const cliDir = dirname(CLI);
   assert.ok(
     bundleIsFresh(cliDir, join(cliDir, '..')),
-    'dist/cli/checkpoint-bundle.cjs is missing or stale: npm test (and npm run build) run node scripts/bundle-checkpoint.mjs after tsc',
+    'dist/cli/checkpoint-bundle.cjs is missing or stale: npm test (and npm run build) run node scripts/build-bundles.mjs after tsc',
   );
   writeTree(join(t.dir, 'src2'), { 'a.txt': 'a\n', lib: { 'b.txt': 'b\n' } });
   assert.is(cli(['create', 'b', '--from', join(t.dir, 'src2'), '--store', store]).code, 0);
@@ -202,11 +204,19 @@ test('bin/pdb-env starts in CommonJS: a plain checkpoint runs the bundle before 
     const b = cli(args);
     assert.equal([a.code, a.stdout, a.stderr], [b.code, b.stdout, b.stderr], args.join(' '));
   }
-  // Anything else, and a checkpoint without a fresh bundle, goes to bin.js.
+  // Anything else runs the cli bundle, also before any ES module of pdb-env; without fresh bundles, bin.js.
   const list = modulesLoaded(['list', '--store', store, '--json'], {}, start);
   assert.is(list.code, 0, list.stderr);
-  assert.ok(list.urls.some((u) => u.endsWith('/dist/cli/bin.js')));
+  assert.ok(
+    list.required.some((f) => f.endsWith(`/cli/${bundleFiles('cli').file}`)),
+    'start.cjs did not run the cli bundle',
+  );
+  assert.equal(ours(list.urls), [], 'a list from start.cjs loaded ES modules of pdb-env');
   assert.ok((JSON.parse(list.stdout) as { sessions: Array<{ name: string }> }).sessions.some((s) => s.name === 'c'));
+  const listModules = modulesLoaded(['list', '--store', store, '--json'], { PDB_ENV_NO_BUNDLE: '1' }, start);
+  assert.is(listModules.code, 0, listModules.stderr);
+  assert.ok(listModules.urls.some((u) => u.endsWith('/dist/cli/bin.js')));
+  assert.equal(JSON.parse(listModules.stdout), JSON.parse(list.stdout));
   const modules = modulesLoaded(['checkpoint', 'c', '--store', store, '--json'], { PDB_ENV_NO_BUNDLE: '1' }, start);
   assert.is(modules.code, 0, modules.stderr);
   assert.not.ok(
@@ -225,23 +235,84 @@ test('bin/pdb-env starts in CommonJS: a plain checkpoint runs the bundle before 
   assert.is(env.status, 0, env.stderr);
 });
 
+/** How a bundle in `dir` compiles and whether it exports `fn`, loaded in a process of its own (V8 compiles a source it compiled before from its own cache, not the file's). */
+function compiledIn(dir: string, name: 'checkpoint' | 'cli' = 'checkpoint', fn = 'runFast'): string {
+  const r = spawnSync(
+    process.execPath,
+    [
+      '-e',
+      `const b = require(${JSON.stringify(join(dirname(CLI), 'bundle-state.cjs'))}).loadBundle(process.argv[1], process.argv[2]); console.log(b.compile, typeof b.exports[process.argv[3]])`,
+      dir,
+      name,
+      fn,
+    ],
+    { encoding: 'utf8' },
+  );
+  assert.is(r.status, 0, r.stderr);
+  return r.stdout.trim();
+}
+
+test('npm test built the cli bundle; every other command line runs it, and it gives what the modules give', () => {
+  const cliDir = dirname(CLI);
+  assert.ok(
+    bundleIsFresh(cliDir, join(cliDir, '..'), 'cli'),
+    'dist/cli/cli-bundle.cjs is missing or stale: npm test (and npm run build) run node scripts/build-bundles.mjs after tsc',
+  );
+  assert.is(compiledIn(cliDir, 'cli', 'runCli'), 'code cache function', 'npm test makes its code cache (scripts/warm-bundle-cache.mjs)');
+  const bundled = modulesLoaded(['envs', '--store', store, '--json']);
+  assert.ok(
+    bundled.required.some((f) => f.endsWith(`/cli/${bundleFiles('cli').file}`)),
+    'bin.js did not run the cli bundle',
+  );
+  assert.not.ok(
+    bundled.urls.some((u) => u.endsWith('/cli/main.js')),
+    'the cli bundle still loaded the modules it holds',
+  );
+  // The same command lines by the bundle and by the modules: the same output, errors and statuses
+  // (a session made by each, so that both see one store; the timestamps differ).
+  writeTree(join(t.dir, 'src4'), { 'a.txt': 'a\n', lib: { 'b.txt': 'b\n' } });
+  const noBundle = { env: { PDB_ENV_NO_BUNDLE: '1' } };
+  const made = [
+    cli(['create', 'd1', '--from', join(t.dir, 'src4'), '--store', store, '--json']),
+    cli(['create', 'd2', '--from', join(t.dir, 'src4'), '--store', store, '--json'], noBundle),
+  ];
+  assert.equal(
+    made.map((r) => r.code),
+    [0, 0],
+    made.map((r) => r.stderr).join(''),
+  );
+  const [d1, d2] = made.map((r) => JSON.parse(r.stdout) as Record<string, unknown>);
+  for (const k of ['backend', 'base', 'files']) assert.equal(d1![k], d2![k], k);
+  for (const name of ['d1', 'd2']) appendFileSync(join(cli(['path', name, '--store', store]).stdout.trim(), 'a.txt'), 'more\n');
+  for (const args of [
+    ['diff', 'd1', '--store', store, '--json'],
+    ['diff', 'd2', '--store', store],
+    ['path', 'd2', '--store', store],
+    ['envs', '--store', store, '--json'],
+    ['list', '--store', store],
+    ['nope', '--store', store],
+    ['diff', 'missing', '--store', store, '--json'],
+    ['create', 'bad name', '--store', store],
+    ['list', '--no-such-option'],
+    ['help', 'create'],
+  ]) {
+    const a = cli(args);
+    const b = cli(args, noBundle);
+    const stable = (text: string) => text.replace(/"(createdAt|at)": "[^"]+"/g, '"$1": "T"');
+    assert.equal([a.code, stable(a.stdout), a.stderr], [b.code, stable(b.stdout), b.stderr], args.join(' '));
+  }
+  for (const name of ['d1', 'd2']) assert.is(cli(['discard', name, '--store', store], name === 'd1' ? {} : noBundle).code, 0);
+  // doctor says which copy runs.
+  const doctor = JSON.parse(cli(['doctor', '--store', store, '--json']).stdout);
+  assert.equal([doctor.cliBundle.bundled, doctor.checkpointBundle.bundled], [true, true]);
+  assert.match(cli(['doctor', '--store', store], noBundle).stdout, /^commands: modules \(PDB_ENV_NO_BUNDLE=1\)$/m);
+});
+
 test('the bundle is compiled with the code cache its build made, and only with that one', () => {
   const cliDir = dirname(CLI);
-  // Each load in a process of its own: V8 compiles a source it has compiled before from its own cache, not the file's.
-  const compiled = (dir: string): string => {
-    const r = spawnSync(
-      process.execPath,
-      [
-        '-e',
-        `const b = require(${JSON.stringify(join(cliDir, 'bundle-state.cjs'))}).loadBundle(process.argv[1]); console.log(b.compile, typeof b.exports.runFast)`,
-        dir,
-      ],
-      { encoding: 'utf8' },
-    );
-    assert.is(r.status, 0, r.stderr);
-    return r.stdout.trim();
-  };
-  assert.is(compiled(cliDir), 'code cache function', 'npm test makes the code cache after the bundle (scripts/warm-checkpoint-cache.mjs)');
+  const compiled = (dir: string) => compiledIn(dir);
+  for (const name of BUNDLE_NAMES) assert.ok(statSync(join(cliDir, bundleFiles(name).cache)).size > 0, `${name}: no code cache`);
+  assert.is(compiled(cliDir), 'code cache function', 'npm test makes the code cache after the bundle (scripts/warm-bundle-cache.mjs)');
   const source = readFileSync(join(cliDir, BUNDLE_FILE), 'utf8');
   // Every dynamic import of the bundle goes through the loader's import() (a vm script has none that does not warn).
   const lines = source.split('\n');

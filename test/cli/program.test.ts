@@ -76,14 +76,16 @@ test('--version and help COMMAND', () => {
   assert.match(help.stdout, /--backend/);
 });
 
+let logs = 0;
+
 /** The files of this package that running `args` loads (dist-relative), and the dependencies. */
-function loaded(args: string[]): { own: string[]; deps: string[] } {
-  const log = join(t.dir, `modules-${args.join('-')}.log`);
+function loaded(args: string[], env: Record<string, string> = {}): { own: string[]; deps: string[] } {
+  const log = join(t.dir, `modules-${args.join('-')}-${Object.keys(env).join('-')}-${logs++}.log`);
   const r = spawnSync(
     process.execPath,
     ['--import', pathToFileURL(join(REPO_ROOT, 'test', 'fixtures', 'module-log.mjs')).href, CLI, ...args],
     {
-      env: { ...process.env, MODULE_LOG: log, PDB_ENV_STORE: store },
+      env: { ...process.env, MODULE_LOG: log, PDB_ENV_STORE: store, ...env },
       encoding: 'utf8',
     },
   );
@@ -103,8 +105,10 @@ function loaded(args: string[]): { own: string[]; deps: string[] } {
 }
 
 test('list and --help load no harness, workload, report, agent or ACP SDK module', () => {
+  // The modules themselves (the cli bundle keeps their lazy imports: below).
+  const modules = { PDB_ENV_NO_BUNDLE: '1' };
   for (const args of [['list'], ['--help']]) {
-    const { own, deps } = loaded(args);
+    const { own, deps } = loaded(args, modules);
     assert.ok(own.includes('cli/program.js'), own.join(', '));
     const heavy = own.filter((f) => /^(harness|workloads|reports|agents)\//.test(f));
     assert.equal(heavy, [], `${args.join(' ')} loaded ${heavy.join(', ')}`);
@@ -115,11 +119,11 @@ test('list and --help load no harness, workload, report, agent or ACP SDK module
     );
   }
   assert.not.ok(
-    loaded(['--help']).own.some((f) => f.startsWith('sessions/')),
+    loaded(['--help'], modules).own.some((f) => f.startsWith('sessions/')),
     '--help loads no session code',
   );
   // list loads what it uses: no process runner, no backends, no scanner, no create or gc.
-  const list = loaded(['list']);
+  const list = loaded(['list'], modules);
   assert.equal(
     list.deps.filter((u) => /\/(execa|zx)\//.test(u)),
     [],
@@ -131,8 +135,27 @@ test('list and --help load no harness, workload, report, agent or ACP SDK module
   assert.equal(unused, [], `list loaded ${unused.join(', ')}`);
   assert.ok(list.own.length + list.deps.length < 60, `list loaded ${list.own.length + list.deps.length} modules`);
   // The negative control: bench does load the harness.
-  const bench = loaded(['bench', '--help']).own;
+  const bench = loaded(['bench', '--help'], modules).own;
   assert.ok(bench.includes('harness/bench.js'), bench.join(', '));
+  // The cli bundle: list and --help load nothing of pdb-env but the bundle and what chooses it,
+  // and no heavy dependency; bench loads the harness from its modules.
+  const entry = ['cli/bin.js', 'cli/fast-args.js', 'cli/fast-entry.js', 'cli/ca-certs.cjs', 'cli/bundle-state.cjs', 'cli/cli-bundle.cjs'];
+  for (const args of [['list'], ['--help']]) {
+    const { own, deps } = loaded(args);
+    assert.ok(own.includes('cli/cli-bundle.cjs'), `${args.join(' ')}: ${own.join(', ')}`);
+    assert.equal(
+      own.filter((f) => !entry.includes(f)),
+      [],
+      `${args.join(' ')} loaded modules the bundle holds, or heavy ones`,
+    );
+    assert.equal(
+      deps.filter((u) => /@agentclientprotocol|\/ajv\/|simple-statistics|\/(execa|zx)\//.test(u)),
+      [],
+      args.join(' '),
+    );
+  }
+  const bundledBench = loaded(['bench', '--help']).own;
+  assert.ok(bundledBench.includes('harness/bench.js'), bundledBench.join(', '));
 });
 
 test("a reader that goes away (| head) ends the output quietly: no stack, the command's own status", () => {

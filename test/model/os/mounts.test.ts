@@ -1,11 +1,14 @@
 // model/os/mounts.ts: the one mountinfo parser (escaped paths, optional fields, both option
-// lists) and its look-ups, on a table given as text and on this process's own.
-import { mkdirSync } from 'node:fs';
+// lists) and its look-ups, on a table given as text and on this process's own; mounting and
+// unmounting by mount(2) through the native addon and by mount(8), the same mounts and the same
+// typed errors.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mountAt, mountContaining, mountPointsUnder, mountTable, parseMountInfo } from '../../../model/os/mounts.js';
-import { skipTest, tempDir } from '../../helpers/index.js';
+import { mountAt, mountContaining, mountFs, mountPointsUnder, mountTable, parseMountInfo, unmountFs } from '../../../model/os/mounts.js';
+import { nativeOs } from '../../../model/os/native.js';
+import { isRoot, skipPart, skipTest, tempDir } from '../../helpers/index.js';
 
 // proc(5)'s fields: id parent major:minor root mount-point mount-options [optional...] - type source super-options
 const MOUNTINFO = [
@@ -56,6 +59,62 @@ test("this process's table holds / and finds a temp dir's mount", () => {
     assert.ok(mountContaining(dir, table), 'some mount holds every path');
     assert.is(mountAt(dir, table), null);
     assert.equal(mountPointsUnder(dir, table), []);
+  } finally {
+    t.cleanup();
+  }
+});
+
+/** Run `fn` with PDB_ENV_NATIVE_OS set to `value` (undefined: unset), restoring it after. */
+async function withNativeOs<T>(value: string | undefined, fn: () => Promise<T>): Promise<T> {
+  const before = process.env.PDB_ENV_NATIVE_OS;
+  if (value === undefined) delete process.env.PDB_ENV_NATIVE_OS;
+  else process.env.PDB_ENV_NATIVE_OS = value;
+  try {
+    return await fn();
+  } finally {
+    if (before === undefined) delete process.env.PDB_ENV_NATIVE_OS;
+    else process.env.PDB_ENV_NATIVE_OS = before;
+  }
+}
+
+test('mountFs and unmountFs: mount(2) through the addon and mount(8) make the same mount, and fail with the same code', async () => {
+  if (process.platform !== 'linux') return skipTest('mounting', 'procfs', `no mount(2) of tmpfs on ${process.platform}`);
+  if (!isRoot()) return skipTest('mounting', 'root', 'mounting a tmpfs needs root');
+  const t = tempDir('pdb-mountfs-');
+  const ways: Array<[string, string | undefined]> = [['mount(8)', 'off']];
+  if (nativeOs()) ways.push(['mount(2)', undefined]);
+  else skipPart('mount(2) through the addon', 'native-scan', 'the native addon is not built');
+  try {
+    for (const [way, env] of ways) {
+      await withNativeOs(env, async () => {
+        const dir = join(t.dir, `mnt-${env ?? 'native'}`);
+        mkdirSync(dir);
+        await mountFs('tmpfs', dir, 'tmpfs', 'size=1m,mode=0755', 'E_MOUNT_FAILED', 'mounting a test tmpfs');
+        try {
+          const m = mountAt(dir);
+          assert.is(m?.fsType, 'tmpfs', way);
+          assert.ok(m!.superOptions.includes('size=1024k'), `${way}: the options reached the kernel (${m!.superOptions})`);
+          writeFileSync(join(dir, 'f'), 'x');
+          assert.is(readFileSync(join(dir, 'f'), 'utf8'), 'x');
+        } finally {
+          await unmountFs(dir, 'E_MOUNT_FAILED', 'unmounting a test tmpfs');
+        }
+        assert.is(mountAt(dir), null, `${way}: unmounted`);
+        // A target that does not exist, and unmounting what is no mount: typed, naming what failed.
+        for (const attempt of [
+          () => mountFs('tmpfs', join(t.dir, 'missing'), 'tmpfs', 'size=1m', 'E_MOUNT_FAILED', 'mounting a test tmpfs'),
+          () => unmountFs(dir, 'E_MOUNT_FAILED', 'unmounting a test tmpfs'),
+        ]) {
+          try {
+            await attempt();
+            assert.unreachable(`${way}: succeeded`);
+          } catch (err) {
+            assert.is((err as { code?: string }).code, 'E_MOUNT_FAILED', `${way}: ${(err as Error).message}`);
+            assert.match((err as Error).message, /(mounting|unmounting) a test tmpfs failed/);
+          }
+        }
+      });
+    }
   } finally {
     t.cleanup();
   }

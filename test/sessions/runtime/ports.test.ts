@@ -3,7 +3,26 @@
 import { createServer, type Server } from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { nativeOs } from '../../../model/os/native.js';
 import { allocatePortBlock, portConfig, portIsFree } from '../../../sessions/runtime/ports.js';
+import { skipPart } from '../../helpers/index.js';
+
+/** portIsFree by each way this host has: bind(2) through the native addon, and net.Server (PDB_ENV_NATIVE_OS=off). */
+async function bothWays(port: number): Promise<boolean[]> {
+  const before = process.env.PDB_ENV_NATIVE_OS;
+  const out: boolean[] = [];
+  try {
+    process.env.PDB_ENV_NATIVE_OS = 'off';
+    out.push(await portIsFree(port));
+    delete process.env.PDB_ENV_NATIVE_OS;
+    if (nativeOs()) out.push(await portIsFree(port));
+    else skipPart('the port probe through the addon', 'native-scan', 'the native addon is not built');
+  } finally {
+    if (before === undefined) delete process.env.PDB_ENV_NATIVE_OS;
+    else process.env.PDB_ENV_NATIVE_OS = before;
+  }
+  return out;
+}
 
 test('portConfig reads PDB_ENV_PORT_RANGE and PDB_ENV_PORT_BLOCK and refuses nonsense', () => {
   assert.equal(portConfig({}), { first: 20000, last: 29999, block: 10 });
@@ -38,7 +57,10 @@ test('a block with a port busy on the host is skipped (real listener on 127.0.0.
   await new Promise<void>((r) => server.listen({ port: 0, host: '127.0.0.1' }, r));
   const busy = (server.address() as { port: number }).port;
   try {
-    assert.is(await portIsFree(busy), false);
+    assert.ok(
+      (await bothWays(busy)).every((free) => free === false),
+      'a port listened on is busy, by every probe',
+    );
     // A range of exactly two blocks, the busy port in the first: the second is chosen whatever the seed.
     const first = busy - (busy % 2);
     const cfg = { first, last: first + 3, block: 2 };
@@ -49,6 +71,28 @@ test('a block with a port busy on the host is skipped (real listener on 127.0.0.
   } finally {
     await new Promise((r) => server.close(r));
   }
+});
+
+test('each probe finds a port busy on ::1 only busy, and a closed port free', async () => {
+  const v6: Server = createServer();
+  const listening = await new Promise<boolean>((r) => {
+    v6.once('error', () => r(false));
+    v6.listen({ port: 0, host: '::1' }, () => r(true));
+  });
+  if (!listening) return skipPart('a listener on ::1', 'root', 'this host has no ::1');
+  const busy = (v6.address() as { port: number }).port;
+  try {
+    assert.ok(
+      (await bothWays(busy)).every((free) => free === false),
+      'busy on ::1',
+    );
+  } finally {
+    await new Promise((r) => v6.close(r));
+  }
+  assert.ok(
+    (await bothWays(busy)).every((free) => free === true),
+    'free once closed',
+  );
 });
 
 test.run();

@@ -1,0 +1,153 @@
+#!/usr/bin/env node
+// Bundles the command line into two CommonJS files with esbuild (cli/bundle-state.cts says what
+// each holds and when it runs); `npm run build` and `npm test` run this after tsc:
+// - dist/cli/checkpoint-bundle.cjs: the checkpoint fast path (dist/cli/fast-path.js) and the modules
+//   a plain checkpoint loads;
+// - dist/cli/cli-bundle.cjs: the whole command line (dist/cli/cli-entry.js) with the session layer,
+//   the backends and the model.
+// Node 20 resolves, reads and links every ES module on its own: a checkpoint loaded about forty, a
+// create about two hundred; in one file they cost less. CommonJS, because cli/start.cts require()s
+// them before Node's ES module loader starts, and require() gives builtins without their ES module
+// facades (docs/evidence.md quotes the receipts); bin.js loads the same files.
+//
+// - Static imports are bundled. A dynamic import is bundled when its module is one the bundle's
+//   commands run (`inline` below); any other stays an import of the dist file, loaded only when
+//   used. Those modules bring their own copy of what the bundle holds (model/errors.ts makes
+//   `instanceof PdbError` hold across copies; commander is passed to a command module, never
+//   imported by one; nothing else the copies share is per-module state).
+// - `import.meta.url` in a bundled module still names that module's dist file (resolved against
+//   the bundle's own URL, set in its first line), so a file found beside it (the native addon,
+//   the fs worker) is found as before.
+// - dist/cli/NAME-bundle.json lists every dist file the bundle was made from with its size and
+//   mtime; a bundle runs only while they all match (cli/bundle-state.cts).
+// - dist/cli/NAME-bundle.cache is the bundle's V8 code cache, made after a warm-up run of its
+//   commands (scripts/warm-bundle-cache.mjs) for this build only.
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { rmSync, statSync, writeFileSync, renameSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dist = join(root, 'dist');
+const BUNDLE_URL = '__pdbBundleUrl';
+// tsc has built it: the bundles' file names, first lines and the name of their import() are defined there.
+const { BUNDLE_IMPORT, bundleHead, bundleFiles } = createRequire(import.meta.url)(join(dist, 'cli', 'bundle-state.cjs'));
+
+const underDist = (file) => relative(dist, file).split(sep).join('/');
+
+/** Dynamically imported modules a plain checkpoint runs (paths under dist/). */
+const CHECKPOINT_INLINE = new Set([
+  'sessions/service.js',
+  'sessions/store-location.js',
+  'sessions/checkpoint.js',
+  'sessions/runtime/proc.js',
+  'backends/full-copy.js',
+  'backends/overlay.js',
+  'backends/reflink.js',
+  'backends/btrfs-snapshot.js',
+]);
+
+/**
+ * The modules that stay modules in the cli bundle: the command modules that load the harness, the
+ * workloads, the reports or the agents, which the session commands never need; and
+ * bundle-state.cjs (doctor asks it which bundles run), whose text holds the bundles' first lines,
+ * which the rewrite of import() below would change.
+ */
+const CLI_MODULES = new Set([
+  ...['agent', 'bench', 'hook', 'model', 'policy', 'report', 'validate'].map((c) => `cli/commands/${c}.js`),
+  'cli/bundle-state.cjs',
+]);
+
+const BUNDLES = {
+  checkpoint: { entry: 'cli/fast-path.js', inline: (rel) => CHECKPOINT_INLINE.has(rel) },
+  cli: { entry: 'cli/cli-entry.js', inline: (rel) => /^(cli|sessions|backends|model)\//.test(rel) && !CLI_MODULES.has(rel) },
+};
+
+/** Build one bundle, its manifest and (by a warm-up in a child process) its code cache. */
+async function build(name) {
+  const { entry, inline } = BUNDLES[name];
+  const files = bundleFiles(name);
+  const out = join(dist, 'cli', files.file);
+  const manifest = join(dist, 'cli', files.manifest);
+  const result = await esbuild.build({
+    entryPoints: [join(dist, entry)],
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    // The build's id (a code cache names the build it was made for) and its import() first
+    // (cli/bundle-state.cts), then its own URL.
+    banner: {
+      js: [
+        ...bundleHead(randomBytes(16).toString('hex')),
+        `const ${BUNDLE_URL} = require('node:url').pathToFileURL(__filename).href;`,
+      ].join('\n'),
+    },
+    target: 'node20',
+    outfile: `${out}.tmp`,
+    metafile: true,
+    absWorkingDir: root,
+    logLevel: 'error',
+    plugins: [
+      {
+        name: `pdb-env-${name}`,
+        setup(b) {
+          // A package imported dynamically (execa, where a process starts) stays a package.
+          b.onResolve({ filter: /^[^./]/ }, (args) =>
+            args.kind === 'dynamic-import' && !args.path.startsWith('node:') ? { path: args.path, external: true } : null,
+          );
+          b.onResolve({ filter: /^\.\.?\// }, (args) => {
+            if (args.kind !== 'dynamic-import') return null;
+            const file = resolve(args.resolveDir, args.path);
+            if (inline(underDist(file))) return null;
+            return { path: `./${relative(dirname(out), file).split(sep).join('/')}`, external: true };
+          });
+          b.onLoad({ filter: /\.js$/ }, (args) => {
+            const text = readFileSync(args.path, 'utf8');
+            if (!text.includes('import.meta.url')) return { contents: text, loader: 'js' };
+            const own = `new URL(${JSON.stringify(relative(dirname(out), args.path).split(sep).join('/'))}, ${BUNDLE_URL}).href`;
+            return { contents: text.replaceAll('import.meta.url', own), loader: 'js' };
+          });
+        },
+      },
+    ],
+  });
+
+  // Every dynamic import becomes a call of BUNDLE_IMPORT, but the one in the bundle's first two
+  // lines. Each is of a string literal (resolved from dist/cli, as the bundle's own would be), or of
+  // an absolute file URL: the one computed specifier, a user's backend module (backends/module.ts).
+  const text = readFileSync(`${out}.tmp`, 'utf8');
+  const rest = text.indexOf('\n', text.indexOf('\n') + 1) + 1;
+  const body = text.slice(rest).replace(/(?<![\w$.])import\(/g, `${BUNDLE_IMPORT}(`);
+  const computed = body.match(new RegExp(`${BUNDLE_IMPORT}\\((?!")[^\n]*`, 'g')) ?? [];
+  if (/(?<![\w$.])import\(/.test(body) || computed.some((call) => !call.includes('pathToFileURL')))
+    throw new Error(`${name} bundle: a dynamic import left unrouted (${computed.join('; ')})`);
+  writeFileSync(`${out}.tmp`, text.slice(0, rest) + body);
+  renameSync(`${out}.tmp`, out);
+  const inputs = [...Object.keys(result.metafile.inputs).map((f) => resolve(root, f)), out].map((f) => {
+    const st = statSync(f);
+    return [underDist(f), st.size, st.mtimeMs];
+  });
+  writeFileSync(`${manifest}.tmp`, `${JSON.stringify({ inputs })}\n`);
+  renameSync(`${manifest}.tmp`, manifest);
+  console.log(`pdb-env: ${name} bundle built from ${inputs.length - 1} modules (${statSync(out).size} bytes)`);
+
+  // Its code cache, made by a warm-up in a child process (scripts/warm-bundle-cache.mjs). Without
+  // one, the bundle is compiled in each process, as it was before.
+  const cache = join(dist, 'cli', files.cache);
+  rmSync(cache, { force: true });
+  const warm = spawnSync(process.execPath, [join(root, 'scripts', 'warm-bundle-cache.mjs'), name], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  if (warm.status === 0) console.log(`pdb-env: ${name} bundle code cache made (${statSync(cache).size} bytes)`);
+  else
+    console.log(
+      `pdb-env: no code cache for the ${name} bundle (${(warm.stderr || String(warm.error ?? warm.signal)).trim().split('\n').pop()})`,
+    );
+}
+
+for (const name of Object.keys(BUNDLES)) await build(name);
