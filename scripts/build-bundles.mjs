@@ -52,12 +52,14 @@ const CHECKPOINT_INLINE = new Set([
 
 /**
  * The modules that stay modules in the cli bundle: the command modules that load the harness, the
- * workloads, the reports or the agents, which the session commands never need; and
- * bundle-state.cjs (doctor asks it which bundles run), whose text holds the bundles' first lines,
- * which the rewrite of import() below would change.
+ * workloads, the reports or the agents, which the session commands never need; the schema
+ * validators (ajv, a third of the bundle otherwise), which only those and an AgentFS pin file
+ * need; and bundle-state.cjs (doctor asks it which bundles run), whose text holds the bundles'
+ * first lines, which the rewrite of import() below would change.
  */
 const CLI_MODULES = new Set([
   ...['agent', 'bench', 'hook', 'model', 'policy', 'report', 'validate'].map((c) => `cli/commands/${c}.js`),
+  'model/schemas.js',
   'cli/bundle-state.cjs',
 ]);
 
