@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { copyFile, mkdir, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tempPath } from '../model/os/temp-name.js';
+import { nodeCrypto } from '../model/os/hash.js';
 import { materializeTreeBase } from './shared/base-tree.js';
 import { cloneError, cloneTree } from './shared/clone-tree.js';
 import { FS_MAGIC, fsTypeOf } from './shared/fs-util.js';
@@ -56,7 +56,7 @@ export const apfsCloneBackend: Backend = {
     const dir = tempPath(ctx.probeDir, 'probe-apfs');
     await mkdir(dir);
     try {
-      await writeFile(join(dir, 'a'), randomBytes(PROBE_BYTES));
+      await writeFile(join(dir, 'a'), nodeCrypto().randomBytes(PROBE_BYTES));
       const before = await freeBytes(dir);
       try {
         await copyFile(join(dir, 'a'), join(dir, 'b'), constants.COPYFILE_FICLONE_FORCE);

@@ -3,12 +3,12 @@
 // implement the contract of ./types.ts. It is checked at load, before any filesystem work, and
 // recorded as what it is: receipts carry the module's sha256, never its path. A module that says
 // `testOnly: true` (a negative control) is refused wherever test-only backends are.
-import { createHash } from 'node:crypto';
 import { readFileSync, realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Digest } from '../model/canonical-json.js';
 import { PdbError, osErrorCode } from '../model/errors.js';
+import { sha256Hex } from '../model/os/hash.js';
 import { BACKEND_NAMES, TEST_BACKEND_NAMES, type Backend } from './types.js';
 
 /** A backend that came from a module, with where it came from (the path stays on this host). */
@@ -94,7 +94,7 @@ export async function loadBackendModule(file: string): Promise<ModuleBackend> {
           hint: 'Give each backend module its own name.',
         },
       );
-  const entry: ModuleBackend = { backend, file: real, digest: `sha256:${createHash('sha256').update(bytes).digest('hex')}` };
+  const entry: ModuleBackend = { backend, file: real, digest: `sha256:${sha256Hex(bytes)}` };
   loaded.set(real, entry);
   return entry;
 }

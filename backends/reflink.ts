@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tempPath } from '../model/os/temp-name.js';
+import { nodeCrypto } from '../model/os/hash.js';
 import { PdbError } from '../model/errors.js';
 import { fsTypeName, fsTypeOf } from './shared/fs-util.js';
 import { baseTree, cloneTreeModule, diskUsage, removeTree } from './shared/lazy.js';
@@ -31,7 +31,7 @@ export const reflinkBackend: Backend = {
     await mkdir(dir);
     try {
       // 64 KiB: larger than btrfs's inline limit, so FIEMAP can show the shared extent.
-      await writeFile(join(dir, 'a'), randomBytes(64 * 1024));
+      await writeFile(join(dir, 'a'), nodeCrypto().randomBytes(64 * 1024));
       try {
         await copyFile(join(dir, 'a'), join(dir, 'b'), constants.COPYFILE_FICLONE_FORCE);
       } catch (err) {

@@ -19,7 +19,6 @@
 // its own version and its flags (and rejects the cache then: a plain compile follows), not the
 // cache's bytes: so the cache names the build it was made for (BUNDLE_ID in the bundle's first
 // line) and carries the sha256 of its data, and one that does not match is not used.
-import { createHash } from 'node:crypto';
 import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import Module from 'node:module';
 import { dirname, join, resolve } from 'node:path';
@@ -48,8 +47,23 @@ export const BUNDLE_ID = '__pdbBundleId';
 /** What the bundle calls for a dynamic import (loadBundle passes it; a plain require() of the bundle gets its own import()). */
 export const BUNDLE_IMPORT = '__pdbImport';
 
-// Both bundles load node:crypto anyway (the store's digests): its sha256 costs no extra start-up.
-const sha256 = (data: Uint8Array): Buffer => createHash('sha256').update(data).digest();
+/**
+ * The sha256 of a code cache: by the native addon where it is built (what model/os/hash.ts uses:
+ * node:crypto, with the streams it loads, costs ~11 ms of a command that needs it for nothing
+ * else), else by node:crypto. The addon lies two levels above dist/cli.
+ */
+function sha256(data: Uint8Array, cliDir: string): Buffer {
+  try {
+    const addon = require(join(cliDir, '..', '..', 'native', 'build', 'Release', 'pdb_scan.node')) as {
+      sha256?: (parts: Uint8Array[]) => Buffer | null;
+    };
+    const digest = typeof addon.sha256 === 'function' ? addon.sha256([data]) : null;
+    if (digest) return digest;
+  } catch {
+    // not built here (or not loadable): node:crypto below
+  }
+  return (require('node:crypto') as typeof import('node:crypto')).createHash('sha256').update(data).digest();
+}
 
 /**
  * A bundle's first two lines (scripts/build-bundles.mjs writes them): the id of its build,
@@ -98,7 +112,7 @@ export function loadBundle(cliDir: string, name: BundleName = 'checkpoint'): Loa
   try {
     const cache = readFileSync(join(cliDir, files.cache));
     const data = cache.subarray(64);
-    if (id && cache.subarray(0, 32).toString('latin1') === id && sha256(data).equals(cache.subarray(32, 64))) cachedData = data;
+    if (id && cache.subarray(0, 32).toString('latin1') === id && sha256(data, cliDir).equals(cache.subarray(32, 64))) cachedData = data;
   } catch {
     // no cache made: a plain compile
   }
@@ -125,7 +139,7 @@ export function writeBundleCache(cliDir: string, bundle: LoadedBundle): boolean 
   if (!bundle.id) return false;
   const data = bundle.cacheData();
   const file = join(cliDir, bundleFiles(bundle.name).cache);
-  writeFileSync(`${file}.tmp`, Buffer.concat([Buffer.from(bundle.id, 'latin1'), sha256(data), data]));
+  writeFileSync(`${file}.tmp`, Buffer.concat([Buffer.from(bundle.id, 'latin1'), sha256(data, cliDir), data]));
   renameSync(`${file}.tmp`, file);
   return true;
 }

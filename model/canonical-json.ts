@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256Hex } from './os/hash.js';
 
 /** A JSON value that canonical serialization accepts (no undefined, no non-finite numbers). */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -40,7 +40,7 @@ export function isDigest(value: unknown): value is Digest {
 }
 
 export function sha256Digest(bytes: string | Uint8Array): Digest {
-  return `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+  return `sha256:${sha256Hex(bytes)}`;
 }
 
 /** Digest of a document's canonical bytes, and the bytes themselves. */

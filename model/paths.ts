@@ -1,7 +1,6 @@
-// Where things are: real paths of user directories, the stable key of a source directory, and
-// the files this package ships (schemas, fixtures, package.json), found the same way from
-// sources run by tsc's output (dist/<layer>/x.js) and from scripts.
-import { createHash } from 'node:crypto';
+// Where things are: real paths of user directories, and the files this package ships (schemas,
+// fixtures, package.json), found the same way from sources run by tsc's output (dist/<layer>/x.js)
+// and from scripts. (The stable key of a source directory is a hash: model/os/hash.ts.)
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,11 +12,6 @@ export function realpathOr(p: string): string {
   } catch {
     return resolve(p);
   }
-}
-
-/** A short stable key for a source directory (hash of its real path); never written into receipts. */
-export function sourceKey(dir: string, length = 16): string {
-  return createHash('sha256').update(realpathOr(dir)).digest('hex').slice(0, length);
 }
 
 let root: string | null = null;

@@ -247,6 +247,44 @@ static napi_value SnapshotToFile(napi_env env, napi_callback_info info) {
   return out;
 }
 
+// sha256(parts) -> the 32-byte digest of the byte arrays one after the other (a Buffer), or null
+// where this process has no SHA-256 to give the addon; model/os/hash.ts falls back to node:crypto.
+static napi_value Sha256(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value arg, out;
+  napi_get_cb_info(env, info, &argc, &arg, NULL, NULL);
+  uint32_t n = 0;
+  bool isArray = false;
+  if (argc < 1 || napi_is_array(env, arg, &isArray) != napi_ok || !isArray || napi_get_array_length(env, arg, &n) != napi_ok) {
+    napi_throw_type_error(env, "E_INTERNAL", "pdb_scan: sha256 takes an array of byte arrays");
+    return NULL;
+  }
+  const uint8_t **parts = calloc(n + 1, sizeof *parts);
+  size_t *lens = calloc(n + 1, sizeof *lens);
+  int ok = parts && lens;
+  for (uint32_t i = 0; ok && i < n; i++) {
+    napi_value v;
+    napi_typedarray_type type;
+    void *data = NULL;
+    size_t len = 0;
+    ok = napi_get_element(env, arg, i, &v) == napi_ok && napi_get_typedarray_info(env, v, &type, &len, &data, NULL, NULL) == napi_ok &&
+         type == napi_uint8_array;
+    parts[i] = data;
+    lens[i] = len;
+  }
+  uint8_t digest[32];
+  int hashed = ok && sha256Parts(parts, lens, n, digest);
+  free(parts);
+  free(lens);
+  if (!ok) {
+    napi_throw_type_error(env, "E_INTERNAL", "pdb_scan: sha256 takes an array of byte arrays");
+    return NULL;
+  }
+  if (!hashed) napi_get_null(env, &out);
+  else napi_create_buffer_copy(env, 32, digest, NULL, &out);
+  return out;
+}
+
 static napi_value Init(napi_env env, napi_value exports) {
   napi_value fn, version;
   napi_create_function(env, "scan", NAPI_AUTO_LENGTH, Scan, NULL, &fn);
@@ -255,6 +293,8 @@ static napi_value Init(napi_env env, napi_value exports) {
   napi_set_named_property(env, exports, "snapshotBytes", fn);
   napi_create_function(env, "snapshotToFile", NAPI_AUTO_LENGTH, SnapshotToFile, NULL, &fn);
   napi_set_named_property(env, exports, "snapshotToFile", fn);
+  napi_create_function(env, "sha256", NAPI_AUTO_LENGTH, Sha256, NULL, &fn);
+  napi_set_named_property(env, exports, "sha256", fn);
   osExports(env, exports);
   napi_create_string_utf8(env, VERSION, NAPI_AUTO_LENGTH, &version);
   napi_set_named_property(env, exports, "version", version);

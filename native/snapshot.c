@@ -27,6 +27,14 @@ extern int SHA256_Final(unsigned char *md, void *c) __attribute__((weak));
 
 int sha256Available(void) { return SHA256_Init && SHA256_Update && SHA256_Final; }
 
+int sha256Parts(const uint8_t *const *parts, const size_t *lens, size_t n, uint8_t out[32]) {
+  _Alignas(16) unsigned char ctx[256];
+  if (!sha256Available() || SHA256_Init(ctx) != 1) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (lens[i] && SHA256_Update(ctx, parts[i], lens[i]) != 1) return 0;
+  return SHA256_Final(out, ctx) == 1;
+}
+
 // Where full chunks of output go when they are not kept in memory: a second thread hashes each one
 // and writes it to a file while the first makes the next (two buffers, handed back and forth).
 typedef struct {

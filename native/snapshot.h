@@ -18,6 +18,8 @@ int snapshotEntries(const snapshot_cols_t *c, const uint8_t *head, size_t headLe
 
 /** 1 when SHA-256 can be had from the OpenSSL in this process (snapshotToFile needs it). */
 int sha256Available(void);
+/** The SHA-256 of the `n` byte ranges one after the other into `out`; 0 where it cannot be had. */
+int sha256Parts(const uint8_t *const *parts, const size_t *lens, size_t n, uint8_t out[32]);
 
 /**
  * The same bytes as snapshotEntries, written to `fd` and hashed as they are made, never all held;

@@ -174,16 +174,32 @@ function roomForAllRounds(o: UserPathOptions): boolean {
   return copies * o.rounds * treeBytes(o.tree) < 0.75 * fs.bavail * fs.bsize;
 }
 
+const emptySamples = (): CreateSamples => ({
+  node: [],
+  nodeBare: [],
+  find: [],
+  git: [],
+  list: [],
+  from: [],
+  base: [],
+  cp: [],
+  worktree: [],
+});
+
 async function createRounds(
   o: UserPathOptions,
   pdb: Pdb,
   base: string,
   status: () => Promise<unknown>,
 ): Promise<{ rows: BenchRow[]; lines: string[] }> {
-  const s: CreateSamples = { node: [], nodeBare: [], find: [], git: [], list: [], from: [], base: [], cp: [], worktree: [] };
+  const s = emptySamples();
   const keep = roomForAllRounds(o);
   if (!keep) o.log?.(`${o.group}: too little disk to keep every round's trees: each round's are removed after it`);
   const cleanup: Array<() => Promise<unknown>> = [];
+  // One untimed round first: the first tree written after the setup's deletes pays for them (see
+  // the header), so that the timed rounds all start alike.
+  await createRound(o, pdb, base, status, -1, emptySamples(), cleanup);
+  if (!keep) for (const undo of cleanup.splice(0)) await undo();
   for (let i = 0; i < o.rounds; i++) {
     await createRound(o, pdb, base, status, i, s, cleanup);
     if (!keep) for (const undo of cleanup.splice(0)) await undo();

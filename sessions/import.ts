@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import type { Digest } from '../model/canonical-json.js';
 import { PdbError } from '../model/errors.js';
 import { writeFileAtomic, type ObjectStore } from '../model/store/object-store.js';
-import { sourceKey } from '../model/paths.js';
+import { sourceKey } from '../model/os/hash.js';
 import type { ProgressFn } from '../model/progress.js';
 import { SOURCE_CONFIG, readSourceConfig, scanTree, type ScanResult } from '../model/scan/scan.js';
 import { SNAPSHOT_VERSION, changeOf, type Change, type Snapshot } from '../model/snapshot.js';

@@ -3,7 +3,7 @@
 // tell a live one from an abandoned one. A journal entry that is not a well-formed intent
 // (garbage, an unknown operation, an unsafe session name, a symlink) is never followed: `list`
 // returns it as bad, doctor reports it and gc moves it to the quarantine.
-import { randomBytes } from 'node:crypto';
+import { randomHex } from '../model/os/hash.js';
 import { constants as fsConstants, unlinkSync } from 'node:fs';
 import { lstat, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -96,7 +96,7 @@ export class Journal {
     options: { sync?: boolean } = {},
   ): Promise<Intent> {
     const intent: Intent = {
-      id: `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`,
+      id: `${Date.now().toString(36)}-${randomHex(4)}`,
       op,
       session: fields.session,
       env: fields.env,

@@ -8,7 +8,8 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { STORE_MARKER } from '../model/store/object-store.js';
-import { realpathOr, sourceKey } from '../model/paths.js';
+import { sourceKey } from '../model/os/hash.js';
+import { realpathOr } from '../model/paths.js';
 import { readSourceGit } from './way-back/source-git.js';
 
 /** The source root that `cwd` belongs to (see above); `storeDir` is a store named by --store or PDB_ENV_STORE. */

@@ -7,12 +7,12 @@
 // agentfs_dir) and stores the canonical base path in it; mount daemonizes (fork + setsid) once the
 // mount point is a mount, waiting at most 10 s, and names the FUSE mount `agentfs:<canonical db
 // path>` (cli/src/cmd/mount.rs, cli/src/daemon.rs). Nothing here has run against a real binary.
-import { randomBytes } from 'node:crypto';
 import { existsSync, realpathSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PdbError, isPdbError } from '../../model/errors.js';
 import { tempPath } from '../../model/os/temp-name.js';
+import { randomHex } from '../../model/os/hash.js';
 import { describeEnd, endProcessesMentioning, runBounded, unmountAt, type BoundedResult } from './exec.js';
 import { mountAt, mountPointsUnder } from '../../model/os/mounts.js';
 import { removeTree } from '../../model/os/remove-tree.js';
@@ -205,7 +205,7 @@ export async function runTrial(tool: AgentfsTool, probeDir: string): Promise<Tri
   const base = join(dir, 'base');
   const mnt = join(dir, 'mnt');
   const p: AgentfsPlace = { stateDir: join(dir, 'state'), id: 'trial' };
-  const token = `pdb-env agentfs trial ${randomBytes(8).toString('hex')}\n`;
+  const token = `pdb-env agentfs trial ${randomHex(8)}\n`;
   const t = tool.timeouts;
   let step: TrialStep = 'init';
   let failure: { step: TrialStep; detail: string; timedOut: boolean } | null = null;

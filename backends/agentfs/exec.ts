@@ -2,7 +2,6 @@
 // group with a deadline (the whole group is killed when it passes), processes that escaped the
 // group found by the unique state path on their command line, and unmounts that fall back to a
 // lazy detach. Nothing here knows AgentFS's commands; ./agentfs-adapter.ts does.
-import { spawn } from 'node:child_process';
 import { osErrorCode } from '../../model/errors.js';
 import { mountAt } from '../../model/os/mounts.js';
 import { procPids, readProcCmdline, readProcStat } from '../../model/os/proc.js';
@@ -63,10 +62,12 @@ async function killGroupAndWait(pid: number | undefined): Promise<void> {
  * hold the call open. Stray members of the group are killed after a normal exit too; AgentFS's
  * mount daemon leaves the group through setsid (cli/src/daemon.rs) before its parent exits.
  * node:child_process rather than execa here: execa's timeout signals only the child, not its
- * group, and its result waits for the child's pipes to close.
+ * group, and its result waits for the child's pipes to close. Imported here, not with the module:
+ * the registry loads every backend, and child_process (with net) cost ~7 ms of every create.
  */
-export function runBounded(argv: readonly string[], o: BoundedOptions): Promise<BoundedResult> {
+export async function runBounded(argv: readonly string[], o: BoundedOptions): Promise<BoundedResult> {
   const started = performance.now();
+  const { spawn } = await import('node:child_process');
   return new Promise((resolve) => {
     const out = { stdout: '', stderr: '' };
     const child = spawn(argv[0]!, argv.slice(1), { cwd: o.cwd, env: o.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });

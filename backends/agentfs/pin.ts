@@ -2,11 +2,11 @@
 // its sha256 equals the value a person pinned (PDB_ENV_AGENTFS_SHA256, else <store>/agentfs.json,
 // schemas/agentfs-config.schema.json). No build of pdb-env pins a release: none was reachable
 // from the hosts it was built on, and the design record rejects AgentFS 0.6.4 on the tested profile.
-import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { access, constants, readFile, stat } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
 import { osErrorCode } from '../../model/errors.js';
+import { nodeCrypto } from '../../model/os/hash.js';
 import type { ProbeResult } from '../types.js';
 
 export const AGENTFS_BIN_ENV = 'PDB_ENV_AGENTFS_BIN';
@@ -51,7 +51,7 @@ export async function locateAgentfs(env: NodeJS.ProcessEnv): Promise<{ path: str
 }
 
 export async function sha256File(p: string): Promise<string> {
-  const h = createHash('sha256');
+  const h = nodeCrypto().createHash('sha256');
   for await (const chunk of createReadStream(p)) h.update(chunk as Buffer);
   return h.digest('hex');
 }

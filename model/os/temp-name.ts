@@ -1,7 +1,7 @@
 // Names of the store's temporary files and directories: `<kind>.<pid>.<start>.<random>`. The owner
 // (pid and process start time) is read back from this structured form only, so recovery never
 // mistakes a word of a name for a pid (an older `base-tree-<pid>-...` once read "tree" as one).
-import { randomBytes } from 'node:crypto';
+import { randomHex } from './hash.js';
 import { join } from 'node:path';
 import { isProcessAlive, processStartTime } from './proc.js';
 
@@ -17,7 +17,7 @@ function ownerPart(): string {
 }
 
 /** A fresh temp name of `kind` owned by this process (a directory entry, not a path). */
-export function tempEntryName(kind: string, random = randomBytes(6).toString('hex')): string {
+export function tempEntryName(kind: string, random = randomHex(6)): string {
   if (!KIND.test(kind)) throw new Error(`bad temp kind "${kind}"`);
   return `${kind}.${ownerPart()}.${random}`;
 }

@@ -1,6 +1,5 @@
 // Worker thread for the byte-heavy inner loops (hash, install, copy). Blocking syscalls in a few
 // threads beat thousands of promise round-trips through libuv's pool for trees of small files.
-import { createHash } from 'node:crypto';
 import {
   closeSync,
   constants,
@@ -16,6 +15,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { tempEntryName } from '../os/temp-name.js';
+import { nodeCrypto } from '../os/hash.js';
 import { statSignature } from './tree-index.js';
 
 /** A verified copy: the object at `src` is copied to `dst` and must hash to `hex` (its digest without "sha256:"). */
@@ -51,7 +51,7 @@ function writeAll(fd: number, buf: Buffer, length: number): void {
 function hashFile(path: string): { digest: string; size: number } {
   const fd = openSync(path, 'r');
   try {
-    const h = createHash('sha256');
+    const h = nodeCrypto().createHash('sha256');
     let size = 0;
     for (;;) {
       const n = readSync(fd, buffer, 0, CHUNK, null);
@@ -85,7 +85,7 @@ function installFile(path: string, objectsDir: string, tmpDir: string): { digest
   }
   if (n < CHUNK) {
     try {
-      const hex = createHash('sha256').update(buffer.subarray(0, n)).digest('hex');
+      const hex = nodeCrypto().createHash('sha256').update(buffer.subarray(0, n)).digest('hex');
       const dst = objectPath(objectsDir, hex);
       if (existsSync(dst)) return { digest: hex, size: n, installed: false };
       writeObject(dst, tmpDir, (out) => writeAll(out, buffer, n));
@@ -99,7 +99,7 @@ function installFile(path: string, objectsDir: string, tmpDir: string): { digest
   const dst = objectPath(objectsDir, hex);
   if (existsSync(dst)) return { digest: hex, size, installed: false };
   writeObject(dst, tmpDir, (out) => {
-    const again = createHash('sha256');
+    const again = nodeCrypto().createHash('sha256');
     const fdIn = openSync(path, 'r');
     try {
       for (;;) {
@@ -164,7 +164,7 @@ function copyFile(src: string, dst: string, mode: number, hex: string, umask: nu
     throw err;
   }
   try {
-    const h = createHash('sha256');
+    const h = nodeCrypto().createHash('sha256');
     const fdOut = openSync(dst, 'wx', mode);
     let sig: string;
     let size = 0;

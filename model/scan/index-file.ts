@@ -10,11 +10,11 @@
 // caller scans everything (and hashes every file), never trusting a damaged record. Version 1
 // (a JSON header line, then NUL-separated fields, written by pdb-env before) is still read; it
 // carries no directory signatures, so its first scan reads every directory, then writes version 2.
-import { createHash } from 'node:crypto';
 import { endianness } from 'node:os';
 import type { Digest } from '../canonical-json.js';
 import type { Entry } from '../snapshot.js';
 import { columnsFromEntries, type IndexColumns, type RowStat } from './index-columns.js';
+import { sha256 } from '../os/hash.js';
 
 export const TREE_INDEX_VERSION = 2 as const;
 const MAGIC = Buffer.from('PDBTIX2\n', 'latin1');
@@ -104,9 +104,7 @@ function sealed(magic: Buffer, head: Buffer, body: Buffer[]): Buffer[] {
   magic.copy(prefix, 0);
   prefix.writeUInt32LE(head.length, 8);
   prefix.writeUInt32LE(ORDER, 12);
-  const hash = createHash('sha256');
-  for (let i = 1; i < parts.length; i++) hash.update(parts[i]!);
-  hash.digest().copy(prefix, 16);
+  sha256(...parts.slice(1)).copy(prefix, 16);
   return parts;
 }
 
@@ -128,7 +126,7 @@ function checked<H>(file: Buffer, magic: Buffer): { buf: Buffer; headLen: number
   if (buf.readUInt32LE(12) !== ORDER) return null;
   const headLen = buf.readUInt32LE(8);
   if (PREFIX + headLen > buf.length) return null;
-  const digest = createHash('sha256').update(buf.subarray(PREFIX)).digest();
+  const digest = sha256(buf.subarray(PREFIX));
   if (!digest.equals(buf.subarray(16, 48))) return null;
   let h: H & Partial<TreeIndexHeader>;
   try {

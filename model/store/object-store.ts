@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-import { randomBytes } from 'node:crypto';
 import {
   closeSync,
   existsSync,
@@ -17,6 +15,7 @@ import { join } from 'node:path';
 import { canonicalBytes, isDigest, sha256Digest, type Digest } from '../canonical-json.js';
 import { PdbError, osErrorCode, toPdbError } from '../errors.js';
 import { canonicalSnapshot, type Snapshot } from '../snapshot.js';
+import { nodeCrypto, randomHex } from '../os/hash.js';
 import { tempPath } from '../os/temp-name.js';
 
 /** The directory layout of a store. Paths only; what lives where is documented in DESIGN section 4. */
@@ -172,7 +171,7 @@ export class ObjectStore {
     const file = join(this.paths.root, GENERATION_FILE);
     const tmp = tempName(this.paths, 'write');
     try {
-      writeFileSync(tmp, `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}\n`, { flag: 'wx' });
+      writeFileSync(tmp, `${Date.now().toString(36)}-${randomHex(6)}\n`, { flag: 'wx' });
       renameSync(tmp, file);
     } catch (err) {
       throw toPdbError(err, 'E_IO', { action: 'changing the object generation', path: file });
@@ -359,7 +358,7 @@ export class ObjectStore {
 }
 
 async function hashFile(path: string): Promise<string> {
-  const h = createHash('sha256');
+  const h = nodeCrypto().createHash('sha256');
   const fh = await open(path, 'r');
   try {
     for await (const chunk of fh.createReadStream()) h.update(chunk as Buffer);

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomHex } from '../../model/os/hash.js';
 import { lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { PdbError } from '../../model/errors.js';
@@ -102,7 +102,7 @@ export async function tryAcquireLease(
 ): Promise<LeaseAttempt> {
   // Not mkdir -p: inside a session directory that a discard just moved away, that would make it again.
   if (!(await ensureRealDir(leaseDir))) return { lease: null, gone: true };
-  const name = kind === 'exclusive' ? EXCLUSIVE : `writer-${process.pid}-${randomBytes(4).toString('hex')}.json`;
+  const name = kind === 'exclusive' ? EXCLUSIVE : `writer-${process.pid}-${randomHex(4)}.json`;
   let taken;
   try {
     taken = await tryLock(join(leaseDir, name), { kind, purpose });

@@ -14,7 +14,7 @@
 // Every step is a synchronous call: a lock file is a few hundred bytes, and a round trip through
 // libuv's thread pool per call cost more than the call (a checkpoint takes two locks and releases
 // them: about forty calls).
-import { randomBytes } from 'node:crypto';
+import { randomHex } from '../../model/os/hash.js';
 import {
   closeSync,
   constants as fsConstants,
@@ -92,7 +92,7 @@ function ownerFor(options: Pick<LockOptions, 'kind' | 'purpose'>): LockOwner {
     pidStart: processStartTime(process.pid),
     purpose: options.purpose,
     acquiredAt: new Date().toISOString(),
-    token: randomBytes(8).toString('hex'),
+    token: randomHex(8),
   };
 }
 

@@ -2,8 +2,8 @@
 // two sessions never both reach for 3000. Blocks are chosen under the store lock (the caller holds
 // it) from the ports no other session of the store records, and probed: a block with a port that
 // something else on the host already listens on is skipped.
-import { createHash } from 'node:crypto';
 import { PdbError, osErrorCode } from '../../model/errors.js';
+import { sha256 } from '../../model/os/hash.js';
 import { nativeOs } from '../../model/os/native.js';
 
 export interface PortConfig {
@@ -79,7 +79,7 @@ export async function allocatePortBlock(
   probe: PortProbe = portIsFree,
 ): Promise<number[]> {
   const blocks = Math.floor((cfg.last - cfg.first + 1) / cfg.block);
-  const start = createHash('sha256').update(seed).digest().readUInt32BE(0) % blocks;
+  const start = sha256(seed).readUInt32BE(0) % blocks;
   for (let i = 0; i < blocks; i++) {
     const base = cfg.first + ((start + i) % blocks) * cfg.block;
     const ports = Array.from({ length: cfg.block }, (_, k) => base + k);

@@ -8,10 +8,10 @@
 // tracked as the tree of its descendants.
 import { mkdirSync, readFileSync, rmdirSync, writeFileSync, existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, unlink } from 'node:fs/promises';
-import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { writeFileAtomic, type ObjectStore } from '../../model/store/object-store.js';
+import { sha256Hex } from '../../model/os/hash.js';
 import { mountTable, parseMountInfo } from '../../model/os/mounts.js';
 import { isProcessAlive, processStartTime } from '../../model/os/proc.js';
 import { allProcs, type ProcInfo } from './proc.js';
@@ -74,7 +74,7 @@ export function sessionCgroupAvailable(cgroupRoot: string | null = cgroup2Mount(
 /** The cgroup leaf of a session: present (made) only as root on a writable cgroup v2 hierarchy; null otherwise. */
 export function sessionCgroup(store: ObjectStore, session: string, cgroupRoot: string | null = cgroup2Mount()): string | null {
   if (!sessionCgroupAvailable(cgroupRoot)) return null; // not root, cgroup v1 or none, or read-only
-  const key = createHash('sha256').update(store.paths.root).digest('hex').slice(0, 12);
+  const key = sha256Hex(store.paths.root).slice(0, 12);
   const leaf = join(cgroupRoot, 'pdb-env', `${key}-${session}`);
   try {
     mkdirSync(leaf, { recursive: true });

@@ -2,12 +2,12 @@
 // two trees into a private object database and `git diff-tree` compares them. Unchanged paths are
 // the same on both sides, so trees of the changed paths alone give the same patch as whole trees.
 // No renames are detected: every path stays exactly the path it is in the Changeset.
-import { randomBytes } from 'node:crypto';
 import { lstat, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Digest } from '../../model/canonical-json.js';
 import { PdbError, toPdbError } from '../../model/errors.js';
 import { mountContaining } from '../../model/os/mounts.js';
+import { randomHex } from '../../model/os/hash.js';
 import type { Change, Changeset, Entry } from '../../model/snapshot.js';
 import type { ProgressFn } from '../../model/progress.js';
 import { blobCounter, git, treeOf, withTempRepo } from './git-plumbing.js';
@@ -60,7 +60,7 @@ const BESIDE = /^\..+\.pdb-[0-9a-f]{8}$/;
  * name is in an intent in the store's journal first, so after a crash gc removes it (recoverExport).
  */
 export async function writeBeside(ctx: StoreContext, file: string, bytes: Buffer): Promise<void> {
-  const tmp = join(dirname(file), `.${basename(file)}.pdb-${randomBytes(4).toString('hex')}`);
+  const tmp = join(dirname(file), `.${basename(file)}.pdb-${randomHex(4)}`);
   const intent = await ctx.journal.begin('export', { detail: { temp: tmp } });
   try {
     await writeFile(tmp, bytes, { flag: 'wx' });
