@@ -13,6 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { $ as zx } from 'zx';
 import { packageFile } from '../model/paths.js';
 import { scannerInfo } from '../model/scan/scanner.js';
+import { storeFilesystem } from '../harness/receipt/host.js';
 import { PDB_ENV, allTrackedCopy, ensurePnpmMonorepo, worktreeInstall } from './bench-baselines.js';
 import { evaluateGoals, goalLines } from './bench-goals.js';
 import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchRow } from './bench-receipt.js';
@@ -62,7 +63,8 @@ const { tree, what } = await chooseTree();
 const entries = countEntries(tree);
 const files = Number((await $`find ${tree} -path ${join(tree, '.git')} -prune -o -type f -print | wc -l`).stdout.trim());
 const bytes = Number((await $`du -sb --apparent-size --exclude=.git ${tree}`).stdout.split('\t')[0]);
-const fs = (await $`stat -f -c %T ${work}`).stdout.trim();
+// The mount table names ext4 as ext4 (stat -f says ext2/ext3 for all three).
+const fs = storeFilesystem(work).type;
 const scanner = scannerInfo();
 console.log(`tree: ${entries} entries, ${files} files, ${(bytes / 1e6).toFixed(0)} MB, filesystem ${fs}; ${rounds} interleaved rounds`);
 console.log(`scanner: ${scanner.scanner} (${scanner.reason}); NODE_EXTRA_CA_CERTS ${process.env.NODE_EXTRA_CA_CERTS ? 'set' : 'unset'}`);
