@@ -1,4 +1,6 @@
+import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { PdbError } from '../../model/errors.js';
 import { ObjectStore, REPAIR_HINT } from '../../model/store/object-store.js';
 import { formatBytes } from '../../model/progress.js';
 import { SessionService, type Finding, type VerifyResult } from '../../sessions/service.js';
@@ -54,12 +56,21 @@ commands and a plain checkpoint run their one-file bundles (made by npm run
 build) or the modules themselves (a bundle is absent or older than dist;
 PDB_ENV_NO_BUNDLE=1), and whether overlay mounts and port probes are system
 calls of the native addon or mount(8), umount(8) and Node's servers
-(PDB_ENV_NATIVE_OS=off).`,
+(PDB_ENV_NATIVE_OS=off). Where no store is yet (no directory, or an empty one),
+it says so and prints only those lines; a directory that is not a store is refused.`,
     )
     .action(async (_o, command) => {
       const o = command.optsWithGlobals();
-      const svc = await openService(o.store);
-      const findings = await svc.doctor();
+      // No store yet (nothing there, or an empty directory): nothing to find, and the lines about
+      // this install still answer. Anything else that is not a store is refused, never read as one.
+      const dir = resolveStoreDir({ store: o.store });
+      let svc: SessionService | null = null;
+      try {
+        svc = await openService(o.store);
+      } catch (err) {
+        if (!(err instanceof PdbError && err.code === 'E_STORE_INVALID' && isAbsentOrEmpty(dir))) throw err;
+      }
+      const findings = svc ? await svc.doctor() : [];
       const { scannerInfo } = await import('../../model/scan/scanner.js');
       const scanner = scannerInfo();
       // bundle-state.cjs itself stays a module of dist/cli (scripts/build-bundles.mjs says why).
@@ -77,10 +88,18 @@ calls of the native addon or mount(8), umount(8) and Node's servers
       ];
       emit(
         o.json === true,
-        { store: svc.store.paths.root, findings, checkpointBundle, cliBundle, nativeOs: native, scanner },
-        () => `${doctorText(findings)}\n\n${lines.join('\n')}`,
+        { store: svc ? svc.store.paths.root : null, findings, checkpointBundle, cliBundle, nativeOs: native, scanner },
+        () => `${svc ? doctorText(findings) : `no store here yet (${dir}): pdb-env create NAME makes one`}\n\n${lines.join('\n')}`,
       );
     });
+
+function isAbsentOrEmpty(dir: string): boolean {
+  try {
+    return readdirSync(dir).length === 0;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+}
 
 function doctorText(findings: Finding[]): string {
   if (findings.length === 0) return 'store is healthy';

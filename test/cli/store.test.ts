@@ -1,7 +1,7 @@
 // gc, pin and unpin through the CLI: --dry-run prints what it would free in bytes and frees nothing;
 // a pinned checkpoint survives gc until unpinned; a digest not in the store cannot be pinned.
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -45,6 +45,25 @@ test('gc --dry-run prints the bytes it would free and frees nothing; gc frees th
   assert.is(cli(['verify'], { env }).code, 0);
   const bad = cli(['pin', 'sha256:' + '0'.repeat(64)], { env });
   assert.is.not(bad.code, 0);
+});
+
+test('doctor where no store is yet says so and how this install runs (exit 0, nothing made); a directory that is not a store is still refused', () => {
+  const none = join(t.dir, 'no-store-yet');
+  const out = cli(['doctor', '--store', none]);
+  assert.is(out.code, 0, out.stderr);
+  assert.match(out.stdout, /^no store here yet/m);
+  assert.match(out.stdout, /^scanner: (native|js) /m);
+  assert.ok(!existsSync(none), 'doctor made no store');
+  const j = cliJson(['doctor', '--store', none]);
+  assert.equal([j.store, j.findings], [null, []]);
+  assert.ok(['native', 'js'].includes(j.scanner.scanner));
+  mkdirSync(join(t.dir, 'empty'));
+  assert.is(cliJson(['doctor', '--store', join(t.dir, 'empty')]).store, null, 'an empty directory holds no store either');
+  const other = join(t.dir, 'other');
+  writeTree(other, { 'notes.txt': 'mine\n' });
+  const refused = cli(['doctor', '--store', other]);
+  assert.is(refused.code, 1);
+  assert.match(refused.stderr, /E_STORE_INVALID/);
 });
 
 test.run();
