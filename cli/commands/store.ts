@@ -66,7 +66,7 @@ it says so and prints only those lines; a directory that is not a store is refus
       const dir = resolveStoreDir({ store: o.store });
       let svc: SessionService | null = null;
       try {
-        svc = await openService(o.store);
+        svc = await SessionService.open(dir); // what openService(o.store) opens: dir resolved once
       } catch (err) {
         if (!(err instanceof PdbError && err.code === 'E_STORE_INVALID' && isAbsentOrEmpty(dir))) throw err;
       }
