@@ -18,21 +18,11 @@ export type {
   SessionState,
   VerifyResult,
 } from './sessions/service.js';
-export { resolveStoreDir } from './sessions/store-location.js';
+export { resolveStoreDir } from './sessions/records/store-location.js';
 
 // Backends, and what a module implementing your own needs (docs/your-backend.md).
-export { BACKEND_NAMES } from './backends/types.js';
-export type {
-  AnyBackendName,
-  Backend,
-  BackendContext,
-  BackendHooks,
-  BackendName,
-  BackendState,
-  Capabilities,
-  CreatedSession,
-  ProbeResult,
-} from './backends/types.js';
+export { BACKEND_NAMES, type AnyBackendName, type BackendName } from './backends/table.js';
+export type { Backend, BackendContext, BackendHooks, BackendState, Capabilities, CreatedSession, ProbeResult } from './backends/types.js';
 export { getBackend, isBackendName, listBackends, probeBackend, type BackendReport } from './backends/registry.js';
 export { contractProblems, loadBackendModule, type ModuleBackend } from './backends/module.js';
 export type { ObjectStore } from './model/store/object-store.js';
@@ -69,12 +59,12 @@ export {
 } from './model/schemas.js';
 
 // Reports: pure functions from receipts (and a policy) to numbers, a verdict and documents.
-export { analyzeReceipts, type AnalyzeOptions } from './reports/analyze.js';
-export type { ReportData } from './reports/report-data.js';
+export { analyzeReceipts, type AnalyzeOptions } from './reports/analysis/analyze.js';
+export type { ReportData } from './reports/analysis/report-data.js';
 export { evaluateGate } from './reports/gate/gate.js';
-export type { Finding as GateFinding, GateResult, Policy, Verdict } from './reports/gate/policy.js';
-export { validatePolicy } from './reports/gate/policy.js';
-export { renderHtml, renderJson, renderMarkdown, type RenderedMarkdown, type ReportJson } from './reports/render.js';
+export type { Finding as GateFinding, GateResult, Policy, Verdict } from './reports/gate/gate-policy.js';
+export { validatePolicy } from './reports/gate/gate-policy.js';
+export { renderHtml, renderJson, renderMarkdown, type RenderedMarkdown, type ReportJson } from './reports/render/render.js';
 
 // Errors: one class, stable codes.
 export { ERROR_CODES, PdbError, isPdbError, type PdbErrorCode } from './model/errors.js';

@@ -9,7 +9,8 @@ import { pathToFileURL } from 'node:url';
 import type { Digest } from '../model/canonical-json.js';
 import { PdbError, osErrorCode } from '../model/errors.js';
 import { sha256Hex } from '../model/os/hash.js';
-import { BACKEND_NAMES, TEST_BACKEND_NAMES, type Backend } from './types.js';
+import { backendRow } from './table.js';
+import type { Backend } from './types.js';
 
 /** A backend that came from a module, with where it came from (the path stays on this host). */
 export interface ModuleBackend {
@@ -22,7 +23,6 @@ export interface ModuleBackend {
 
 /** Names a module backend may take: short, lower-case, and none of the built-in ones. */
 export const MODULE_BACKEND_NAME = /^[a-z][a-z0-9-]{1,40}$/;
-const RESERVED = new Set<string>([...BACKEND_NAMES, ...TEST_BACKEND_NAMES]);
 const FUNCTIONS = ['probe', 'materializeBase', 'createSession', 'resume', 'release'] as const;
 const CAPABILITIES = ['constantTimeCreate', 'sharesExtents', 'needsRemount', 'carriesFullSnapshot'] as const;
 
@@ -33,7 +33,7 @@ export function contractProblems(value: unknown): string[] {
   const out: string[] = [];
   if (typeof b.name !== 'string' || !MODULE_BACKEND_NAME.test(b.name))
     out.push(`name must match ${MODULE_BACKEND_NAME} (got ${JSON.stringify(b.name)})`);
-  else if (RESERVED.has(b.name)) out.push(`name "${b.name}" is a built-in backend's`);
+  else if (backendRow(b.name)) out.push(`name "${b.name}" is a built-in backend's`);
   for (const k of ['experimental', 'testOnly'] as const) if (typeof b[k] !== 'boolean') out.push(`${k} must be true or false`);
   if (typeof b.summary !== 'string' || b.summary.length === 0) out.push('summary must be a non-empty string');
   const caps = b.capabilities as Record<string, unknown> | undefined;

@@ -1,96 +1,42 @@
+// The registry: a backend by name, from the table (./table.ts) or a user's module (./module.ts),
+// with the rules for test-only backends and the typed errors. A built-in backend's module is loaded
+// when it is asked for, so naming one loads no other.
 import { PdbError } from '../model/errors.js';
-import { fullCopyBackend } from './full-copy.js';
-import { reflinkBackend } from './reflink.js';
-import { btrfsSnapshotBackend } from './btrfs-snapshot.js';
-import { overlayBackend } from './overlay.js';
-import { apfsCloneBackend } from './apfs-clone.js';
-import { gitWorktreeBackend } from './git-worktree.js';
-import { agentfsBackend } from './agentfs/agentfs.js';
-import { hardlinkFarmBackend } from './hardlink-farm.js';
 import { moduleBackend } from './module.js';
-import {
-  BACKEND_NAMES,
-  type AnyBackendName,
-  type Backend,
-  type BackendContext,
-  type BackendName,
-  type ProbeResult,
-  type TestBackendName,
-} from './types.js';
-
-/**
- * The typed registry: CLI, schemas and reports take backend names from here. Backends not yet
- * implemented on this build report `available: false` with E_BACKEND_UNAVAILABLE rather than
- * being left out, so `pdb-env backends` always lists all seven.
- */
-const USER_BACKENDS: Partial<Record<BackendName, Backend>> = {
-  'full-copy': fullCopyBackend,
-  reflink: reflinkBackend,
-  'btrfs-snapshot': btrfsSnapshotBackend,
-  overlay: overlayBackend,
-  'apfs-clone': apfsCloneBackend,
-  'git-worktree': gitWorktreeBackend,
-  agentfs: agentfsBackend,
-};
-
-const TEST_BACKENDS: Partial<Record<TestBackendName, Backend>> = {
-  'hardlink-farm': hardlinkFarmBackend,
-};
+import { BACKEND_NAMES, backendRow, type AnyBackendName, type BackendName } from './table.js';
+import type { Backend, BackendContext, ProbeResult } from './types.js';
 
 export function isBackendName(name: string): name is BackendName {
-  return (BACKEND_NAMES as readonly string[]).includes(name);
+  const row = backendRow(name);
+  return row !== undefined && !row.traits.testOnly;
 }
 
 /**
- * Look a backend up by name: a built-in one, or one loaded from a module (backends/module.ts).
- * Test-only backends (built in, or a module that says so) are reachable only with `allowTestOnly`.
+ * Check a backend name before any filesystem work: a built-in one, or one a loaded module declares
+ * (backends/module.ts). Test-only backends (built in, or a module that says so) pass only with
+ * `allowTestOnly`; anything else is E_BACKEND_UNKNOWN.
  */
-export function getBackend(name: string, options: { allowTestOnly?: boolean } = {}): Backend {
-  if (isBackendName(name)) {
-    const b = USER_BACKENDS[name];
-    if (b) return b;
-    return missingBackend(name);
-  }
-  const t = TEST_BACKENDS[name as TestBackendName] ?? moduleBackend(name)?.backend;
-  if (t && (!t.testOnly || options.allowTestOnly)) return t;
-  if (t)
+export function assertBackendName(name: string, options: { allowTestOnly?: boolean } = {}): void {
+  const testOnly = backendRow(name)?.traits.testOnly ?? moduleBackend(name)?.backend.testOnly;
+  if (testOnly === undefined)
+    throw new PdbError('E_BACKEND_UNKNOWN', `unknown backend "${name}"`, {
+      hint: `Choose one of: ${BACKEND_NAMES.join(', ')}, or load your own with --backend-module FILE.`,
+    });
+  if (testOnly && !options.allowTestOnly)
     throw new PdbError('E_BACKEND_UNKNOWN', `"${name}" is a test-only backend (a negative control)`, {
       hint: 'Test-only backends run only in tests and plans with "allowTestOnlyBackends": true, never as evidence.',
     });
-  throw new PdbError('E_BACKEND_UNKNOWN', `unknown backend "${name}"`, {
-    hint: `Choose one of: ${BACKEND_NAMES.join(', ')}, or load your own with --backend-module FILE.`,
-  });
 }
 
-export function listBackends(): Backend[] {
-  return BACKEND_NAMES.map((n) => getBackend(n));
+/** A backend by name (checked as assertBackendName does), its module loaded if it is a built-in one. */
+export async function getBackend(name: string, options: { allowTestOnly?: boolean } = {}): Promise<Backend> {
+  assertBackendName(name, options);
+  return (await backendRow(name)?.load()) ?? moduleBackend(name)!.backend;
 }
 
-function missingBackend(name: BackendName): Backend {
-  return {
-    name,
-    experimental: name === 'apfs-clone' || name === 'agentfs',
-    testOnly: false,
-    summary: 'not built into this version',
-    capabilities: {
-      constantTimeCreate: false,
-      sharesExtents: false,
-      needsRemount: false,
-      carriesFullSnapshot: true,
-      securityIsolation: false,
-    },
-    async probe(): Promise<ProbeResult> {
-      return { available: false, reason: 'E_BACKEND_UNAVAILABLE', detail: `${name} is not implemented in this build`, evidence: {} };
-    },
-    async materializeBase() {
-      throw new PdbError('E_BACKEND_UNAVAILABLE', `${name} is not implemented in this build`);
-    },
-    async createSession() {
-      throw new PdbError('E_BACKEND_UNAVAILABLE', `${name} is not implemented in this build`);
-    },
-    async resume() {},
-    async release() {},
-  };
+/** The backends offered to users, in the table's order. */
+export async function listBackends(): Promise<Backend[]> {
+  return Promise.all(BACKEND_NAMES.map((n) => getBackend(n)));
 }
 
 /**

@@ -1,18 +1,10 @@
 // The backend contract, types only. Each backend is one file that imports these types and never
-// another backend; the registry in ./registry.ts is the one place that knows them all.
+// another backend; the table in ./table.ts is the one place that names them all.
 import type { Digest } from '../model/canonical-json.js';
 import type { PdbErrorCode } from '../model/errors.js';
 import type { ObjectStore } from '../model/store/object-store.js';
 import type { ProgressFn } from '../model/progress.js';
 import type { Snapshot } from '../model/snapshot.js';
-
-export const BACKEND_NAMES = ['full-copy', 'reflink', 'btrfs-snapshot', 'overlay', 'apfs-clone', 'git-worktree', 'agentfs'] as const;
-export type BackendName = (typeof BACKEND_NAMES)[number];
-/** Backends that exist only for tests: negative controls the oracle must catch. Never offered to users. */
-export const TEST_BACKEND_NAMES = ['hardlink-farm'] as const;
-export type TestBackendName = (typeof TEST_BACKEND_NAMES)[number];
-/** A built-in backend, a test-only one, or one a user loaded from a module (backends/module.ts). */
-export type AnyBackendName = BackendName | TestBackendName | (string & {});
 
 /** What a backend can do in principle; `probe()` says whether this host allows it now. */
 export interface Capabilities {
@@ -106,7 +98,8 @@ export interface BackendHooks {
 }
 
 export interface Backend {
-  readonly name: AnyBackendName;
+  /** A name in ./table.ts, or the one a user's module declares (the table's AnyBackendName). */
+  readonly name: string;
   readonly experimental: boolean;
   readonly testOnly: boolean;
   readonly capabilities: Capabilities;

@@ -1,18 +1,21 @@
 // What the program and its command modules share: the context of one run, the shape of a command
-// definition, the root command's global options, and the session service a command opens. Kept
-// apart from program.ts so that no command imports the program or another command.
-import { Command, Option } from '@commander-js/extra-typings';
-
-/** One command as the program knows it before its module is loaded. */
-export interface CommandEntry {
-  name: string;
-  summary: string;
-  /** What --store means for this command, when not the session store. */
-  storeHelp?: string;
-  /** Left out of --help and of shell completion (the completion's own helper). */
-  hidden?: boolean;
-  load: () => Promise<{ commands: Record<string, DefineCommand> }>;
-}
+// definition (typed from the command table), commander options made from the table's
+// declarations, and the root command with the global options. Kept apart from program.ts so that
+// no command imports the program or another command.
+import { Command, Option, type OptionValues as CommanderValues } from '@commander-js/extra-typings';
+import {
+  GLOBAL_OPTIONS,
+  type CheapCall,
+  type CheapCommandName,
+  type COMMANDS,
+  type CommandModule,
+  type CommandName,
+  type CommandOptions,
+  type GlobalValues,
+  type OptionDecl,
+  type OptionDecls,
+  type OptionValues,
+} from './command-table.cjs';
 
 /** What main() and the running command share. */
 export interface CliContext {
@@ -22,32 +25,45 @@ export interface CliContext {
   command?: string;
   /** The exit status the action chose. */
   exitCode: number;
-  /** Every command of the program (set by createProgram; shell completion lists them). */
-  commands?: readonly CommandEntry[];
+  /** Define the command `name` onto a stub: its options from the table, then its module's definition (set by createProgram; shell completion uses it). */
+  define?: (stub: CommandStub, name: CommandName) => Promise<void>;
 }
 
-const STORE_HELP =
-  'the store (default: PDB_ENV_STORE, the store around the current directory, or the per-source store under $XDG_DATA_HOME/pdb-env)';
-export const storeOption = (help = STORE_HELP) => new Option('--store <dir>', help);
-export const jsonOption = () => new Option('--json', 'machine-readable output (errors too)');
+const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
+
+/** Commander's option for the declaration of `--long` (`help`: another description). */
+export function commanderOption(long: string, d: OptionDecl, help: string = d.description): Option {
+  const o = new Option(d.type === 'boolean' ? `--${long}` : `--${long} <${d.value}>`, help);
+  if (d.type === 'string' && d.multiple === true) o.argParser(collect);
+  if (d.type === 'string' && d.required === true) o.makeOptionMandatory();
+  return o as Option;
+}
+
+/** Add the declared options to `cmd`, in their order. */
+export function addOptions<C extends { addOption(o: Option): unknown }>(cmd: C, decls: OptionDecls | undefined): C {
+  for (const [long, d] of Object.entries(decls ?? {})) cmd.addOption(commanderOption(long, d));
+  return cmd;
+}
+
+export const storeOption = (help?: string) => commanderOption('store', GLOBAL_OPTIONS.store, help);
+export const jsonOption = () => commanderOption('json', GLOBAL_OPTIONS.json);
 
 /** The root command with the options every command takes. */
-export function rootCommand(version: string) {
-  return (
-    new Command('pdb-env')
-      .usage('<command> [options]     (bare pdb-env lists sessions)')
-      .version(version, '-v, --version', 'print the version')
-      .addOption(storeOption())
-      .addOption(jsonOption())
-      // Errors become PdbErrors printed by main(); subcommands inherit both settings.
-      .exitOverride()
-      .configureOutput({ outputError: () => {} })
-      .addHelpText('before', `pdb-env ${version}: private workspaces for coding agents from one pinned base\n`)
-      .addHelpText(
-        'after',
-        '\nEvery command takes --help, --json and --store DIR.\nGuarantee: workspace isolation for trusted agents (securityIsolation: false).',
-      )
-  );
+export function rootCommand(version: string): Command<[], GlobalValues> {
+  const root = new Command('pdb-env')
+    .usage('<command> [options]     (bare pdb-env lists sessions)')
+    .version(version, '-v, --version', 'print the version')
+    .addOption(storeOption())
+    .addOption(jsonOption())
+    // Errors become PdbErrors printed by main(); subcommands inherit both settings.
+    .exitOverride()
+    .configureOutput({ outputError: () => {} })
+    .addHelpText('before', `pdb-env ${version}: private workspaces for coding agents from one pinned base\n`)
+    .addHelpText(
+      'after',
+      '\nEvery command takes --help, --json and --store DIR.\nGuarantee: workspace isolation for trusted agents (securityIsolation: false).',
+    );
+  return root as unknown as Command<[], GlobalValues>;
 }
 
 /** A command before its definition is loaded: name and summary, all `pdb-env --help` shows. */
@@ -57,7 +73,25 @@ export function commandStub(program: ReturnType<typeof rootCommand>, name: strin
 
 export type CommandStub = ReturnType<typeof commandStub>;
 
-/** Adds a command's arguments, options, help and action to its stub. */
-export type DefineCommand = (cmd: CommandStub, ctx: CliContext) => void;
+type Row<N extends CommandName> = (typeof COMMANDS)[N];
+/** A command (or subcommand) whose options `O` the table declares, under the global ones. */
+export type TypedCommand<O extends CommanderValues> = Command<[], O, GlobalValues>;
+/** The stubs of a command's subcommands, by name, each with its declared options. */
+export type SubcommandStubs<N extends CommandName> =
+  Row<N> extends { subcommands: infer S } ? { [K in keyof S]: TypedCommand<S[K] extends { options: infer D } ? OptionValues<D> : {}> } : {};
+
+/** Adds a command's arguments, help and action (and its subcommands') to the stub that holds its table options. */
+export type DefineCommand<N extends CommandName> = (cmd: TypedCommand<CommandOptions<N>>, ctx: CliContext, sub: SubcommandStubs<N>) => void;
+
+/** The definitions a command module exports: one for each row of the table that names the module. */
+export type CommandDefinitions<M extends CommandModule> = {
+  [N in CommandName as Row<N>['module'] extends M ? N : never]: DefineCommand<N>;
+};
+
+/** What a command module exports: its definitions and, for a cheap command, the action a plain call runs without commander. */
+export interface CommandModuleExports {
+  commands: { [N in CommandName]?: DefineCommand<N> };
+  cheap?: { [N in CheapCommandName]?: (call: CheapCall<N>) => Promise<void> };
+}
 
 export { openService } from './open-service.js';

@@ -6,7 +6,7 @@ let direct = false;
 /**
  * Print with write(2) on fds 1 and 2 from now on instead of through process.stdout and
  * process.stderr, whose first use makes a stream (for a pipe, a socket with streams behind it):
- * for the checkpoint fast path (cli/start.cts), where nothing else in the process prints.
+ * for the cheap path (cli/cheap-path.ts), where nothing else in the process prints.
  */
 export function writeDirectly(): void {
   direct = true;
@@ -24,7 +24,7 @@ function put(fd: 1 | 2, text: string): void {
     while (off < buf.length) off += writeSync(fd, buf, off);
   } catch (err) {
     const code = osErrorCode(err);
-    // A reader that went away is not an error of the command (bin.ts's rule); a descriptor left
+    // A reader that went away is not an error of the command (main.ts's rule); a descriptor left
     // non-blocking by whoever shares it gets the rest through the stream, which waits.
     if (code === 'EPIPE') return;
     if (code === 'EAGAIN') stream().write(buf.subarray(off));

@@ -1,89 +1,57 @@
-// The command line on commander. The top level knows only names and summaries; a command's
-// options and action load when it runs (a preSubcommand hook), so `pdb-env list` or `--help`
+// The command line on commander, built from the command table (command-table.cts): each row is a
+// stub with its name and summary until it runs; then a preSubcommand hook gives it the table's
+// options and loads its module (command-modules.ts) for the rest, so `pdb-env list` or `--help`
 // never load the harness, the workloads, the reports or the ACP SDK.
 import { CommanderError, Option } from '@commander-js/extra-typings';
 import { PdbError } from '../model/errors.js';
 import { packageVersion } from '../model/paths.js';
-import { commandStub, jsonOption, rootCommand, storeOption, type CliContext, type CommandEntry, type CommandStub } from './context.js';
+import { COMMAND_MODULES } from './command-modules.js';
+import { COMMANDS, commandRow, type CommandName } from './command-table.cjs';
+import {
+  addOptions,
+  commandStub,
+  jsonOption,
+  rootCommand,
+  storeOption,
+  type CliContext,
+  type CommandModuleExports,
+  type CommandStub,
+} from './context.js';
 
-const sessions = () => import('./commands/sessions.js');
-const store = () => import('./commands/store.js');
-const runtime = () => import('./commands/runtime.js');
-const policy = () => import('./commands/policy.js');
-const bench = () => import('./commands/bench.js');
-const validate = () => import('./commands/validate.js');
-const report = () => import('./commands/report.js');
-const wayBack = () => import('./commands/way-back.js');
-const agent = () => import('./commands/agent.js');
-const model = () => import('./commands/model.js');
-const du = () => import('./commands/du.js');
-const completion = () => import('./commands/completion.js');
-const hook = () => import('./commands/hook.js');
-
-/** Every command, in the order `pdb-env --help` lists them. */
-export const COMMANDS: readonly CommandEntry[] = [
-  { name: 'create', summary: 'make a private session from the source (or an environment head)', load: sessions },
-  { name: 'run', summary: 'run a command in a session root (shared writer lease)', load: sessions },
-  { name: 'enter', summary: 'open a shell in a session root', load: sessions },
-  { name: 'path', summary: 'print a session root', load: sessions },
-  { name: 'list', summary: 'list sessions with backend, base, state and size', load: sessions },
-  { name: 'du', summary: "each session's true disk cost (exclusive and shared bytes) and the store's", load: du },
-  { name: 'checkpoint', summary: 'scan a quiesced session into a result Snapshot and Changeset', load: sessions },
-  { name: 'diff', summary: 'list changes since the base', load: sessions },
-  { name: 'publish', summary: "advance an environment head to a session's checkpoint (compare-and-set)", load: sessions },
-  {
-    name: 'export',
-    summary: "write a session's last checkpoint out: a git patch file, or a commit on a branch of the source repository",
-    load: wayBack,
-  },
-  { name: 'apply', summary: "write a session's last checkpoint back into its source directory (per-path compare-and-set)", load: wayBack },
-  { name: 'envs', summary: 'list environments and their heads', load: sessions },
-  { name: 'discard', summary: 'remove a session (idempotent)', load: sessions },
-  { name: 'ps', summary: 'list the processes running in a session, with their ports', load: runtime },
-  { name: 'stop', summary: 'stop everything running in a session (TERM, then KILL)', load: runtime },
-  { name: 'check-path', summary: "what a session's workspace policy allows for one path, and the rule that decided", load: policy },
-  { name: 'backends', summary: 'list backends with availability probed on this host', load: store },
-  { name: 'doctor', summary: 'list what a crash or reboot left behind', load: store },
-  { name: 'gc', summary: 'finish or remove what doctor found, then free what nothing reaches', load: store },
-  { name: 'verify', summary: 're-hash every object in the store', load: store },
-  { name: 'pin', summary: 'keep a digest (and all it reaches) through gc; without one, list the pins', load: store },
-  { name: 'unpin', summary: 'let gc collect a pinned digest again', load: store },
-  {
-    name: 'bench',
-    summary: 'run a plan: randomized blocks of backend x workload cases, checked against the oracle, into a receipt',
-    storeHelp:
-      "parent directory of the run's temporary store, e.g. a btrfs or XFS mount (default: PDB_ENV_BENCH_STORE, the plan's store.dir, or the system temp dir); the run makes its own store inside and removes it",
-    load: bench,
-  },
-  { name: 'validate', summary: 'check receipts, plans and policies against their schemas and the path-free rule', load: validate },
-  { name: 'report', summary: 'roll receipts from one or many hosts into a decision report (Markdown, HTML, JSON)', load: report },
-  { name: 'agent', summary: 'real agent CLIs: install the pinned versions, or run one in a session against a cassette', load: agent },
-  { name: 'model', summary: 'the scripted model server: serve a cassette to real agents on 127.0.0.1', load: model },
-  { name: 'hook', summary: "run as another tool's hook: Claude Code's worktrees become pdb-env sessions (hook claude-code)", load: hook },
-  { name: 'completion', summary: 'print a bash, zsh or fish script that completes commands, options and session names', load: completion },
-  { name: '__complete', summary: 'names for shell completion (sessions, envs), one a line', hidden: true, load: completion },
-];
+/** Give a command's stub its options and subcommands from the table, then its module's definition. */
+async function defineCommand(stub: CommandStub, name: CommandName, ctx: CliContext): Promise<void> {
+  const row = commandRow(name)!;
+  addOptions(stub, row.options);
+  const sub = Object.fromEntries(
+    Object.entries(row.subcommands ?? {}).map(([s, r]) => [s, addOptions(stub.command(s).description(r.summary), r.options)]),
+  );
+  const mod: CommandModuleExports = await COMMAND_MODULES[COMMANDS[name].module]();
+  const define = mod.commands[name] as ((cmd: CommandStub, ctx: CliContext, sub: object) => void) | undefined;
+  if (!define) throw new PdbError('E_INTERNAL', `cli: no definition for the ${name} command`);
+  define(stub, ctx, sub);
+}
 
 export function createProgram(ctx: CliContext): ReturnType<typeof rootCommand> {
   const program = rootCommand(packageVersion());
-  ctx.commands = COMMANDS;
+  ctx.define = (stub, name) => defineCommand(stub, name, ctx);
   const stubs = new Map(
-    COMMANDS.map((entry) => [entry.name, { entry, cmd: commandStub(program, entry.name, entry.summary, entry.hidden) }]),
+    (Object.keys(COMMANDS) as CommandName[]).map((name) => {
+      const row = commandRow(name)!;
+      return [name as string, { name, cmd: commandStub(program, name, row.summary, row.hidden) }];
+    }),
   );
 
-  /** Load a command's definition onto its stub, then add the global options under their own heading. */
+  /** Define a command onto its stub, then add the global options under their own heading. */
   const define = async (name: string): Promise<CommandStub | undefined> => {
     const found = stubs.get(name);
     if (!found) return undefined;
     ctx.command = name;
-    const defineCommand = (await found.entry.load()).commands[name];
-    if (!defineCommand) throw new PdbError('E_INTERNAL', `cli: no definition for the ${name} command`);
-    defineCommand(found.cmd, ctx);
+    await defineCommand(found.cmd, found.name, ctx);
     // Declared on every command too, because commander hands everything after a command's own
     // option to that command (`pdb-env create a --from D --json`).
     const global = 'Global options:';
     found.cmd
-      .addOption(storeOption(found.entry.storeHelp).helpGroup(global))
+      .addOption(storeOption(commandRow(name)!.storeHelp).helpGroup(global))
       .addOption(jsonOption().helpGroup(global))
       .addHelpOption(new Option('-h, --help', 'show this help').helpGroup(global));
     return found.cmd;

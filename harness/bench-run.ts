@@ -3,12 +3,12 @@
 import { PdbError } from '../model/errors.js';
 import type { Entry } from '../model/snapshot.js';
 import type { Fixture, ProcessRunner, Workload } from '../workloads/types.js';
-import type { BaseInfo } from './case/checks.js';
+import type { BaseInfo } from './case/case-checks.js';
 import type { CaseProcessRegistry } from './case/processes.js';
 import type { HarnessMemoryLog, RssProbe } from './case/memory.js';
 import type { PathFreeOptions } from './receipt/path-free.js';
 import type { Plan } from './plan/plan.js';
-import type { ProgressSink } from './progress.js';
+import type { ProgressSink } from './run-progress.js';
 import type { CaseRecord, FixtureRecord, Receipt } from './receipt/receipt-types.js';
 import type { RunJournal } from './run-journal.js';
 import type { CheckSwitches } from './case/runner.js';

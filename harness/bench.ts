@@ -9,7 +9,7 @@ import { writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadBackendModule } from '../backends/module.js';
-import { getBackend } from '../backends/registry.js';
+import { assertBackendName } from '../backends/registry.js';
 import { isPdbError, PdbError } from '../model/errors.js';
 import { packageRoot } from '../model/paths.js';
 import { SessionService } from '../sessions/service.js';
@@ -24,7 +24,7 @@ import { createHarnessMemoryLog, createRssProbe } from './case/memory.js';
 import { checkPlan, planDigest, type Plan } from './plan/plan.js';
 import { requirePlanVars } from './plan/plan-vars.js';
 import { provenanceOf, readBuildState, readCheckoutState, staleBuildError } from './receipt/provenance.js';
-import { silentProgress } from './progress.js';
+import { silentProgress } from './run-progress.js';
 import { buildReceipt, writeReceipt } from './receipt/receipt.js';
 import type { BackendAvailability, HostFingerprint } from './receipt/receipt-types.js';
 import { RunJournal, newRunId } from './run-journal.js';
@@ -45,7 +45,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
   const { journal, plan, seed } = await openJournal(options, workloads, outDir);
   const header = journal.header();
   const allowTestOnly = plan.allowTestOnlyBackends === true;
-  for (const b of plan.backends) getBackend(b, { allowTestOnly }); // unknown names fail before any filesystem work
+  for (const b of plan.backends) assertBackendName(b, { allowTestOnly }); // unknown names fail before any filesystem work
   // Every `${NAME}` of the plan needs a value (a resumed run has the journal's, and may give them anew).
   const vars = { ...header.vars, ...options.vars };
   requirePlanVars(plan, vars);

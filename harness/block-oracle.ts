@@ -7,7 +7,7 @@
 // reason), which classifies them as environment unless they failed on their own. A case the
 // environment stopped, or one without a result, is not evaluated either.
 import type { Workload } from '../workloads/types.js';
-import { notEvaluated, projectedDigest, treeCheck, type BaseInfo } from './case/checks.js';
+import { notEvaluated, projectedDigest, treeCheck, type BaseInfo } from './case/case-checks.js';
 import { classifyCase } from './case/outcome.js';
 import type { OracleTree } from './case/oracle-tree.js';
 import type { CaseResult } from './case/runner.js';

@@ -4,20 +4,17 @@
 // case is compared with the block's full-copy case (the oracle) and the block is journaled at once.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { toPdbError } from '../model/errors.js';
+import { cliEntry } from '../model/paths.js';
 import type { SessionService } from '../sessions/service.js';
 import { BenchInterrupted, interrupted, throwIfInterrupted, type BenchRun, type PreparedWorkload } from './bench-run.js';
 import { applyBlockOracle } from './block-oracle.js';
-import type { SiblingInfo } from './case/checks.js';
+import type { SiblingInfo } from './case/case-checks.js';
 import { runCase, type CaseEnv, type CaseResult } from './case/runner.js';
 import { scrubText } from '../model/scrub.js';
 import type { CaseRecord } from './receipt/receipt-types.js';
 import type { ScheduledBlock, ScheduledCase } from './plan/scheduler.js';
 import { internTree } from './case/tree-compare.js';
-
-// A sibling in the compiled tree (dist/harness -> dist/cli), not a file the package ships as data.
-const CLI_PATH = fileURLToPath(new URL('../cli/bin.js', import.meta.url));
 
 export async function runBlocks(
   run: BenchRun,
@@ -33,7 +30,7 @@ export async function runBlocks(
   const env: CaseEnv = {
     svc,
     storeDir: run.storeDir,
-    cliPath: CLI_PATH,
+    cliPath: cliEntry(),
     proc: run.proc,
     // On the store's filesystem, so a shared package store (pnpm) can hard-link or clone into
     // sessions as it would for a user, instead of copying across devices.

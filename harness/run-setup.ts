@@ -8,7 +8,7 @@ import { canonicalBytes } from '../model/canonical-json.js';
 import type { SessionService } from '../sessions/service.js';
 import type { Fixture } from '../workloads/types.js';
 import { throwIfInterrupted, type BenchRun, type PreparedWorkload } from './bench-run.js';
-import type { BaseInfo } from './case/checks.js';
+import type { BaseInfo } from './case/case-checks.js';
 import { scrubText } from '../model/scrub.js';
 import { workloadParams } from './plan/plan.js';
 import { resolvePlanVars } from './plan/plan-vars.js';
@@ -54,7 +54,7 @@ export async function probeBackends(run: BenchRun, svc: SessionService, firstSou
   const backends: BackendAvailability[] = [];
   for (const name of run.plan.backends) {
     throwIfInterrupted(run);
-    const r = await probeBackend(getBackend(name, { allowTestOnly: run.allowTestOnly }), svc.backendContext(firstSource));
+    const r = await probeBackend(await getBackend(name, { allowTestOnly: run.allowTestOnly }), svc.backendContext(firstSource));
     const evidence: BackendAvailability['evidence'] = {};
     for (const [k, v] of Object.entries(r.evidence)) evidence[k] = typeof v === 'string' ? scrubText(v) : v;
     // Capability claims only for a backend probed available; an unavailable one records its reason alone.

@@ -38,3 +38,8 @@ export function packageFile(...segments: string[]): string {
 export function packageVersion(): string {
   return (JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version: string }).version;
 }
+
+/** The pdb-env executable every caller runs as `node ENTRY ARGS` (bin/pdb-env runs it too): cli/pdb-env.cts says how it starts. */
+export function cliEntry(): string {
+  return packageFile('dist', 'cli', 'pdb-env.cjs');
+}

@@ -3,6 +3,7 @@
     {
       "target_name": "pdb_scan",
       "sources": ["walk.c", "snapshot.c", "os.c", "addon.c"],
+      "defines": ["NAPI_VERSION=8"],
       "cflags": ["-O2", "-ffp-contract=off", "-Wall", "-Wno-unused-parameter"],
       "xcode_settings": { "OTHER_CFLAGS": ["-O2", "-ffp-contract=off"] },
       "libraries": ["-lpthread"]

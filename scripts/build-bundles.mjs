@@ -1,14 +1,14 @@
 #!/usr/bin/env node
-// Bundles the command line into two CommonJS files with esbuild (cli/bundle-state.cts says what
-// each holds and when it runs); `npm run build` and `npm test` run this after tsc:
-// - dist/cli/checkpoint-bundle.cjs: the checkpoint fast path (dist/cli/fast-path.js) and the modules
-//   a plain checkpoint loads;
-// - dist/cli/cli-bundle.cjs: the whole command line (dist/cli/cli-entry.js) with the session layer,
+// Bundles the command line into two CommonJS files with esbuild (cli/bundle.cts says what each
+// holds and how the executable picks one); `npm run build`, `npm test` and `npm pack` run this after tsc:
+// - dist/cli/checkpoint-bundle.cjs: the cheap path (dist/cli/cheap-path.js) and the modules a plain
+//   checkpoint loads;
+// - dist/cli/cli-bundle.cjs: the whole command line (dist/cli/main.js) with the session layer,
 //   the backends and the model.
 // Node 20 resolves, reads and links every ES module on its own: a checkpoint loaded about forty, a
-// create about two hundred; in one file they cost less. CommonJS, because cli/start.cts require()s
+// create about two hundred; in one file they cost less. CommonJS, because cli/pdb-env.cts require()s
 // them before Node's ES module loader starts, and require() gives builtins without their ES module
-// facades (docs/evidence.md quotes the receipts); bin.js loads the same files.
+// facades (docs/evidence.md quotes the receipts).
 //
 // - Static imports are bundled. A dynamic import is bundled when its module is one the bundle's
 //   commands run (`inline` below); any other stays an import of the dist file, loaded only when
@@ -18,8 +18,9 @@
 // - `import.meta.url` in a bundled module still names that module's dist file (resolved against
 //   the bundle's own URL, set in its first line), so a file found beside it (the native addon,
 //   the fs worker) is found as before.
-// - dist/cli/NAME-bundle.json lists every dist file the bundle was made from with its size and
-//   mtime; a bundle runs only while they all match (cli/bundle-state.cts).
+// - Both bundles carry one build id in their first line, and the last step writes it into
+//   dist/cli/bundle.cjs: the executable runs a bundle only of that build (tsc writes the file
+//   back with none, so after a bare tsc the modules run).
 // - dist/cli/NAME-bundle.cache is the bundle's V8 code cache, made after a warm-up run of its
 //   commands (scripts/warm-bundle-cache.mjs) for this build only.
 import { spawnSync } from 'node:child_process';
@@ -27,65 +28,65 @@ import { randomBytes } from 'node:crypto';
 import { rmSync, statSync, writeFileSync, renameSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
 const BUNDLE_URL = '__pdbBundleUrl';
 // tsc has built it: the bundles' file names, first lines and the name of their import() are defined there.
-const { BUNDLE_IMPORT, bundleHead, bundleFiles } = createRequire(import.meta.url)(join(dist, 'cli', 'bundle-state.cjs'));
+const LOADER = join(dist, 'cli', 'bundle.cjs');
+const { BUNDLE_IMPORT, bundleHead, bundleFiles } = createRequire(import.meta.url)(LOADER);
+// The backends a checkpoint resumes: their rows in the backends' table say so.
+const { checkpointInlineModules } = await import(pathToFileURL(join(dist, 'backends', 'table.js')).href);
 
 const underDist = (file) => relative(dist, file).split(sep).join('/');
 
-/** Dynamically imported modules a plain checkpoint runs (paths under dist/). */
+/** Dynamically imported modules a plain checkpoint runs (paths under dist/); the build fails when one is not in the bundle. */
 const CHECKPOINT_INLINE = new Set([
+  'cli/commands/checkpoint.js',
   'sessions/service.js',
-  'sessions/store-location.js',
-  'sessions/checkpoint.js',
-  'sessions/runtime/proc.js',
-  'backends/full-copy.js',
-  'backends/overlay.js',
-  'backends/reflink.js',
-  'backends/btrfs-snapshot.js',
+  'sessions/records/store-location.js',
+  'sessions/lifecycle/checkpoint.js',
+  ...checkpointInlineModules(),
 ]);
 
 /**
  * The modules that stay modules in the cli bundle: the command modules that load the harness, the
  * workloads, the reports or the agents, which the session commands never need; the schema
  * validators (ajv, a third of the bundle otherwise), which only those and an AgentFS pin file
- * need; and bundle-state.cjs (doctor asks it which bundles run), whose text holds the bundles'
- * first lines, which the rewrite of import() below would change.
+ * need; and bundle.cjs (doctor asks it which bundles run), which holds the build id the last step
+ * writes, and whose text holds the bundles' first lines, which the rewrite of import() below would change.
  */
 const CLI_MODULES = new Set([
-  ...['agent', 'bench', 'hook', 'model', 'policy', 'report', 'validate'].map((c) => `cli/commands/${c}.js`),
+  ...['agent', 'bench', 'hook', 'model', 'check-path', 'report', 'validate'].map((c) => `cli/commands/${c}.js`),
   'model/schemas.js',
-  'cli/bundle-state.cjs',
+  'cli/bundle.cjs',
 ]);
 
 const BUNDLES = {
-  checkpoint: { entry: 'cli/fast-path.js', inline: (rel) => CHECKPOINT_INLINE.has(rel) },
-  cli: { entry: 'cli/cli-entry.js', inline: (rel) => /^(cli|sessions|backends|model)\//.test(rel) && !CLI_MODULES.has(rel) },
+  checkpoint: { entry: 'cli/cheap-path.js', inline: (rel) => CHECKPOINT_INLINE.has(rel), mustInline: CHECKPOINT_INLINE },
+  cli: {
+    entry: 'cli/main.js',
+    mustInline: new Set(),
+    inline: (rel) => /^(cli|sessions|backends|model)\//.test(rel) && !CLI_MODULES.has(rel),
+  },
 };
 
-/** Build one bundle, its manifest and (by a warm-up in a child process) its code cache. */
-async function build(name) {
-  const { entry, inline } = BUNDLES[name];
+/** Build one bundle of the build `id`, and (by a warm-up in a child process) its code cache. */
+async function build(name, id) {
+  const { entry, inline, mustInline } = BUNDLES[name];
   const files = bundleFiles(name);
   const out = join(dist, 'cli', files.file);
-  const manifest = join(dist, 'cli', files.manifest);
   const result = await esbuild.build({
     entryPoints: [join(dist, entry)],
     bundle: true,
     platform: 'node',
     format: 'cjs',
     // The build's id (a code cache names the build it was made for) and its import() first
-    // (cli/bundle-state.cts), then its own URL.
+    // (cli/bundle.cts), then its own URL.
     banner: {
-      js: [
-        ...bundleHead(randomBytes(16).toString('hex')),
-        `const ${BUNDLE_URL} = require('node:url').pathToFileURL(__filename).href;`,
-      ].join('\n'),
+      js: [...bundleHead(id), `const ${BUNDLE_URL} = require('node:url').pathToFileURL(__filename).href;`].join('\n'),
     },
     target: 'node20',
     outfile: `${out}.tmp`,
@@ -138,14 +139,12 @@ async function build(name) {
     throw new Error(`${name} bundle: a dynamic import left unrouted (${computed.join('; ')})`);
   writeFileSync(`${out}.tmp`, text.slice(0, rest) + body);
   renameSync(`${out}.tmp`, out);
-  const sources = Object.keys(result.metafile.inputs).filter((f) => !f.startsWith('pdb-lazy:')); // the shim above is no file
-  const inputs = [...sources.map((f) => resolve(root, f)), out].map((f) => {
-    const st = statSync(f);
-    return [underDist(f), st.size, st.mtimeMs];
-  });
-  writeFileSync(`${manifest}.tmp`, `${JSON.stringify({ inputs })}\n`);
-  renameSync(`${manifest}.tmp`, manifest);
-  console.log(`pdb-env: ${name} bundle built from ${inputs.length - 1} modules (${statSync(out).size} bytes)`);
+  const sources = Object.keys(result.metafile.inputs)
+    .filter((f) => !f.startsWith('pdb-lazy:')) // the shim above is no file
+    .map((f) => underDist(resolve(root, f)));
+  const missing = [...mustInline].filter((rel) => !sources.includes(rel));
+  if (missing.length) throw new Error(`${name} bundle: ${missing.join(', ')} not in it (moved? scripts/build-bundles.mjs lists it)`);
+  console.log(`pdb-env: ${name} bundle built from ${sources.length} modules (${statSync(out).size} bytes)`);
 
   // Its code cache, made by a warm-up in a child process (scripts/warm-bundle-cache.mjs). Without
   // one, the bundle is compiled in each process, as it was before.
@@ -163,4 +162,19 @@ async function build(name) {
     );
 }
 
-for (const name of Object.keys(BUNDLES)) await build(name);
+/** Write the build id into dist/cli/bundle.cjs (null: no bundle of this dist runs until the build ends). */
+function stamp(id) {
+  const text = readFileSync(LOADER, 'utf8');
+  const line = /^const BUILD_ID = (null|"[0-9a-f]{32}");$/m;
+  if (!line.test(text)) throw new Error(`${LOADER}: no line 'const BUILD_ID = null;' to write the build id into`);
+  writeFileSync(`${LOADER}.tmp`, text.replace(line, `const BUILD_ID = ${id === null ? 'null' : JSON.stringify(id)};`));
+  renameSync(`${LOADER}.tmp`, LOADER);
+}
+
+const id = randomBytes(16).toString('hex');
+stamp(null);
+// Left by builds before the id: each listed the files its bundle was made from.
+for (const name of Object.keys(BUNDLES)) rmSync(join(dist, 'cli', `${name}-bundle.json`), { force: true });
+for (const name of Object.keys(BUNDLES)) await build(name, id);
+stamp(id);
+console.log(`pdb-env: dist/cli/bundle.cjs runs the bundles of build ${id.slice(0, 8)}`);

@@ -1,10 +1,15 @@
 #!/usr/bin/env node
-// Builds the native scanner (native/walk.c, an N-API addon) with node-gyp; npm runs it at install.
+// Builds the native scanner (native/walk.c, an N-API addon) with node-gyp; npm runs it at install,
+// where npm's script policy lets it (npm 11 warns about a dependency's install script it was not
+// told to allow and says a coming release will skip them; the root project's own always runs). Where the package carries a prebuilt for this platform
+// (native/prebuilds/PLATFORM-ARCH, made at npm pack by scripts/pack-prebuilds.mjs) and it loads,
+// there is nothing to build: it says so in one line (PDB_ENV_BUILD_NATIVE=1 builds anyway).
 // A build that cannot run here (no compiler, no headers, no network for them) is not an install
 // failure: pdb-env then scans with its JavaScript scanner, and `pdb-env doctor` says which one runs.
 // PDB_ENV_SKIP_NATIVE=1 skips the build.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -23,6 +28,18 @@ function nodeGyp() {
 if (process.env.PDB_ENV_SKIP_NATIVE === '1') {
   say('native scanner not built (PDB_ENV_SKIP_NATIVE=1); the JavaScript scanner will run');
   process.exit(0);
+}
+const target = `${process.platform}-${process.arch}`;
+const prebuilt = join(root, 'native', 'prebuilds', target, 'pdb_scan.node');
+if (existsSync(prebuilt) && process.env.PDB_ENV_BUILD_NATIVE !== '1') {
+  try {
+    createRequire(import.meta.url)(prebuilt);
+    say(`native scanner prebuilt for ${target}: not built from source (PDB_ENV_BUILD_NATIVE=1 builds it)`);
+    process.exit(0);
+  } catch (err) {
+    // An older glibc than the prebuilt needs, say: build here, where it can.
+    say(`the prebuilt for ${target} does not load here (${err.message.split('\n')[0]}); building from source`);
+  }
 }
 const gyp = nodeGyp();
 if (!gyp) {

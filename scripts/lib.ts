@@ -7,10 +7,10 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { median as sampleMedian } from 'simple-statistics';
 import { $ } from 'zx';
 import type { Receipt } from '../index.js';
-import { packageFile } from '../model/paths.js';
+import { cliEntry, packageFile } from '../model/paths.js';
 
 /** The built pdb-env executable. */
-export const CLI = packageFile('dist', 'cli', 'bin.js');
+export const CLI = cliEntry();
 
 /** True when the module at `url` is the script node was started with (not merely imported). */
 export function isMainModule(url: string): boolean {
@@ -134,7 +134,7 @@ export async function runProof(defaultPlan: string, usage: string): Promise<neve
     resume: { type: 'string' },
   });
   if (!existsSync(CLI)) {
-    console.error('dist/cli/bin.js is missing: build first with `npm run build`');
+    console.error('dist/cli/pdb-env.cjs is missing: build first with `npm run build`');
     process.exit(2);
   }
   const args = values.resume ? ['--resume', values.resume] : ['--plan', values.plan];

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Makes the V8 code cache of one bundle (dist/cli/NAME-bundle.cache; cli/bundle-state.cts says how
+// Makes the V8 code cache of one bundle (dist/cli/NAME-bundle.cache; cli/bundle.cts says how
 // it is used): the bundle runs the commands it is for on a throw-away store of a small tree, so
 // the functions they run are compiled, then their code is written beside the bundle.
 // scripts/build-bundles.mjs runs this after each bundle (`node scripts/warm-bundle-cache.mjs NAME`);
@@ -13,8 +13,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const cliDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'cli');
-// CommonJS, as start.cjs loads it (cli/bundle-state.cts).
-const { loadBundle, writeBundleCache } = createRequire(import.meta.url)(join(cliDir, 'bundle-state.cjs'));
+// CommonJS, as the executable loads them (cli/pdb-env.cts).
+const require = createRequire(import.meta.url);
+const { loadBundle, writeBundleCache } = require(join(cliDir, 'bundle.cjs'));
+const { cheapCall } = require(join(cliDir, 'command-table.cjs'));
 const name = process.argv[2];
 
 /** A small tree with a nested file, an executable and a symlink. */
@@ -27,18 +29,17 @@ function makeSource(src) {
   symlinkSync('lib/index.js', join(src, 'main.js'));
 }
 
-/** Checkpoints through the fast path: changed files (a Snapshot, a Changeset, a whole index then a delta), then nothing changed. */
+/** Checkpoints through the cheap path: changed files (a Snapshot, a Changeset, a whole index then a delta), then nothing changed. */
 async function warmCheckpoint(bundle, src, store) {
   const made = spawnSync(
     process.execPath,
-    [join(cliDir, 'bin.js'), 'create', 'warm', '--from', src, '--backend', 'full-copy', '--store', store],
+    [join(cliDir, 'pdb-env.cjs'), 'create', 'warm', '--from', src, '--backend', 'full-copy', '--store', store],
     { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', env: { ...process.env, PDB_ENV_NO_BUNDLE: '1' } },
   );
   if (made.status !== 0) throw new Error(`the warm-up session was not created: ${made.stderr.trim().split('\n').pop()}`);
-  const fast = bundle.exports;
   const root = join(store, 'sessions', 'warm', 'root');
   const checkpoint = async () => {
-    const code = await fast.runFast(fast.fastCheckpointArgs(['checkpoint', 'warm', '--store', store]));
+    const code = await bundle.exports.runCheap(cheapCall(['checkpoint', 'warm', '--store', store]));
     if (code !== 0) throw new Error(`a warm-up checkpoint exited ${code}`);
   };
   for (const round of [1, 2, 3]) {

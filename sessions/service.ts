@@ -8,30 +8,38 @@ import type { Digest } from '../model/canonical-json.js';
 import { ObjectStore } from '../model/store/object-store.js';
 import type { ProgressFn } from '../model/progress.js';
 import type { Change, Entry, Snapshot } from '../model/snapshot.js';
-import type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
+import type { CheckpointOptions, CheckpointResult } from './lifecycle/checkpoint.js';
 import type { ExportPatchResult, PatchFormat } from './way-back/patch.js';
 import type { ApplyResult } from './way-back/apply/apply.js';
 import type { ExportGitResult } from './way-back/export-git.js';
-import type { CreateOptions, CreateResult } from './create.js';
+import type { CreateOptions, CreateResult } from './lifecycle/create.js';
 import type { Finding } from './health/doctor.js';
 import type { GcResult } from './health/gc.js';
-import type { ImportOptions, ImportResult } from './import.js';
+import type { ImportOptions, ImportResult } from './lifecycle/import.js';
 import type { VerifyResult } from './health/integrity.js';
-import { Journal } from './journal.js';
-import { backendContext, listSessions, readSession, sessionDir, sessionRoot, type SessionInfo, type SessionRecord } from './records.js';
-import type { RunOptions } from './session-ops.js';
-import type { OpenSession } from './session-open.js';
+import { Journal } from './records/journal.js';
+import {
+  backendContext,
+  listSessions,
+  readSession,
+  sessionDir,
+  sessionRoot,
+  type SessionInfo,
+  type SessionRecord,
+} from './records/session-record.js';
+import type { RunOptions } from './lifecycle/run.js';
+import type { OpenSession } from './lifecycle/open.js';
 import type { PsResult } from './runtime/control.js';
-import type { DuResult } from './du.js';
-import type { CachedUsage } from './usage-cache.js';
+import type { DuResult } from './health/du.js';
+import type { CachedUsage } from './health/usage-cache.js';
 
-export { SESSION_NAME_PATTERN, assertEnvName, assertSessionName } from './names.js';
-export type { DamagedSession, SessionInfo, SessionRecord, SessionState } from './records.js';
-export type { ImportOptions, ImportResult } from './import.js';
-export type { CreateOptions, CreateResult } from './create.js';
-export type { RunOptions } from './session-ops.js';
-export type { OpenSession } from './session-open.js';
-export type { CheckpointOptions, CheckpointResult } from './checkpoint.js';
+export { SESSION_NAME_PATTERN, assertEnvName, assertSessionName } from './records/names.js';
+export type { DamagedSession, SessionInfo, SessionRecord, SessionState } from './records/session-record.js';
+export type { ImportOptions, ImportResult } from './lifecycle/import.js';
+export type { CreateOptions, CreateResult } from './lifecycle/create.js';
+export type { RunOptions } from './lifecycle/run.js';
+export type { OpenSession } from './lifecycle/open.js';
+export type { CheckpointOptions, CheckpointResult } from './lifecycle/checkpoint.js';
 export type { ExportPatchResult, PatchFormat } from './way-back/patch.js';
 export type { ApplyResult } from './way-back/apply/apply.js';
 export type { ExportGitResult } from './way-back/export-git.js';
@@ -39,8 +47,8 @@ export type { Finding, FindingKind } from './health/doctor.js';
 export type { GcResult } from './health/gc.js';
 export type { PsEntry, PsResult } from './runtime/control.js';
 export type { ObjectProblem, VerifyResult } from './health/integrity.js';
-export type { BaseDiskUsage, DuResult, SessionDiskUsage, StoreDiskUsage } from './du.js';
-export type { CachedUsage } from './usage-cache.js';
+export type { BaseDiskUsage, DuResult, SessionDiskUsage, StoreDiskUsage } from './health/du.js';
+export type { CachedUsage } from './health/usage-cache.js';
 
 /** A listed session's runtime: its port block and private temp dir (null: none allocated yet); its last `du`. */
 export interface SessionPorts {
@@ -77,20 +85,25 @@ export class SessionService {
 
   async probe(name: string, sourceDir?: string, allowTestOnly = false): Promise<BackendReport> {
     const { getBackend, probeBackend } = await import('../backends/registry.js');
-    return probeBackend(getBackend(name, { allowTestOnly }), this.backendContext(sourceDir));
+    return probeBackend(await getBackend(name, { allowTestOnly }), this.backendContext(sourceDir));
   }
 
   // ---- import
 
   /** Scan a source directory into the store (installing its bytes) and record its Snapshot. */
   async importSource(sourceDir: string, options: ImportOptions = {}): Promise<ImportResult> {
-    const [{ withObjectWrites }, { importSource }] = await Promise.all([import('./locks/object-lease.js'), import('./import.js')]);
-    return withObjectWrites(this.store, 'import', () => importSource(this.store, sourceDir, options));
+    const [{ openOperation }, { importSource }] = await Promise.all([import('./locks/operation.js'), import('./lifecycle/import.js')]);
+    const op = await openOperation(this, { objects: 'import' });
+    try {
+      return await importSource(this.store, sourceDir, options);
+    } finally {
+      await op.release();
+    }
   }
 
   /** The race check of prepare: what differs in the source from the imported Snapshot (writes nothing). */
   async sourceChangesSince(sourceDir: string, imported: ImportResult): Promise<Change[]> {
-    return (await import('./import.js')).sourceChangesSince(this.store, sourceDir, imported);
+    return (await import('./lifecycle/import.js')).sourceChangesSince(this.store, sourceDir, imported);
   }
 
   readSnapshot(digest: Digest): Snapshot {
@@ -107,7 +120,7 @@ export class SessionService {
   async list(cwd = process.cwd()): Promise<Array<SessionInfo & SessionPorts>> {
     const creating = (await this.journal.list()).filter((i) => i.live && i.op === 'create' && i.session).map((i) => i.session!);
     const sessions = await listSessions(this.store, cwd, new Set(creating));
-    const [{ readRuntime }, { readUsageCache }] = await Promise.all([import('./runtime/runtime.js'), import('./usage-cache.js')]);
+    const [{ readRuntime }, { readUsageCache }] = await Promise.all([import('./runtime/runtime.js'), import('./health/usage-cache.js')]);
     return Promise.all(
       sessions.map(async (s) => {
         const rt = await readRuntime(this.store, s.name);
@@ -118,17 +131,17 @@ export class SessionService {
   }
 
   async create(name: string, options: CreateOptions = {}): Promise<CreateResult> {
-    return (await import('./create.js')).createSession(this, name, options);
+    return (await import('./lifecycle/create.js')).createSession(this, name, options);
   }
 
   /** A ready session with its backend; E_SESSION_BROKEN when it is not ready. */
   async session(name: string): Promise<OpenSession> {
-    return (await import('./session-open.js')).openSession(this, name);
+    return (await import('./lifecycle/open.js')).openSession(this, name);
   }
 
   /** The session root, re-activated (re-mounted) if its backend needs it. */
   async path(name: string): Promise<string> {
-    return (await (await import('./session-open.js')).resumeSession(this, name)).root;
+    return (await (await import('./lifecycle/open.js')).resumeSession(this, name)).root;
   }
 
   /** Run a command in the session root under a shared writer lease; 128 + signal number when killed. */
@@ -138,7 +151,7 @@ export class SessionService {
     args: string[],
     options: RunOptions = {},
   ): Promise<{ exitCode: number; stdout?: string; stderr?: string }> {
-    return (await import('./session-ops.js')).runInSession(this, name, command, args, options);
+    return (await import('./lifecycle/run.js')).runInSession(this, name, command, args, options);
   }
 
   /**
@@ -147,19 +160,19 @@ export class SessionService {
    * `verify` re-hashes every file.
    */
   async checkpoint(name: string, options: CheckpointOptions = {}): Promise<CheckpointResult> {
-    return (await import('./checkpoint.js')).checkpointSession(this, name, options);
+    return (await import('./lifecycle/checkpoint.js')).checkpointSession(this, name, options);
   }
 
   /** Changes since the base, by relative path (read-only; installs nothing). */
   async diff(name: string, options: CheckpointOptions = {}): Promise<{ session: string; base: Digest; changes: Change[] }> {
-    return (await import('./checkpoint.js')).diffSession(this, name, options);
+    return (await import('./lifecycle/checkpoint.js')).diffSession(this, name, options);
   }
 
   /** The changes since the base as git's patch (or its --stat), made by git from a private object database. */
   async diffPatch(name: string, format: PatchFormat, options: CheckpointOptions = {}): Promise<Buffer> {
     const [{ diffSession }, { resumeSession }, { makePatch }] = await Promise.all([
-      import('./checkpoint.js'),
-      import('./session-open.js'),
+      import('./lifecycle/checkpoint.js'),
+      import('./lifecycle/open.js'),
       import('./way-back/patch.js'),
     ]);
     const d = await diffSession(this, name, options);
@@ -184,12 +197,12 @@ export class SessionService {
 
   /** Entries of the session root right now (hash only). Used by oracle checks. */
   async scanEntries(name: string): Promise<Entry[]> {
-    return (await import('./session-ops.js')).scanSessionEntries(this, name);
+    return (await import('./lifecycle/run.js')).scanSessionEntries(this, name);
   }
 
   /** Remove only the session's directory, never following a symlink out; discarded: false when already gone. */
   async discard(name: string, options: { force?: boolean } = {}): Promise<{ session: string; discarded: boolean }> {
-    return (await import('./discard.js')).discardSession(this, name, options);
+    return (await import('./lifecycle/discard.js')).discardSession(this, name, options);
   }
 
   /**
@@ -197,7 +210,7 @@ export class SessionService {
    * sessions), measured by its backend, and the store's (objects, bases, what gc would free).
    */
   async du(name?: string): Promise<DuResult> {
-    return (await import('./du.js')).du(this, name);
+    return (await import('./health/du.js')).du(this, name);
   }
 
   // ---- runtime
@@ -215,11 +228,11 @@ export class SessionService {
   // ---- environments
 
   async envHead(env: string): Promise<Digest> {
-    return (await import('./environments.js')).envHead(this.store, env);
+    return (await import('./records/environments.js')).envHead(this.store, env);
   }
 
   async listEnvs(): Promise<Array<{ name: string; head: Digest }>> {
-    return (await import('./environments.js')).listEnvs(this.store);
+    return (await import('./records/environments.js')).listEnvs(this.store);
   }
 
   /** Expected-head compare-and-set onto the checkpoint's own base (E_STALE_BASE), or merged onto `expect` with `rebase`. */
@@ -229,7 +242,7 @@ export class SessionService {
     expect: string,
     options: { rebase?: boolean } = {},
   ): Promise<{ env: string; previous: Digest; head: Digest; rebased?: true }> {
-    return (await import('./environments.js')).publish(this, name, env, expect, options);
+    return (await import('./way-back/publish.js')).publish(this, name, env, expect, options);
   }
 
   // ---- health

@@ -16,7 +16,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   agents: ['model'],
   workloads: ['model', 'agents'],
   harness: ['model', 'backends', 'sessions', 'agents', 'workloads'],
-  reports: ['model', 'harness/receipt/receipt-types'],
+  // backends/table: the backends' names and traits (clone family), never a backend: the table's
+  // only static import is a type (checked below), and its rows import their modules only when loaded.
+  reports: ['model', 'harness/receipt/receipt-types', 'backends/table'],
   cli: ['model', 'backends', 'sessions', 'agents', 'workloads', 'harness', 'reports', 'index'],
   scripts: ['model', 'backends', 'sessions', 'agents', 'workloads', 'harness', 'reports', 'cli', 'index'],
   // The public entry, index.ts at the root: everything below the edges, never cli or scripts.
@@ -29,7 +31,7 @@ function sourceFiles(dir: string): string[] {
     if (name === 'fixtures' || name === 'node_modules') continue;
     const p = join(dir, name);
     if (statSync(p).isDirectory()) out.push(...sourceFiles(p));
-    else if (/\.(ts|mts|mjs)$/.test(name) && !name.endsWith('.d.ts')) out.push(p);
+    else if (/\.(ts|mts|cts|mjs)$/.test(name) && !name.endsWith('.d.ts')) out.push(p);
   }
   return out;
 }
@@ -45,7 +47,7 @@ function target(file: string, spec: string): string | null {
     .split(sep)
     .join('/')
     .replace(/^dist\//, '')
-    .replace(/\.(js|ts|mjs)$/, '');
+    .replace(/\.(js|ts|mjs|cjs|cts)$/, '');
 }
 
 function allowed(fromTop: string, to: string): boolean {
@@ -78,11 +80,23 @@ test('the checker sees an upward import', () => {
   assert.not.ok(allowed('model', 'sessions/service'));
   assert.not.ok(allowed('reports', 'harness/bench'));
   assert.ok(allowed('reports', 'harness/receipt/receipt-types'));
+  assert.ok(allowed('reports', 'backends/table'));
+  assert.not.ok(allowed('reports', 'backends/registry'));
   assert.not.ok(allowed('index', 'cli/main'));
   assert.not.ok(allowed('workloads', 'sessions/service'));
   const text = "import type { X } from '../sessions/service.js';\nconst y = await import('../harness/bench.js');";
   const found = [...text.matchAll(IMPORT)].map((m) => m[1] ?? m[2] ?? m[3]);
   assert.equal(found, ['../sessions/service.js', '../harness/bench.js']);
+});
+
+test('the backends table, which reports may read, imports only types statically: reading a trait loads no backend', () => {
+  const file = join(REPO_ROOT, 'backends', 'table.ts');
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest);
+  const values = source.statements
+    .filter((s): s is ts.ImportDeclaration | ts.ExportDeclaration => ts.isImportDeclaration(s) || ts.isExportDeclaration(s))
+    .filter((s) => s.moduleSpecifier && !(ts.isImportDeclaration(s) ? s.importClause?.isTypeOnly : s.isTypeOnly))
+    .map((s) => s.moduleSpecifier!.getText(source));
+  assert.equal(values, []);
 });
 
 /** The file each relative import of `file` names (repository-relative, .ts/.mjs), where it exists. */

@@ -37,7 +37,9 @@ test('npm pack ships the build, the schemas and plans, and no tests', () => {
   const files = (JSON.parse(r.stdout) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((f) => f.path);
   for (const want of [
     'dist/index.js',
-    'dist/cli/bin.js',
+    'dist/cli/pdb-env.cjs',
+    'dist/cli/checkpoint-bundle.cjs',
+    'dist/cli/cli-bundle.cjs',
     'dist/scripts/proof.js',
     'schemas/receipt.schema.json',
     'plans/default.json',

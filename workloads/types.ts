@@ -70,27 +70,48 @@ export interface StepContext {
   /** The base Snapshot's entries (what every session started from). */
   baseEntries?: Entry[];
   /** Record a real agent's run on the case (receipts list them under `agents`: product, version, model "scripted"...). */
-  recordAgent?(record: AgentRunRecord): void;
+  recordAgent?(record: AgentRecord): void;
 }
 
-/** One real agent run of a case, as the receipt records it (harness/receipt/receipt-types.ts AgentRecord). */
-export interface AgentRunRecord {
+/** How a real agent's run failed, kept apart from filesystem mismatches (which the case's checks report). */
+export type AgentFailureClass =
+  'none' | 'agent-crash' | 'protocol-mismatch' | 'step-failure' | 'incomplete' | 'timeout' | 'not-installed' | 'harness';
+
+/** One real agent run of a case, as the receipt records it (harness/receipt/receipt-types.ts re-exports it; schemas/receipt.schema.json mirrors it). */
+export interface AgentRecord {
+  /** The agent's session: a (the case session, judged by the oracle) or b (its peer). */
   role: string;
+  /** The agent as pdb-env agent run names it (codex, claude, codex-acp, claude-acp). */
   agent: string;
+  /** The product (codex-cli, claude-code, codex-acp, claude-agent-acp). */
   product: string;
+  /** The exact version that ran (the pinned one). */
   version: string;
+  /** How pdb-env reached it: a command through pdb-env run, or ACP with pdb-env as the client. */
   boundary: 'command' | 'acp';
+  /** The model wire protocol it spoke (responses, messages, chat). */
   protocol: string;
+  /** Always scripted: pdb-env's model server played a cassette; nothing here is evidence about a model. */
   model: 'scripted';
+  /** The cassette's name in the workload. */
   cassette: string;
+  /** sha256 of the cassette's canonical JSON. */
   cassetteDigest: string;
+  /** Model turns the scripted server answered. */
   turns: number;
+  /** Steps in the cassette. */
   steps: number;
+  /** Steps done, their tool results checked. */
   stepsDone: number;
+  /** loopback-only (a network namespace with only lo), or not-enforced (the agent shared the host network). */
   network: 'loopback-only' | 'not-enforced';
+  /** Requests the workspace policy refused (E_POLICY_DENIED). */
   policyDenials: number;
+  /** ok, or the failure's code (E_AGENT_CRASHED, E_MODEL_PROTOCOL, E_AGENT_STEP_FAILED, ...). */
   outcome: string;
-  failureClass: 'none' | 'agent-crash' | 'protocol-mismatch' | 'step-failure' | 'incomplete' | 'timeout' | 'not-installed' | 'harness';
+  /** The failure's class: none, agent-crash, protocol-mismatch (the server could not map a request), step-failure, incomplete, timeout, not-installed, harness. */
+  failureClass: AgentFailureClass;
+  /** Wall time of the agent's run in milliseconds. */
   durationMs: number;
 }
 

@@ -1,13 +1,11 @@
 // `pdb-env agent install` (the pinned agent CLIs, into a cache outside the project) and `pdb-env
 // agent run` (one of them in a session, against a cassette played by the scripted model).
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { PdbError } from '../../model/errors.js';
+import { cliEntry } from '../../model/paths.js';
 import { emit, table } from '../output.js';
-import { openService, type CliContext, type DefineCommand } from '../context.js';
+import { openService, type CliContext, type CommandDefinitions, type DefineCommand, type SubcommandStubs } from '../context.js';
 import type { RealAgentResult } from '../../agents/real/run.js';
-
-const CLI_BIN = fileURLToPath(new URL('../bin.js', import.meta.url));
 
 function parseTimeout(v: string | undefined): number {
   if (v === undefined) return 300_000;
@@ -33,15 +31,9 @@ function runText(name: string, r: RealAgentResult & { changes: Change[] }): stri
   return lines.join('\n');
 }
 
-const run = (cmd: Parameters<DefineCommand>[0], ctx: CliContext) =>
+const run = (cmd: SubcommandStubs<'agent'>['run'], ctx: CliContext) =>
   cmd
-    .command('run')
-    .description('run a real agent CLI in a session against a cassette played by the scripted model')
     .argument('<name>', 'the session')
-    .requiredOption('--agent <agent>', 'codex | claude | codex-acp | claude-acp | opencode')
-    .requiredOption('--cassette <file>', 'the cassette the scripted model plays (schemas/cassette.schema.json)')
-    .option('--timeout <ms>', "the agent's deadline (default 300000)")
-    .option('--policy <file>', 'narrow the workspace policy for the ACP agents (see check-path)')
     .addHelpText(
       'after',
       `
@@ -64,18 +56,11 @@ Example:
   pdb-env create agent-a && pdb-env agent run agent-a --agent codex --cassette demo.json`,
     )
     .action(async (name, _o, command) => {
-      const o = command.optsWithGlobals() as {
-        agent: string;
-        cassette: string;
-        timeout?: string;
-        policy?: string;
-        store?: string;
-        json?: boolean;
-      };
+      const o = command.optsWithGlobals();
       const [{ isRunnableAgent, RUNNABLE_AGENTS }, { runRealAgent }, { loadPolicies }] = await Promise.all([
         import('../../agents/real/catalog.js'),
         import('../../agents/real/run.js'),
-        import('../../sessions/runtime/policy.js'),
+        import('../../sessions/runtime/load-policies.js'),
       ]);
       if (!isRunnableAgent(o.agent))
         throw new PdbError('E_USAGE', `--agent must be one of ${RUNNABLE_AGENTS.join(', ')}, got "${o.agent}"`);
@@ -86,8 +71,8 @@ Example:
         agent: o.agent,
         cassetteFile: o.cassette,
         session: { name, root },
-        runPrefix: [process.execPath, CLI_BIN, 'run', name, '--store', svc.store.paths.root, '--'],
-        serverCommand: [process.execPath, CLI_BIN, 'model', 'serve'],
+        runPrefix: [process.execPath, cliEntry(), 'run', name, '--store', svc.store.paths.root, '--'],
+        serverCommand: [process.execPath, cliEntry(), 'model', 'serve'],
         stateDir: join(svc.sessionDir(name), 'agents', `${o.agent}-${Date.now()}`),
         policies: await loadPolicies(root, o.policy),
         timeoutMs,
@@ -98,10 +83,8 @@ Example:
       ctx.exitCode = r.outcome === 'ok' ? 0 : 1;
     });
 
-const install = (cmd: Parameters<DefineCommand>[0]) =>
+const install = (cmd: SubcommandStubs<'agent'>['install']) =>
   cmd
-    .command('install')
-    .description('install the pinned agent CLIs into the agent cache (outside the project)')
     .argument('[agents...]', 'codex, claude, codex-acp, claude-acp (the default: all four), opencode, gemini')
     .addHelpText(
       'after',
@@ -124,7 +107,7 @@ Example:
   pdb-env agent install --json`,
     )
     .action(async (names: string[], _o, command) => {
-      const o = command.optsWithGlobals() as { json?: boolean };
+      const o = command.optsWithGlobals();
       const [{ REAL_AGENTS, isRealAgentName, requiredAgents }, { installAgent, agentsCacheDir }] = await Promise.all([
         import('../../agents/real/catalog.js'),
         import('../../agents/real/install.js'),
@@ -145,10 +128,10 @@ Example:
       );
     });
 
-const agent: DefineCommand = (cmd, ctx) => {
+const agent: DefineCommand<'agent'> = (cmd, ctx, sub) => {
   cmd.addHelpText('after', '\nReal agent CLIs against the scripted model: see docs/agents.md.');
-  install(cmd);
-  run(cmd, ctx);
+  install(sub.install);
+  run(sub.run, ctx);
 };
 
-export const commands: Record<string, DefineCommand> = { agent };
+export const commands: CommandDefinitions<'agent'> = { agent };

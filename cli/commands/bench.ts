@@ -4,17 +4,18 @@ import { runBench } from '../../harness/bench.js';
 import { loadBackendModule } from '../../backends/module.js';
 import { loadPlan, loadPlanModules, readPlanDocument, type Plan } from '../../harness/plan/plan.js';
 import { parseVarArgs } from '../../harness/plan/plan-vars.js';
-import { createProgress } from '../../harness/progress.js';
+import { createProgress } from '../../harness/run-progress.js';
 import type { Receipt } from '../../harness/receipt/receipt-types.js';
 import { SOURCE_VAR, buildRepoPlan, defaultStoreParent, parseBackendList, runnableBackends } from '../../harness/plan/repo-plan.js';
 import { PdbError } from '../../model/errors.js';
-import { analyzeReceipts } from '../../reports/analyze.js';
+import { analyzeReceipts } from '../../reports/analysis/analyze.js';
 import { answerLines } from '../../reports/document/answer.js';
-import { renderHtml, renderJson, renderMarkdown } from '../../reports/render.js';
+import { renderHtml, renderJson, renderMarkdown } from '../../reports/render/render.js';
 import { WORKLOADS } from '../../workloads/registry.js';
 import type { Workload } from '../../workloads/types.js';
 import { emit } from '../output.js';
-import type { DefineCommand } from '../context.js';
+import type { CommandOptions, GlobalValues } from '../command-table.cjs';
+import type { CommandDefinitions, DefineCommand } from '../context.js';
 
 function parseCount(text: string | undefined, what: string, min: number, max: number): number | undefined {
   if (text === undefined) return undefined;
@@ -26,7 +27,6 @@ function parseCount(text: string | undefined, what: string, min: number, max: nu
 
 const parseSeed = (text: string | undefined) => parseCount(text, '--seed', 0, 0xffffffff);
 // Repeatable options start undefined (commander would print a default of [] in --help).
-const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 const show = (p: string) => relative(process.cwd(), p) || p;
 
 /**
@@ -80,22 +80,8 @@ function mismatches(receipt: Receipt): Array<{ backend: string; caseId: string; 
     });
 }
 
-type BenchFlags = {
-  backendModule?: string[];
-  plan?: string;
-  source?: string;
-  step?: string[];
-  var?: string[];
-  volatile?: string[];
-  backends?: string;
-  blocks?: string;
-  warmup?: string;
-  label?: string;
-  stepTimeout?: string;
-  caseTimeout?: string;
-  planOut?: string;
-  store?: string;
-};
+/** bench's options as the command table declares them, --store among them. */
+type BenchFlags = CommandOptions<'bench'> & GlobalValues;
 
 /** A plan with the backends of --backend-module benched too. */
 function withModules(plan: Plan, names: string[]): Plan {
@@ -219,82 +205,47 @@ function printResult(
   );
 }
 
-const bench: DefineCommand = (cmd, ctx) =>
-  cmd
-    .option('--plan <file>', 'the plan (see schemas/plan.schema.json; plans/default.json is quick)')
-    .option('--source <dir>', 'the repository to benchmark (with --step), or the value of ${SOURCE} in a plan')
-    .option(
-      '--step <name=command>',
-      'a step of the one-line bench, in order (repeat it): a shell command line run in each session',
-      collect,
-    )
-    .option(
-      '--backends <list>',
-      'one-line bench: comma-separated backends (default: every backend this host can run); full-copy is always added',
-    )
-    .option('--blocks <n>', 'one-line bench: measured blocks (default 6, the fewest in which a 2x difference can be told)')
-    .option('--warmup <n>', 'one-line bench: warm-up blocks run first and marked (default 0)')
-    .option('--label <name>', "one-line bench: the source's name in the receipt (default: its folder's name)")
-    .option('--volatile <glob>', 'one-line bench: a cache path dropped before comparing, added to the defaults (repeat it)', collect)
-    .option('--step-timeout <ms>', 'one-line bench: the timeout of each step (default 600000)')
-    .option('--case-timeout <ms>', "one-line bench: a whole case's limit (default: the steps' timeouts plus 30 minutes)")
-    .option('--plan-out <file>', 'one-line bench: save the plan it built (path-free: the source is ${SOURCE}) to run again with --plan')
-    .option('--var <name=value>', "a value for a plan's ${NAME} placeholder (repeat it)", collect)
-    .option(
-      '--backend-module <file>',
-      'your own backend: a module whose default export implements the backend contract (docs/your-backend.md); benched against the oracle like the built-in ones (repeat it)',
-      collect,
-    )
-    .option('--seed <n>', "override the plan's seed (recorded in the receipt)")
-    .option('--out <dir>', 'where receipts go (default: receipts)')
-    .option('--resume <run>', 'continue an interrupted run (same --out); finished cases are not repeated')
-    .option('--summary', 'also write a Markdown summary next to the receipt')
-    .option(
-      '--allow-stale-build',
-      'run although the build is older than its sources (E_STALE_BUILD otherwise); the receipt is then not evidence',
-    )
-    .option('--report', 'also write a report under --out (the one-line bench always does)')
-    .addHelpText('after', HELP)
-    .action(async (_o, command) => {
-      const o = command.optsWithGlobals();
-      checkUsage(o);
-      const oneLine = (o.step?.length ?? 0) > 0;
-      const seed = parseSeed(o.seed);
-      const workloads = WORKLOADS as Record<string, Workload>;
-      const vars = { ...parseVarArgs(o.var ?? []), ...(o.source ? { [SOURCE_VAR]: resolve(o.source) } : {}) };
-      // Backend modules first: a plan may name the backends they declare.
-      const own = [];
-      for (const f of o.backendModule ?? []) own.push(await loadBackendModule(resolve(f)));
-      const ownNames = own.map((m) => m.backend.name);
-      const modules = own.map((m) => m.file);
-      if (o.plan) modules.push(...(await loadPlanModules(readPlanDocument(o.plan), dirname(resolve(o.plan)))));
-      const plan = oneLine
-        ? await oneLinePlan(o, workloads, seed, ownNames)
-        : o.plan
-          ? withModules(loadPlan(o.plan, workloads).plan, ownNames)
-          : undefined;
-      const outDir = resolve(o.out ?? 'receipts');
-      const result = await runInterruptible({
-        plan,
-        seed,
-        outDir,
-        resume: o.resume,
-        summary: o.summary === true,
-        storeParent: o.store,
-        workloads,
-        vars,
-        backendModules: modules,
-        allowStaleBuild: o.allowStaleBuild === true,
-        planDir: o.plan ? dirname(resolve(o.plan)) : undefined,
-        // Progress goes to stderr, so it shows with --json too (stdout stays one JSON document).
-        progress: createProgress(),
-      });
-      const { receipt } = result;
-      const reportDir = oneLine || o.report ? join(outDir, `${receipt.planName}-${receipt.runId}-report`) : null;
-      const report = reportDir ? { dir: reportDir, ...(await writeRunReport(receipt, reportDir)) } : null;
-      printResult(o.json === true, result, report, o.planOut);
-      const s = receipt.summary;
-      ctx.exitCode = s.mismatch + s.failed + s.timeout > 0 ? 1 : 0;
+const bench: DefineCommand<'bench'> = (cmd, ctx) =>
+  cmd.addHelpText('after', HELP).action(async (_o, command) => {
+    const o = command.optsWithGlobals();
+    checkUsage(o);
+    const oneLine = (o.step?.length ?? 0) > 0;
+    const seed = parseSeed(o.seed);
+    const workloads = WORKLOADS as Record<string, Workload>;
+    const vars = { ...parseVarArgs(o.var ?? []), ...(o.source ? { [SOURCE_VAR]: resolve(o.source) } : {}) };
+    // Backend modules first: a plan may name the backends they declare.
+    const own = [];
+    for (const f of o.backendModule ?? []) own.push(await loadBackendModule(resolve(f)));
+    const ownNames = own.map((m) => m.backend.name);
+    const modules = own.map((m) => m.file);
+    if (o.plan) modules.push(...(await loadPlanModules(readPlanDocument(o.plan), dirname(resolve(o.plan)))));
+    const plan = oneLine
+      ? await oneLinePlan(o, workloads, seed, ownNames)
+      : o.plan
+        ? withModules(loadPlan(o.plan, workloads).plan, ownNames)
+        : undefined;
+    const outDir = resolve(o.out ?? 'receipts');
+    const result = await runInterruptible({
+      plan,
+      seed,
+      outDir,
+      resume: o.resume,
+      summary: o.summary === true,
+      storeParent: o.store,
+      workloads,
+      vars,
+      backendModules: modules,
+      allowStaleBuild: o.allowStaleBuild === true,
+      planDir: o.plan ? dirname(resolve(o.plan)) : undefined,
+      // Progress goes to stderr, so it shows with --json too (stdout stays one JSON document).
+      progress: createProgress(),
     });
+    const { receipt } = result;
+    const reportDir = oneLine || o.report ? join(outDir, `${receipt.planName}-${receipt.runId}-report`) : null;
+    const report = reportDir ? { dir: reportDir, ...(await writeRunReport(receipt, reportDir)) } : null;
+    printResult(o.json === true, result, report, o.planOut);
+    const s = receipt.summary;
+    ctx.exitCode = s.mismatch + s.failed + s.timeout > 0 ? 1 : 0;
+  });
 
-export const commands: Record<string, DefineCommand> = { bench };
+export const commands: CommandDefinitions<'bench'> = { bench };

@@ -5,17 +5,17 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { PdbError } from '../../model/errors.js';
 import { storePaths } from '../../model/store/object-store.js';
-import { SESSION_NAME_PATTERN } from '../../sessions/names.js';
-import { resolveStoreDir } from '../../sessions/store-location.js';
+import { SESSION_NAME_PATTERN } from '../../sessions/records/names.js';
+import { resolveStoreDir } from '../../sessions/records/store-location.js';
 import { bashScript } from '../completion/bash.js';
 import { fishScript } from '../completion/fish.js';
 import { SHELLS, completionSpec, selfCommand, type Shell } from '../completion/spec.js';
 import { zshScript } from '../completion/zsh.js';
-import type { DefineCommand } from '../context.js';
+import type { CommandDefinitions, DefineCommand } from '../context.js';
 
 const RENDER: Record<Shell, typeof bashScript> = { bash: bashScript, zsh: zshScript, fish: fishScript };
 
-const completion: DefineCommand = (cmd, ctx) =>
+const completion: DefineCommand<'completion'> = (cmd, ctx) =>
   cmd
     .argument('<shell>', SHELLS.join(', '))
     .addHelpText(
@@ -49,7 +49,7 @@ function names(dir: string, kind: 'sessions' | 'envs'): string[] {
   return entries.filter((n) => SESSION_NAME_PATTERN.test(n) && statSync(join(dir, n), { throwIfNoEntry: false })?.isDirectory());
 }
 
-const complete: DefineCommand = (cmd) =>
+const complete: DefineCommand<'__complete'> = (cmd) =>
   cmd.argument('<what>', 'sessions or envs').action((what, _o, command) => {
     if (what !== 'sessions' && what !== 'envs')
       throw new PdbError('E_USAGE', `__complete: unknown list '${what}'`, { hint: 'sessions or envs' });
@@ -58,4 +58,4 @@ const complete: DefineCommand = (cmd) =>
     if (found.length) process.stdout.write(`${found.join('\n')}\n`);
   });
 
-export const commands: Record<string, DefineCommand> = { completion, __complete: complete };
+export const commands: CommandDefinitions<'completion'> = { completion, __complete: complete };

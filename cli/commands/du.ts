@@ -2,7 +2,7 @@
 import { formatBytes } from '../../model/progress.js';
 import type { DuResult } from '../../sessions/service.js';
 import { emit, short, table } from '../output.js';
-import { openService, type DefineCommand } from '../context.js';
+import { openService, type CommandDefinitions, type DefineCommand } from '../context.js';
 
 const bytes = (n: number | null) => (n === null ? '-' : formatBytes(n));
 
@@ -43,7 +43,7 @@ export function duText(r: DuResult): string {
   return lines.join('\n');
 }
 
-const du: DefineCommand = (cmd) =>
+const du: DefineCommand<'du'> = (cmd) =>
   cmd
     .argument('[name]', 'only this session (default: every session)')
     .addHelpText(
@@ -73,4 +73,4 @@ Example:
       emit(o.json === true, r, () => duText(r));
     });
 
-export const commands: Record<string, DefineCommand> = { du };
+export const commands: CommandDefinitions<'du'> = { du };

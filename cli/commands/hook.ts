@@ -1,11 +1,9 @@
 // `pdb-env hook claude-code`: Claude Code's WorktreeCreate and WorktreeRemove hooks answered with
 // pdb-env sessions (sessions/hooks/claude-code.ts); --print-settings prints what installs them.
 import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { PdbError } from '../../model/errors.js';
-import type { DefineCommand } from '../context.js';
-
-const CLI_BIN = fileURLToPath(new URL('../bin.js', import.meta.url));
+import { cliEntry } from '../../model/paths.js';
+import type { CommandDefinitions, DefineCommand } from '../context.js';
 
 /** A word for sh -c: bare when it is safe, single-quoted otherwise. */
 const shellWord = (s: string) => (/^[A-Za-z0-9_./:=@%+-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
@@ -20,12 +18,9 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-const hook: DefineCommand = (cmd) => {
+const hook: DefineCommand<'hook'> = (cmd, _ctx, sub) => {
   cmd.addHelpText('after', '\nIntegrations that run pdb-env from another tool: see pdb-env hook claude-code --help.');
-  cmd
-    .command('claude-code')
-    .description("Claude Code's WorktreeCreate and WorktreeRemove hooks: its worktrees become pdb-env sessions")
-    .option('--print-settings', 'print the .claude/settings.json fragment that installs both hooks, and exit')
+  sub['claude-code']
     .addHelpText(
       'after',
       `
@@ -45,10 +40,10 @@ Install (merge into the project's .claude/settings.json):
   claude --worktree feature-x      # runs in the pdb-env session feature-x`,
     )
     .action(async (o, command) => {
-      const g = command.optsWithGlobals() as { store?: string; json?: boolean; printSettings?: boolean };
+      const g = command.optsWithGlobals();
       const { hookCreate, hookRemove, hookSettings, parseHookInput } = await import('../../sessions/hooks/claude-code.js');
       if (o.printSettings) {
-        const words = [process.execPath, CLI_BIN, 'hook', 'claude-code', ...(g.store ? ['--store', resolve(g.store)] : [])];
+        const words = [process.execPath, cliEntry(), 'hook', 'claude-code', ...(g.store ? ['--store', resolve(g.store)] : [])];
         process.stdout.write(`${JSON.stringify(hookSettings(words.map(shellWord).join(' ')), null, 2)}\n`);
         return;
       }
@@ -64,4 +59,4 @@ Install (merge into the project's .claude/settings.json):
     });
 };
 
-export const commands: Record<string, DefineCommand> = { hook };
+export const commands: CommandDefinitions<'hook'> = { hook };

@@ -2,7 +2,7 @@
 // agent is pointed at it, until TERM or INT.
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { PdbError } from '../../model/errors.js';
-import type { DefineCommand } from '../context.js';
+import type { CommandDefinitions, DefineCommand } from '../context.js';
 
 /** A port: 0 (any free one) to 65535. */
 export function parsePort(v: string | undefined): number {
@@ -12,15 +12,9 @@ export function parsePort(v: string | undefined): number {
   return n;
 }
 
-const model: DefineCommand = (cmd) => {
+const model: DefineCommand<'model'> = (cmd, _ctx, sub) => {
   cmd.addHelpText('after', '\nThe scripted model: see pdb-env model serve --help and docs/agents.md.');
-  cmd
-    .command('serve')
-    .description('serve a cassette on 127.0.0.1 over the Responses, Messages and Chat Completions protocols')
-    .requiredOption('--cassette <file>', 'the cassette to play (schemas/cassette.schema.json)')
-    .option('--port <n>', 'the port on 127.0.0.1 (default 0: any free port)')
-    .option('--log <file>', 'append every request and what it was answered with, one JSON event a line')
-    .option('--root <dir>', 'the session root, for agents whose requests do not name their working directory')
+  sub.serve
     .addHelpText(
       'after',
       `
@@ -39,7 +33,7 @@ Example:
   pdb-env model serve --cassette cassettes/demo.json --port 0 --log /tmp/model.log`,
     )
     .action(async (_o, command) => {
-      const o = command.optsWithGlobals() as { cassette: string; port?: string; log?: string; root?: string };
+      const o = command.optsWithGlobals();
       const port = parsePort(o.port);
       const [{ loadCassette }, { startModelServer }] = await Promise.all([
         import('../../agents/cassette/cassette.js'),
@@ -62,4 +56,4 @@ Example:
     });
 };
 
-export const commands: Record<string, DefineCommand> = { model };
+export const commands: CommandDefinitions<'model'> = { model };

@@ -4,12 +4,12 @@ import { hasSchema, validateAgainst, formatIssues } from '../../model/schemas.js
 import { inconsistencyError, receiptInconsistencies } from '../../harness/receipt/consistency.js';
 import type { Receipt } from '../../harness/receipt/receipt-types.js';
 import { PdbError } from '../../model/errors.js';
-import { analyzeReceipts } from '../../reports/analyze.js';
+import { analyzeReceipts } from '../../reports/analysis/analyze.js';
 import { evaluateGate } from '../../reports/gate/gate.js';
-import { type Policy } from '../../reports/gate/policy.js';
-import { validatePolicy } from '../../reports/gate/policy.js';
-import { renderHtml, renderJson, renderMarkdown } from '../../reports/render.js';
-import type { DefineCommand } from '../context.js';
+import { type Policy } from '../../reports/gate/gate-policy.js';
+import { validatePolicy } from '../../reports/gate/gate-policy.js';
+import { renderHtml, renderJson, renderMarkdown } from '../../reports/render/render.js';
+import type { CommandDefinitions, DefineCommand } from '../context.js';
 import { emit } from '../output.js';
 
 /** A name for messages: relative to the working directory, so nothing absolute is printed. */
@@ -130,16 +130,9 @@ async function writeAtomic(file: string, data: string): Promise<void> {
   await rename(tmp, file);
 }
 
-const report: DefineCommand = (cmd) =>
+const report: DefineCommand<'report'> = (cmd) =>
   cmd
     .argument('<receipt...>', 'receipt files, or directories searched for *.json receipts')
-    .option('--policy <file>', 'evaluate a promotion policy (schemas/policy.schema.json): PROMOTE, HOLD or REJECT with every reason')
-    .option(
-      '--out <dir>',
-      'write report.md (+ charts/*.svg), report.html and report.json (default: reports/out; with --json and no --out nothing is written)',
-    )
-    .option('--seed <n>', 'seed for bootstrap and Monte Carlo draws (default 20260101)')
-    .option('--inline-svg', 'embed the SVG charts in report.md instead of charts/*.svg files')
     .addHelpText(
       'after',
       `
@@ -210,4 +203,4 @@ Example:
       emit(false, null, () => lines.join('\n'));
     });
 
-export const commands: Record<string, DefineCommand> = { report };
+export const commands: CommandDefinitions<'report'> = { report };

@@ -2,7 +2,7 @@
 import { PdbError } from '../../model/errors.js';
 import type { PsEntry } from '../../sessions/service.js';
 import { emit, table } from '../output.js';
-import { openService, type DefineCommand } from '../context.js';
+import { openService, type CommandDefinitions, type DefineCommand } from '../context.js';
 
 /** "3s", "4m", "2h", "5d": the age of a process, coarse like ps's. */
 function age(ms: number | null): string {
@@ -19,7 +19,7 @@ function psText(name: string, tracking: string, ps: PsEntry[]): string {
   return table([['PID', 'AGE', 'PORTS', 'RUN', 'COMMAND'], ...rows]);
 }
 
-const ps: DefineCommand = (cmd) =>
+const ps: DefineCommand<'ps'> = (cmd) =>
   cmd
     .argument('<name>', 'the session')
     .addHelpText(
@@ -40,10 +40,9 @@ Example:
       emit(o.json === true, r, () => psText(name, r.tracking, r.processes));
     });
 
-const stop: DefineCommand = (cmd) =>
+const stop: DefineCommand<'stop'> = (cmd) =>
   cmd
     .argument('<name>', 'the session')
-    .option('--grace <ms>', 'how long to wait after TERM before KILL (default 5000)')
     .addHelpText(
       'after',
       `
@@ -62,4 +61,4 @@ Example:
       emit(o.json === true, r, () => (r.stopped.length ? `stopped ${r.stopped.join(', ')}` : `nothing ran in ${name}`));
     });
 
-export const commands: Record<string, DefineCommand> = { ps, stop };
+export const commands: CommandDefinitions<'runtime'> = { ps, stop };

@@ -1,30 +1,17 @@
 import { isAbsolute, relative, resolve } from 'node:path';
-import { BACKEND_NAMES } from '../../backends/types.js';
+import { BACKEND_NAMES } from '../../backends/table.js';
 import type { Digest } from '../../model/canonical-json.js';
 import { PdbError } from '../../model/errors.js';
 import { SessionService, type CachedUsage, type SessionInfo } from '../../sessions/service.js';
 import { formatBytes } from '../../model/progress.js';
-import { findProjectRoot, resolveStoreDir } from '../../sessions/store-location.js';
+import { findProjectRoot, resolveStoreDir } from '../../sessions/records/store-location.js';
 import { emit, short, table } from '../output.js';
-import { openService, type CliContext, type DefineCommand } from '../context.js';
-import { createProgressReporter } from '../progress.js';
-import { runCheckpoint } from '../fast-path.js';
+import { openService, type CliContext, type CommandDefinitions, type DefineCommand } from '../context.js';
+import { createProgressReporter } from '../progress-line.js';
 
-const create: DefineCommand = (cmd) =>
+const create: DefineCommand<'create'> = (cmd) =>
   cmd
     .argument('<name>', 'the new session')
-    .option('--from <dir>', 'source directory (default: .)')
-    .option('--backend <name>', `${BACKEND_NAMES.join(' | ')} (default: full-copy)`)
-    .option(
-      '--backend-module <file>',
-      'your own backend: a module whose default export implements the backend contract (docs/your-backend.md)',
-    )
-    .option('--env <env>', "start from environment ENV's head instead of importing DIR")
-    .option('--fork <other>', "start from session OTHER's last checkpoint (the new session's source is OTHER's)")
-    .option(
-      '--base <digest>',
-      "start from a Snapshot already in the store (a checkpoint's result, an earlier import) instead of importing DIR",
-    )
     .addHelpText(
       'after',
       `
@@ -36,6 +23,8 @@ On a terminal, a create running longer than a second shows files and bytes done.
 
 From a subdirectory, DIR defaults to the project root: the nearest directory already
 imported, else the git top level. --base takes a unique digest prefix (7+ hex).
+
+Backends: ${BACKEND_NAMES.join(', ')}.
 
 Example:
   pdb-env create agent-a --from ~/src/app
@@ -95,7 +84,7 @@ async function runIn(store: string | undefined, name: string, command: string, a
   return (await svc.run(name, command, args, purpose ? { purpose } : {})).exitCode;
 }
 
-const run: DefineCommand = (cmd, ctx) =>
+const run: DefineCommand<'run'> = (cmd, ctx) =>
   cmd
     .usage('[options] <name> -- <command> [args...]')
     // The command's own options may come without `--`; splitRun says what is missing.
@@ -119,7 +108,7 @@ Example:
       ctx.exitCode = await runIn(command.optsWithGlobals().store, name, words[0]!, words.slice(1));
     });
 
-const enter: DefineCommand = (cmd, ctx) =>
+const enter: DefineCommand<'enter'> = (cmd, ctx) =>
   cmd
     .argument('<name>', 'the session')
     .addHelpText(
@@ -134,7 +123,7 @@ Example:
       ctx.exitCode = await runIn(command.optsWithGlobals().store, name, process.env.SHELL || '/bin/sh', [], 'enter');
     });
 
-const path: DefineCommand = (cmd) =>
+const path: DefineCommand<'path'> = (cmd) =>
   cmd
     .argument('<name>', 'the session')
     .addHelpText(
@@ -151,9 +140,8 @@ Example:
       emit(o.json === true, { session: name, root }, () => root);
     });
 
-const list: DefineCommand = (cmd) =>
+const list: DefineCommand<'list'> = (cmd) =>
   cmd
-    .option('--du', "measure each session's disk cost now (as pdb-env du does) instead of showing the last measurement")
     .addHelpText(
       'after',
       `
@@ -216,40 +204,9 @@ function listText(sessions: Array<SessionInfo & { usage: CachedUsage | null }>):
   return damaged.length ? `${rows}\n\ndamaged (pdb-env doctor explains how to recover):\n${damaged.join('\n')}` : rows;
 }
 
-const checkpoint: DefineCommand = (cmd) =>
-  cmd
-    .argument('[name]', 'the session (default: PDB_ENV_SESSION, inside a run or enter)')
-    .option('--verify', 're-hash every file instead of trusting unchanged stat signatures')
-    .addHelpText(
-      'after',
-      `
-Takes an exclusive lease (fails with E_LEASE_BUSY while a run is active), scans the
-whole session root, installs its objects and records the result Snapshot and the
-Changeset against the base. Publishes nothing.
-
-Every entry is stat'ed, so adds, deletes and retypes are always found; a file whose
-stat signature (inode, size, mtime, ctime, mode) is the one recorded at create or at
-the last checkpoint keeps its digest, unless it changed within 100 ms of that record
-(git's racy-clean rule). --verify reads and hashes every file.
-
-Inside the session's own run or enter, NAME defaults to PDB_ENV_SESSION, and the
-run that waits for this checkpoint does not block it; anything else of the session
-still running does (E_SESSION_BUSY names it).
-
-Example:
-  pdb-env checkpoint agent-a --json`,
-    )
-    .action(async (given, _o, command) => {
-      const o = command.optsWithGlobals();
-      await runCheckpoint({ name: given, store: o.store, json: o.json === true, verify: o.verify === true });
-    });
-
-const diff: DefineCommand = (cmd) =>
+const diff: DefineCommand<'diff'> = (cmd) =>
   cmd
     .argument('<name>', 'the session')
-    .option('--verify', 're-hash every file instead of trusting unchanged stat signatures')
-    .option('--patch', "print the changes as git's binary patch (made by git; git apply takes it)")
-    .option('--stat', "print git's diffstat of the changes")
     .addHelpText(
       'after',
       '\nLists add, delete, modify, mode and retype changes by relative path.\n--patch and --stat need git.\n\nExample:\n  pdb-env diff agent-a\n  pdb-env diff agent-a --patch > agent-a.patch',
@@ -268,12 +225,9 @@ const diff: DefineCommand = (cmd) =>
       emit(o.json === true, r, () => (r.changes.length ? r.changes.map((c) => `${c.kind.padEnd(6)} ${c.path}`).join('\n') : 'no changes'));
     });
 
-const publish: DefineCommand = (cmd) =>
+const publish: DefineCommand<'publish'> = (cmd) =>
   cmd
     .argument('<name>', 'the session whose last checkpoint is published')
-    .option('--env <env>', 'the environment (default: main)')
-    .option('--expect <digest>', 'the head you based your work on (required; a unique prefix of 7+ hex characters will do)')
-    .option('--rebase', "merge the checkpoint's changes onto DIGEST when it was built on an older head")
     .addHelpText(
       'after',
       `
@@ -297,17 +251,16 @@ Example:
       emit(o.json === true, r, () => `${r.env}: ${short(r.previous)} -> ${r.head}${r.rebased ? ' (rebased)' : ''}`);
     });
 
-const envs: DefineCommand = (cmd) =>
+const envs: DefineCommand<'envs'> = (cmd) =>
   cmd.action(async (_o, command) => {
     const o = command.optsWithGlobals();
     const list = await (await openService(o.store)).listEnvs();
     emit(o.json === true, { envs: list }, () => table([['ENV', 'HEAD'], ...list.map((e) => [e.name, e.head])]));
   });
 
-const discard: DefineCommand = (cmd) =>
+const discard: DefineCommand<'discard'> = (cmd) =>
   cmd
     .argument('<name>', 'the session')
-    .option('--force', 'stop what still runs in it first, and skip the lease check')
     .addHelpText(
       'after',
       `
@@ -325,4 +278,4 @@ Example:
       emit(o.json === true, r, () => (r.discarded ? `discarded ${r.session}` : `${r.session} was already gone`));
     });
 
-export const commands: Record<string, DefineCommand> = { create, run, enter, path, list, checkpoint, diff, publish, envs, discard };
+export const commands: CommandDefinitions<'sessions'> = { create, run, enter, path, list, diff, publish, envs, discard };

@@ -1,14 +1,13 @@
 import { readdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { PdbError } from '../../model/errors.js';
 import { ObjectStore, REPAIR_HINT } from '../../model/store/object-store.js';
 import { formatBytes } from '../../model/progress.js';
 import { SessionService, type Finding, type VerifyResult } from '../../sessions/service.js';
-import { resolveStoreDir } from '../../sessions/store-location.js';
+import { resolveStoreDir } from '../../sessions/records/store-location.js';
 import { emit, table } from '../output.js';
-import { openService, type DefineCommand } from '../context.js';
+import { openService, type CommandDefinitions, type DefineCommand } from '../context.js';
 
-const backends: DefineCommand = (cmd) =>
+const backends: DefineCommand<'backends'> = (cmd) =>
   cmd
     .addHelpText(
       'after',
@@ -24,7 +23,7 @@ securityIsolation: false.`,
       const { listBackends, probeBackend } = await import('../../backends/registry.js');
       const store = await ObjectStore.init(resolveStoreDir({ store: o.store, forCreate: true }));
       const svc = new SessionService(store);
-      const reports = await Promise.all(listBackends().map((b) => probeBackend(b, svc.backendContext(process.cwd()))));
+      const reports = await Promise.all((await listBackends()).map((b) => probeBackend(b, svc.backendContext(process.cwd()))));
       emit(
         o.json === true,
         { backends: reports },
@@ -41,7 +40,7 @@ securityIsolation: false.`,
       );
     });
 
-const doctor: DefineCommand = (cmd) =>
+const doctor: DefineCommand<'doctor'> = (cmd) =>
   cmd
     .addHelpText(
       'after',
@@ -50,10 +49,11 @@ Lists what a crash, a reboot or damage left: abandoned or bad journal intents,
 unfinished and damaged sessions, stale locks and temp files, live leases, and
 objects that are corrupt (quarantined by verify) or missing. What pdb-env gc fixes
 is marked "gc"; the rest says what to run. The last line says which scanner walks
-trees here: the native one (built by npm install where a C compiler is) or the
-JavaScript one (PDB_ENV_SCANNER=js forces it). The lines before it say whether
-commands and a plain checkpoint run their one-file bundles (made by npm run
-build) or the modules themselves (a bundle is absent or older than dist;
+trees here: the native one (prebuilt for this platform, or built from source by
+npm install where a C compiler is) or the JavaScript one (where neither loads, or
+PDB_ENV_SCANNER=js). The lines before it say whether
+commands and a plain checkpoint run their one-file bundles (made by the build)
+or the modules themselves (no bundle was built with this dist, or
 PDB_ENV_NO_BUNDLE=1), and whether overlay mounts and port probes are system
 calls of the native addon or mount(8), umount(8) and Node's servers
 (PDB_ENV_NATIVE_OS=off). Where no store is yet (no directory, or an empty one),
@@ -73,18 +73,17 @@ it says so and prints only those lines; a directory that is not a store is refus
       const findings = svc ? await svc.doctor() : [];
       const { scannerInfo } = await import('../../model/scan/scanner.js');
       const scanner = scannerInfo();
-      // bundle-state.cjs itself stays a module of dist/cli (scripts/build-bundles.mjs says why).
-      const { bundleState } = await import('../bundle-state.cjs');
-      const cliDir = fileURLToPath(new URL('../', import.meta.url));
-      const checkpointBundle = bundleState(cliDir, 'checkpoint');
-      const cliBundle = bundleState(cliDir, 'cli');
+      // bundle.cjs itself stays a module of dist/cli (scripts/build-bundles.mjs says why).
+      const { bundleState } = await import('../bundle.cjs');
+      const checkpointBundle = bundleState('checkpoint');
+      const cliBundle = bundleState('cli');
       const { nativeOs, loadNativeAddon } = await import('../../model/os/native.js');
       const native = nativeOs() !== null;
       const lines = [
         `commands: ${cliBundle.bundled ? 'bundle' : 'modules'} (${cliBundle.reason})`,
         `checkpoint: ${checkpointBundle.bundled ? 'bundle' : 'modules'} (${checkpointBundle.reason})`,
         `mounts and port probes: ${native ? 'system calls (native addon)' : `mount(8), umount(8) and net.Server (${process.env.PDB_ENV_NATIVE_OS === 'off' ? 'PDB_ENV_NATIVE_OS=off' : loadNativeAddon().reason})`}`,
-        `scanner: ${scanner.scanner} (${scanner.reason}${scanner.scanner === 'native' ? `, ${scanner.threads} lstat threads` : ''})`,
+        `scanner: ${scanner.scanner} (${scanner.scanner === 'native' ? `${scanner.reason}, ${scanner.threads} lstat threads` : scanner.reason === 'PDB_ENV_SCANNER=js' ? scanner.reason : `JavaScript fallback: ${scanner.reason}`})`,
       ];
       emit(
         o.json === true,
@@ -115,9 +114,8 @@ function doctorText(findings: Finding[]): string {
   return `${rows}${gcable}${repairs.length ? `\n\nto repair:\n${repairs.join('\n')}` : ''}`;
 }
 
-const gc: DefineCommand = (cmd, ctx) =>
+const gc: DefineCommand<'gc'> = (cmd, ctx) =>
   cmd
-    .option('--dry-run', 'list what would be done, change nothing')
     .addHelpText(
       'after',
       `
@@ -149,7 +147,7 @@ creates and checkpoints (or skips the sweep and says so). The quarantine is kept
       ctx.exitCode = r.failed.length > 0 ? 1 : 0;
     });
 
-const pin: DefineCommand = (cmd) =>
+const pin: DefineCommand<'pin'> = (cmd) =>
   cmd
     .argument('[digest]', 'a Snapshot, Changeset or file object in the store (without it: list the pins)')
     .addHelpText(
@@ -173,7 +171,7 @@ Example:
       emit(o.json === true, r, () => `pinned ${r.digest}`);
     });
 
-const unpin: DefineCommand = (cmd) =>
+const unpin: DefineCommand<'unpin'> = (cmd) =>
   cmd
     .argument('<digest>', 'a pinned digest')
     .addHelpText('after', '\nLets gc collect DIGEST again once nothing else reaches it. Exits 0 when it was not pinned.')
@@ -183,7 +181,7 @@ const unpin: DefineCommand = (cmd) =>
       emit(o.json === true, r, () => (r.wasPinned ? `unpinned ${r.digest}` : `${r.digest} was not pinned`));
     });
 
-const verify: DefineCommand = (cmd, ctx) =>
+const verify: DefineCommand<'verify'> = (cmd, ctx) =>
   cmd
     .addHelpText(
       'after',
@@ -210,4 +208,4 @@ function verifyText(r: VerifyResult): string {
   return out.join('\n');
 }
 
-export const commands: Record<string, DefineCommand> = { backends, doctor, gc, verify, pin, unpin };
+export const commands: CommandDefinitions<'store'> = { backends, doctor, gc, verify, pin, unpin };

@@ -10,7 +10,7 @@ import { planVarNames } from '../../harness/plan/plan-vars.js';
 import { WORKLOADS } from '../../workloads/registry.js';
 import type { Workload } from '../../workloads/types.js';
 import { emit } from '../output.js';
-import type { DefineCommand } from '../context.js';
+import type { CommandDefinitions, DefineCommand } from '../context.js';
 
 /** Plan fields that hold URL paths (an HTTP milestone, an HTTP change to observe), never file paths. */
 const URL_PATH_FIELD = /\/(?:http\/path|then\/httpChange)$/;
@@ -110,10 +110,9 @@ export function validateFile(file: string, forced?: SchemaName): FileReport {
   return { file, schema, valid: problems.length === 0, problems, warnings };
 }
 
-const validate: DefineCommand = (cmd, ctx) =>
+const validate: DefineCommand<'validate'> = (cmd, ctx) =>
   cmd
     .argument('<file...>', 'JSON documents to check')
-    .option('--schema <name>', `force the schema: ${SCHEMA_NAMES.join(' | ')}`)
     .addHelpText(
       'after',
       `
@@ -124,6 +123,8 @@ backend and workload registries exactly as bench checks it (workload names, each
 workload's parameters); a local path in a plan is a note, not an error (plans are not
 evidence), and its \${NAME} placeholders are listed. Every problem names the JSON
 pointer that failed. Exit status 1 when any file is invalid.
+
+Schemas: ${SCHEMA_NAMES.join(', ')}.
 
 Example:
   pdb-env validate receipts/*.json plans/default.json`,
@@ -160,4 +161,4 @@ Example:
       ctx.exitCode = reports.every((r) => r.valid) ? 0 : 1;
     });
 
-export const commands: Record<string, DefineCommand> = { validate };
+export const commands: CommandDefinitions<'validate'> = { validate };

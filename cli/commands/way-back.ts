@@ -1,16 +1,12 @@
 // The way back: export and apply carry a session's last checkpoint out of the store.
 import { PdbError } from '../../model/errors.js';
 import { emit } from '../output.js';
-import { openService, type DefineCommand } from '../context.js';
-import { createProgressReporter } from '../progress.js';
+import { openService, type CommandDefinitions, type DefineCommand } from '../context.js';
+import { createProgressReporter } from '../progress-line.js';
 
-const exportCmd: DefineCommand = (cmd) =>
+const exportCmd: DefineCommand<'export'> = (cmd) =>
   cmd
     .argument('<name>', 'the session whose last checkpoint is exported')
-    .option('--patch <file>', "write git's binary patch of the checkpoint's changes to FILE (atomically)")
-    .option('--git', 'make a commit of the checkpoint on a branch of the source repository (plumbing only)')
-    .option('--branch <branch>', 'with --git: the branch (default: pdb-env/NAME); it moves only forward')
-    .option('--message <message>', 'with --git: the commit message')
     .addHelpText(
       'after',
       `
@@ -53,10 +49,9 @@ Example:
       emit(o.json === true, r, () => `wrote ${r.changes} change(s) of ${r.session} to ${r.file} (${r.bytes} bytes)`);
     });
 
-const apply: DefineCommand = (cmd) =>
+const apply: DefineCommand<'apply'> = (cmd) =>
   cmd
     .argument('<name>', 'the session whose last checkpoint is applied')
-    .option('--to <dir>', 'the directory to write into (default: the source the session was imported from)')
     .addHelpText(
       'after',
       `
@@ -86,4 +81,4 @@ Example:
       );
     });
 
-export const commands: Record<string, DefineCommand> = { export: exportCmd, apply };
+export const commands: CommandDefinitions<'way-back'> = { export: exportCmd, apply };

@@ -1,8 +1,9 @@
-// What shell completion knows, read from the program itself: every command of COMMANDS (via the
-// context) with the options and arguments its own definition declares, so a new option completes
+// What shell completion knows, read from the program itself: every command of the table
+// (command-table.cts) with the options and arguments its definition declares, so a new option completes
 // without anyone editing the scripts. Each shell's script is rendered from this (bash.ts, zsh.ts, fish.ts).
 import type { Argument, Option } from '@commander-js/extra-typings';
-import { BACKEND_NAMES } from '../../backends/types.js';
+import { BACKEND_NAMES } from '../../backends/table.js';
+import { COMMANDS, commandRow, type CommandName } from '../command-table.cjs';
 import { commandStub, jsonOption, rootCommand, storeOption, type CliContext } from '../context.js';
 
 /** What a word completes to: names looked up at completion time, fixed lists, paths, or nothing. */
@@ -72,17 +73,17 @@ function operandKind(command: string, a: Argument): ValueKind {
 export async function completionSpec(ctx: CliContext): Promise<CompletionSpec> {
   const root = rootCommand('0');
   const commands: CommandSpec[] = [];
-  for (const entry of ctx.commands ?? []) {
-    if (entry.hidden) continue;
-    const cmd = commandStub(root, entry.name, entry.summary);
-    const define = (await entry.load()).commands[entry.name];
-    define?.(cmd, { ...ctx });
+  for (const name of Object.keys(COMMANDS) as CommandName[]) {
+    const row = commandRow(name)!;
+    if (row.hidden) continue;
+    const cmd = commandStub(root, name, row.summary);
+    await ctx.define?.(cmd, name);
     const args = cmd.registeredArguments;
     commands.push({
-      name: entry.name,
-      summary: plain(entry.summary),
+      name,
+      summary: plain(row.summary),
       options: cmd.options.filter((o) => !o.hidden).map(optionSpec),
-      operands: args.map((a) => operandKind(entry.name, a)),
+      operands: args.map((a) => operandKind(name, a)),
       variadic: args.at(-1)?.variadic ?? false,
     });
   }

@@ -10,7 +10,7 @@ import type { Digest } from '../../model/canonical-json.js';
 import { toPdbError, type PdbErrorCode } from '../../model/errors.js';
 import type { Entry } from '../../model/snapshot.js';
 import type { Fixture, ProcessOptions, ProcessRunner, SessionHandle, StepContext, Workload } from '../../workloads/types.js';
-import { cleanupCheck, createdTreeCheck, verifyCase, type BaseInfo, type CheckEnv, type SiblingInfo } from './checks.js';
+import { cleanupCheck, createdTreeCheck, verifyCase, type BaseInfo, type CheckEnv, type SiblingInfo } from './case-checks.js';
 import { CaseAborted, createPhaseTimer, diskGrowth, freeBytesAfterSync, mountsUnder, type PhaseTimer } from './measure.js';
 import { createCaseRunner, findCaseProcesses, killCaseProcesses, newCaseToken, type CaseProcessRegistry } from './processes.js';
 import { classifyCase, notJudgedReason } from './outcome.js';
@@ -21,7 +21,7 @@ import type { AgentRecord, CaseRecord, CheckRecord, FailureRecord, FixtureRecord
 import type { ScheduledCase } from '../plan/scheduler.js';
 
 export interface CaseEnv extends CheckEnv {
-  /** The built CLI (dist/cli/bin.js), for `pdb-env run` re-entry. */
+  /** The built CLI (model/paths.ts cliEntry()), for `pdb-env run` re-entry. */
   cliPath: string;
   proc: ProcessRunner;
   sharedDir: string;

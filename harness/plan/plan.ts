@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { loadBackendModule, moduleBackend } from '../../backends/module.js';
-import { BACKEND_NAMES, TEST_BACKEND_NAMES, type AnyBackendName } from '../../backends/types.js';
+import { BACKEND_NAMES, TEST_BACKEND_NAMES, type AnyBackendName } from '../../backends/table.js';
 import { canonicalBytes, type Digest } from '../../model/canonical-json.js';
 import { PdbError, osErrorCode } from '../../model/errors.js';
 import { assertSchema } from '../../model/schemas.js';

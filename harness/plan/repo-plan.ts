@@ -6,8 +6,8 @@ import { randomInt } from 'node:crypto';
 import { mkdtempSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { getBackend, probeBackend } from '../../backends/registry.js';
-import { BACKEND_NAMES } from '../../backends/types.js';
+import { assertBackendName, getBackend, probeBackend } from '../../backends/registry.js';
+import { BACKEND_NAMES } from '../../backends/table.js';
 import { PdbError } from '../../model/errors.js';
 import { SessionService } from '../../sessions/service.js';
 import { sourceLabel } from '../../workloads/repo/repo.js';
@@ -90,7 +90,7 @@ export function parseBackendList(text: string): string[] {
     .map((s) => s.trim())
     .filter(Boolean);
   if (names.length === 0) throw new PdbError('E_USAGE', '--backends needs at least one backend name');
-  for (const n of names) getBackend(n); // E_BACKEND_UNKNOWN with the known names
+  for (const n of names) assertBackendName(n); // E_BACKEND_UNKNOWN with the known names
   return [...new Set(names)];
 }
 
@@ -113,7 +113,7 @@ export async function runnableBackends(
   try {
     const svc = await SessionService.open(dir, { create: true });
     for (const name of BACKEND_NAMES) {
-      const r = await probeBackend(getBackend(name), svc.backendContext(resolve(sourceDir)));
+      const r = await probeBackend(await getBackend(name), svc.backendContext(resolve(sourceDir)));
       if (r.available) available.push(name);
       else unavailable.push({ name, reason: r.reason });
     }

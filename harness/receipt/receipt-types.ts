@@ -5,6 +5,11 @@
 // reports still read but never count as gate evidence.
 import type { Digest } from '../../model/canonical-json.js';
 import type { MismatchCounts } from '../../model/snapshot.js';
+import type { AgentRecord } from '../../workloads/types.js';
+
+// A real agent's run is recorded by the workload that ran it (StepContext.recordAgent), so its record
+// is defined there, one layer down, and is part of this contract from there.
+export type { AgentFailureClass, AgentRecord } from '../../workloads/types.js';
 
 export const RECEIPT_SCHEMA_VERSION = 3 as const;
 /** Version 2 receipts (read-only) were written before the oracle hashed both trees it compares. */
@@ -247,47 +252,6 @@ export interface CaseRecord {
   projection?: ProjectionRecord | null;
   /** The real agent CLIs the case ran against the scripted model, one per session; absent for other workloads. */
   agents?: AgentRecord[];
-}
-
-/** How a real agent's run failed, kept apart from filesystem mismatches (which the case's checks report). */
-export type AgentFailureClass =
-  'none' | 'agent-crash' | 'protocol-mismatch' | 'step-failure' | 'incomplete' | 'timeout' | 'not-installed' | 'harness';
-
-export interface AgentRecord {
-  /** The agent's session: a (the case session, judged by the oracle) or b (its peer). */
-  role: string;
-  /** The agent as pdb-env agent run names it (codex, claude, codex-acp, claude-acp). */
-  agent: string;
-  /** The product (codex-cli, claude-code, codex-acp, claude-agent-acp). */
-  product: string;
-  /** The exact version that ran (the pinned one). */
-  version: string;
-  /** How pdb-env reached it: a command through pdb-env run, or ACP with pdb-env as the client. */
-  boundary: 'command' | 'acp';
-  /** The model wire protocol it spoke (responses, messages, chat). */
-  protocol: string;
-  /** Always scripted: pdb-env's model server played a cassette; nothing here is evidence about a model. */
-  model: 'scripted';
-  /** The cassette's name in the workload. */
-  cassette: string;
-  /** sha256 of the cassette's canonical JSON. */
-  cassetteDigest: string;
-  /** Model turns the scripted server answered. */
-  turns: number;
-  /** Steps in the cassette. */
-  steps: number;
-  /** Steps done, their tool results checked. */
-  stepsDone: number;
-  /** loopback-only (a network namespace with only lo), or not-enforced (the agent shared the host network). */
-  network: 'loopback-only' | 'not-enforced';
-  /** Requests the workspace policy refused (E_POLICY_DENIED). */
-  policyDenials: number;
-  /** ok, or the failure's code (E_AGENT_CRASHED, E_MODEL_PROTOCOL, E_AGENT_STEP_FAILED, ...). */
-  outcome: string;
-  /** The failure's class: none, agent-crash, protocol-mismatch (the server could not map a request), step-failure, incomplete, timeout, not-installed, harness. */
-  failureClass: AgentFailureClass;
-  /** Wall time of the agent's run in milliseconds. */
-  durationMs: number;
 }
 
 export interface BlockRecord {

@@ -1,28 +1,53 @@
-// pdb-env's native addon (native/, an N-API addon in C that npm install builds where a compiler
-// is), loaded in one place: the scanner's walk and Snapshot writer (model/scan/scanner.ts) and the
-// system calls of native/os.c (mount, umount, the port probe), each with the program or the Node
-// API it replaces as the fallback where the addon is not built.
-import { existsSync } from 'node:fs';
+// pdb-env's native addon (native/, an N-API addon in C, shipped prebuilt for linux-x64 and
+// linux-arm64 and built by npm install where none fits and a C compiler is), loaded in one place:
+// the scanner's walk and Snapshot writer (model/scan/scanner.ts) and the system calls of
+// native/os.c (mount, umount, the port probe), each with the program or the Node API it replaces
+// as the fallback where no addon loads. Which file is tried first: native-addon-file.cts.
 import { createRequire } from 'node:module';
 import { constants } from 'node:os';
-import { packageFile } from '../paths.js';
+import { packageFile, packageRoot } from '../paths.js';
+import { nativeAddonFiles, nativeAddonPath as addonPathUnder, nativeDir, nativeTarget, type AddonKind } from './native-addon-file.cjs';
 
-/** Where node-gyp puts the addon (scripts/build-native.mjs builds it at npm install). */
+/** Where node-gyp puts the addon it builds from source (scripts/build-native.mjs, the install script). */
 export const NATIVE_ADDON = packageFile('native', 'build', 'Release', 'pdb_scan.node');
 
-let addonLoad: { addon: unknown; reason: string } | null = null;
+/** The addon file that would be loaded here (a build from source, else this platform's prebuilt), or null: for anyone who require()s it by path. */
+export function nativeAddonPath(): string | null {
+  return addonPathUnder(packageRoot());
+}
+
+export interface NativeAddonLoad {
+  addon: unknown;
+  /** Which file loaded (prebuilt for linux-x64, or built from source) and its version; or why none did. */
+  reason: string;
+  /** How the loaded file came to be; null when none loaded. */
+  kind: AddonKind | null;
+  path: string | null;
+}
+
+let addonLoad: NativeAddonLoad | null = null;
 
 /** The addon (loaded once), or null and why not. */
-export function loadNativeAddon(): { addon: unknown; reason: string } {
+export function loadNativeAddon(): NativeAddonLoad {
   if (addonLoad) return addonLoad;
-  if (!existsSync(NATIVE_ADDON))
-    return (addonLoad = { addon: null, reason: 'the native addon is not built (npm install builds it where a C compiler is)' });
-  try {
-    const addon = createRequire(import.meta.url)(NATIVE_ADDON) as { version: string };
-    return (addonLoad = { addon, reason: `native addon version ${addon.version}` });
-  } catch (err) {
-    return (addonLoad = { addon: null, reason: `the native addon did not load: ${(err as Error).message.split('\n')[0]}` });
+  const { files, missing } = nativeAddonFiles(nativeDir(packageRoot()));
+  const why: string[] = [];
+  for (const f of files) {
+    const what = f.kind === 'prebuilt' ? `prebuilt for ${nativeTarget()}` : 'built from source';
+    if (f.refused) {
+      why.push(f.refused);
+      continue;
+    }
+    try {
+      const addon = createRequire(import.meta.url)(f.path) as { version: string };
+      return (addonLoad = { addon, reason: `${what}, native addon version ${addon.version}`, kind: f.kind, path: f.path });
+    } catch (err) {
+      // An older glibc than the prebuilt's, say ("version `GLIBC_2.34' not found"): the next file, or the fallback.
+      why.push(`the addon ${what} did not load: ${(err as Error).message.split('\n')[0]}`);
+    }
   }
+  if (missing) why.push(missing);
+  return (addonLoad = { addon: null, reason: why.join('; '), kind: null, path: null });
 }
 
 /** The system calls of native/os.c. Each returns 0 or an errno (portsFree: 1, 0 or a negative errno per port). */

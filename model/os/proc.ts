@@ -108,15 +108,14 @@ export function readProcCwd(pid: number, procRoot = '/proc'): string | null {
   return readOr(() => readlinkSync(join(procRoot, String(pid), 'cwd')));
 }
 
-/** This process and its ancestors, up to pid 1 (the callers of a hook, which may sit in the directory it removes). */
-export function selfAndAncestors(procRoot = '/proc'): Set<number> {
+/**
+ * The pids above `pid` up to init (its parent, the parent's parent, ...), from their stat lines
+ * alone: a checkpoint's callers (the run it is inside), a hook's (which may sit in the directory
+ * it removes).
+ */
+export function ancestorPids(pid: number, procRoot = '/proc'): Set<number> {
   const out = new Set<number>();
-  for (let pid = process.pid; pid > 1 && !out.has(pid);) {
-    out.add(pid);
-    const st = readProcStat(pid, procRoot);
-    if (!st) break;
-    pid = st.ppid;
-  }
+  for (let p = readProcStat(pid, procRoot)?.ppid; p && p > 1 && !out.has(p); p = readProcStat(p, procRoot)?.ppid) out.add(p);
   return out;
 }
 

@@ -2,9 +2,9 @@
 // and the fastest correct one, with its ratio and CI), then what the evidence may and may not be
 // used for (receipts that are not gate evidence, and why), then the policy verdict.
 import type { Block } from './block.js';
-import { fmtRatio as r3 } from '../format.js';
-import type { GateResult, Policy } from '../gate/policy.js';
-import { MIN_BLOCKS_TO_TELL, type Answer, type ReportData, type Testbed } from '../report-data.js';
+import { fmtRatio as r3 } from '../analysis/format.js';
+import type { GateResult, Policy } from '../gate/gate-policy.js';
+import { MIN_BLOCKS_TO_TELL, type Answer, type ReportData, type Testbed } from '../analysis/report-data.js';
 
 function testbedTitle(t: Testbed): string {
   const load = t.loadAverages.length ? `; load at the start of its runs ${t.loadAverages.map((l) => l[0]!.toFixed(2)).join(', ')}` : '';

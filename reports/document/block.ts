@@ -1,6 +1,6 @@
 // The neutral document the report is built as: headings, paragraphs, tables and charts, printed
 // by the Markdown and HTML renderers alike.
-import type { Verdict } from '../gate/policy.js';
+import type { Verdict } from '../gate/gate-policy.js';
 
 export type Block =
   | { kind: 'heading'; level: 1 | 2 | 3; text: string }

@@ -1,12 +1,12 @@
 // Report numbers -> a neutral document (headings, paragraphs, tables, charts), which the Markdown
 // and HTML renderers print. Both outputs therefore show the same numbers in the same order: the
-// answer first (document-answer.ts), then the policy verdict, then the detail behind both.
+// answer first (answer.ts), then the policy verdict, then the detail behind both.
 import { answerBlocks, decisionBlocks, evidenceNote } from './answer.js';
-import type { Comparison, PhaseCell, RateRow, ReportData } from '../report-data.js';
-import type { GateResult, Policy } from '../gate/policy.js';
-import { distributionChart, ratioChart } from '../svg.js';
+import type { Comparison, PhaseCell, RateRow, ReportData } from '../analysis/report-data.js';
+import type { GateResult, Policy } from '../gate/gate-policy.js';
+import { distributionChart, ratioChart } from './svg.js';
 import type { Block } from './block.js';
-import { fmtMs, fmtP, fmtPct, fmtRatio } from '../format.js';
+import { fmtMs, fmtP, fmtPct, fmtRatio } from '../analysis/format.js';
 
 export type { Block } from './block.js';
 

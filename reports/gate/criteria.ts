@@ -1,13 +1,13 @@
 // The gate's criteria, each a function that adds its findings (met, hold or reject) in a fixed
 // order: hosts, blocks, diversity, fixtures, correctness, clone behaviour; the speed criteria
-// (blocks, speed-up, slowdown and slack, fixture by fixture) are in gate-speed.ts.
-import { fmtPct as pct } from '../format.js';
-import type { FindingStatus, Policy } from './policy.js';
-import type { ReportCase as CaseRecord, ReportReceipt as Receipt } from '../receipts.js';
-import { rateRows } from '../comparisons.js';
-import { CLONE_FAILURE_CODES, type ReportData, type Testbed } from '../report-data.js';
-import type { RateBound } from '../statistics.js';
-import { matchesFixture } from './policy.js';
+// (blocks, speed-up, slowdown and slack, fixture by fixture) are in speed.ts.
+import { fmtPct as pct } from '../analysis/format.js';
+import type { FindingStatus, Policy } from './gate-policy.js';
+import type { ReportCase as CaseRecord, ReportReceipt as Receipt } from '../receipts/receipts.js';
+import { rateRows } from '../analysis/comparisons.js';
+import { CLONE_FAILURE_CODES, type ReportData, type Testbed } from '../analysis/report-data.js';
+import type { RateBound } from '../analysis/statistics.js';
+import { matchesFixture } from './gate-policy.js';
 
 /** What every criterion reads, and where it adds its findings. */
 export interface GateContext {

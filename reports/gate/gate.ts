@@ -1,15 +1,15 @@
 // Policy -> verdict. A pure function of receipts and a policy: PROMOTE when every criterion is met,
 // REJECT when the evidence shows a defect (mismatch, regression, silent copy, untyped failure),
 // HOLD otherwise, naming every missing item. Every criterion is listed, met or not; the criteria
-// themselves are in gate-criteria.ts, in the order the findings are listed.
+// themselves are in criteria.ts, in the order the findings are listed.
 import type { AnyReceipt } from '../../harness/receipt/receipt-types.js';
-import { analyzeReceipts } from '../analyze.js';
+import { analyzeReceipts } from '../analysis/analyze.js';
 import { cloneFindings, correctnessFindings, countedTestbeds, diversityFindings, fixtureFindings, type GateContext } from './criteria.js';
 import { blockFindings, speedupFindings } from './speed.js';
-import { readReceipt, type ReportReceipt } from '../receipts.js';
-import type { ReportData } from '../report-data.js';
-import { isSyntheticReceipt, labelTestbeds } from '../testbeds.js';
-import type { Finding, GateResult, Policy, Verdict } from './policy.js';
+import { readReceipt, type ReportReceipt } from '../receipts/receipts.js';
+import type { ReportData } from '../analysis/report-data.js';
+import { isSyntheticReceipt, labelTestbeds } from '../analysis/testbeds.js';
+import type { Finding, GateResult, Policy, Verdict } from './gate-policy.js';
 
 /**
  * Evaluate `policy` against receipts. The numbers come from the same analysis as the report

@@ -3,9 +3,9 @@
 // a tiny one (fixtures.slack), where a ratio of milliseconds means nothing, may be at most
 // slack.maxSlowerMs slower than the baseline. Blocks are counted per fixture, never pooled.
 import type { GateContext } from './criteria.js';
-import { matchesFixture } from './policy.js';
-import { fmtRatio } from '../format.js';
-import type { Comparison, Testbed } from '../report-data.js';
+import { matchesFixture } from './gate-policy.js';
+import { fmtRatio } from '../analysis/format.js';
+import type { Comparison, Testbed } from '../analysis/report-data.js';
 
 export type SpeedRule = 'ratio' | 'slack';
 

@@ -6,13 +6,13 @@ import { isPdbError } from '../../model/errors.js';
 import { REPAIR_HINT } from '../../model/store/object-store.js';
 import { parseTempName, tempOwnerAlive } from '../../model/os/temp-name.js';
 import { isProcessAlive } from '../../model/os/proc.js';
-import { envHead, headRepair, snapshotProblem } from '../environments.js';
+import { envHead, headRepair, snapshotProblem } from '../records/environments.js';
 import { checkReachable } from './integrity.js';
-import type { Intent } from '../journal.js';
+import type { Intent } from '../records/journal.js';
 import { GARBAGE_GRACE_MS, inspectLock } from '../locks/lock.js';
 import { objectLeaseDir } from '../locks/object-lease.js';
-import { readSession, recordFile, recoverHint, type StoreContext } from '../records.js';
-import { SESSION_NAME_PATTERN } from '../names.js';
+import { readSession, recordFile, recoverHint, type StoreContext } from '../records/session-record.js';
+import { SESSION_NAME_PATTERN } from '../records/names.js';
 
 export type FindingKind =
   | 'abandoned-intent'

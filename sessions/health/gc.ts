@@ -10,16 +10,24 @@
 // journal for doctor.
 import { lstat, mkdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import { sessionBackend } from '../backend-of.js';
+import { sessionBackend } from '../lifecycle/backend-of.js';
 import { isPdbError, toPdbError, type PdbErrorCode } from '../../model/errors.js';
 import { tempName } from '../../model/store/object-store.js';
 import { formatBytes } from '../../model/progress.js';
 import { removeTree } from '../../model/os/remove-tree.js';
 import { doctor, type Finding } from './doctor.js';
-import type { Intent } from '../journal.js';
+import type { Intent } from '../records/journal.js';
 import { tryAcquireLease } from '../locks/lease.js';
 import { breakStale, inspectLock } from '../locks/lock.js';
-import { backendContext, readSession, recordFile, recoverHint, sessionDir, type SessionRecord, type StoreContext } from '../records.js';
+import {
+  backendContext,
+  readSession,
+  recordFile,
+  recoverHint,
+  sessionDir,
+  type SessionRecord,
+  type StoreContext,
+} from '../records/session-record.js';
 import { removeEntry } from '../locks/safe-fs.js';
 import { withStoreLock } from '../locks/store-lock.js';
 import { sweep } from './sweep.js';

@@ -7,9 +7,9 @@ import { isDigest, type Digest } from '../../model/canonical-json.js';
 import { isPdbError } from '../../model/errors.js';
 import type { ObjectStore } from '../../model/store/object-store.js';
 import type { Change, Changeset, Entry, Snapshot } from '../../model/snapshot.js';
-import type { StoreContext } from '../records.js';
-import { envHead, snapshotProblem } from '../environments.js';
-import { SESSION_NAME_PATTERN } from '../names.js';
+import type { StoreContext } from '../records/session-record.js';
+import { envHead, snapshotProblem } from '../records/environments.js';
+import { SESSION_NAME_PATTERN } from '../records/names.js';
 import { collectRoots, type Root } from './roots.js';
 
 /** An object the store needs but does not have (or has with wrong bytes), and who needs it. */

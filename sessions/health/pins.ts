@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { isDigest, type Digest } from '../../model/canonical-json.js';
 import { PdbError, osErrorCode, toPdbError } from '../../model/errors.js';
 import { REPAIR_HINT, writeFileAtomic, type ObjectStore } from '../../model/store/object-store.js';
-import { resolveDigestArg } from '../digests.js';
+import { resolveDigestArg } from '../records/digests.js';
 
 function pinsDir(store: ObjectStore): string {
   return join(store.paths.root, 'pins');

@@ -16,10 +16,10 @@ import { join } from 'node:path';
 import { isDigest, type Digest } from '../../model/canonical-json.js';
 import { isPdbError } from '../../model/errors.js';
 import { readTreeIndex } from '../../model/scan/tree-index.js';
-import { envFile, envHead, historyFile } from '../environments.js';
+import { envFile, envHead, historyFile } from '../records/environments.js';
 import { listPins } from './pins.js';
-import { readCheckpointLog, readSession, type StoreContext } from '../records.js';
-import { SESSION_NAME_PATTERN } from '../names.js';
+import { readCheckpointLog, readSession, type StoreContext } from '../records/session-record.js';
+import { SESSION_NAME_PATTERN } from '../records/names.js';
 
 export interface Root {
   digest: Digest;

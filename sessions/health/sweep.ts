@@ -16,7 +16,7 @@ import { removeTree } from '../../model/os/remove-tree.js';
 import { checkReachable } from './integrity.js';
 import { SHORT_LOCK_WAIT_MS } from '../locks/lock.js';
 import { trySweepLease } from '../locks/object-lease.js';
-import type { StoreContext } from '../records.js';
+import type { StoreContext } from '../records/session-record.js';
 import { collectRoots } from './roots.js';
 
 export interface SweepResult {

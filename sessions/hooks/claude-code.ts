@@ -10,12 +10,13 @@
 // the last component of `worktree_path`, else `session_id`.
 import { realpathSync } from 'node:fs';
 import { basename, isAbsolute, join, relative, sep } from 'node:path';
+import { hookOrder } from '../../backends/table.js';
 import { PdbError, isPdbError } from '../../model/errors.js';
-import { processesInDir, selfAndAncestors } from '../../model/os/proc.js';
+import { ancestorPids, processesInDir } from '../../model/os/proc.js';
 import { SOURCE_CONFIG, readSourceConfig } from '../../model/scan/scan.js';
-import { SESSION_NAME_PATTERN } from '../names.js';
+import { SESSION_NAME_PATTERN } from '../records/names.js';
 import { SessionService } from '../service.js';
-import { findEnclosingStore, findProjectRoot, resolveStoreDir } from '../store-location.js';
+import { findEnclosingStore, findProjectRoot, resolveStoreDir } from '../records/store-location.js';
 
 export const HOOK_EVENTS = ['WorktreeCreate', 'WorktreeRemove'] as const;
 export type HookEvent = (typeof HOOK_EVENTS)[number];
@@ -26,13 +27,8 @@ export interface HookInput {
   raw: Record<string, unknown>;
 }
 
-/**
- * Backends the hook picks by itself, best first: those whose session is an ordinary directory that
- * stays valid across a reboot. overlay (a mount that `pdb-env path` re-mounts, which Claude Code
- * never calls), git-worktree (tracked files only) and the experimental ones are taken only when
- * pdb-env.json names them.
- */
-export const HOOK_BACKEND_ORDER = ['btrfs-snapshot', 'reflink', 'full-copy'] as const;
+/** Backends the hook picks by itself, best first: the table's `hookRank` (backends/table.ts says which and why). */
+export const HOOK_BACKEND_ORDER = hookOrder();
 
 const bad = (message: string, hint?: string) =>
   new PdbError('E_HOOK_INPUT', message, {
@@ -197,7 +193,7 @@ export async function hookRemove(input: HookInput, o: HookOptions): Promise<Hook
   const at = sessionAt(absolutePath(input.raw, 'worktree_path'), o.store);
   const svc = await SessionService.open(at.store);
   // Claude Code (and this hook, its child) may sit in the directory: they are the caller, not live work.
-  const live = processesInDir(at.root, selfAndAncestors());
+  const live = processesInDir(at.root, ancestorPids(process.pid).add(process.pid));
   if (live.length)
     throw new PdbError(
       'E_SESSION_BUSY',

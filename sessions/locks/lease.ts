@@ -1,7 +1,10 @@
 import { randomHex } from '../../model/os/hash.js';
 import { lstatSync, readdirSync } from 'node:fs';
+import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { PdbError } from '../../model/errors.js';
+import { isProcessAlive } from '../../model/os/proc.js';
 import { breakStale, inspectLock, tryLock, type HeldLock, type LockOwner } from './lock.js';
 import { ensureRealDir } from './safe-fs.js';
 
@@ -122,6 +125,12 @@ export async function tryAcquireLease(
   return { lease: { kind, release: () => lock.release() } };
 }
 
+function gone(session: string): PdbError {
+  return new PdbError('E_SESSION_NOT_FOUND', `session "${session}" is gone (discarded meanwhile)`, {
+    hint: 'pdb-env list shows the sessions.',
+  });
+}
+
 export async function acquireLease(
   leaseDir: string,
   session: string,
@@ -131,9 +140,33 @@ export async function acquireLease(
 ): Promise<Lease> {
   const r = await tryAcquireLease(leaseDir, kind, purpose, tolerate);
   if (r.lease) return r.lease;
-  if (r.gone)
-    throw new PdbError('E_SESSION_NOT_FOUND', `session "${session}" is gone (discarded meanwhile)`, {
-      hint: 'pdb-env list shows the sessions.',
-    });
+  if (r.gone) throw gone(session);
   throw busy(session, r.kind, r.holder, purpose);
+}
+
+/** How long a discard waits for a live peer that is discarding the same session (a large tree takes a while). */
+export const DISCARD_PEER_WAIT_MS = 120_000;
+
+/**
+ * The exclusive lease of a discard of the session in `dir`: it waits out a live peer discarding
+ * the same session (bounded), so parallel discards all succeed; E_SESSION_NOT_FOUND when the
+ * session went away meanwhile (a peer removed it), E_LEASE_BUSY for any other holder.
+ */
+export async function acquireDiscardLease(dir: string, session: string): Promise<Lease> {
+  const deadline = Date.now() + DISCARD_PEER_WAIT_MS;
+  for (let pause = 10; ; pause = Math.min(pause * 2, 200)) {
+    const r = await tryAcquireLease(join(dir, 'lease'), 'exclusive', 'discard');
+    if (r.lease) return r.lease;
+    if (r.gone || !(await lstat(dir).catch(() => null))) throw gone(session);
+    const peerDiscards = r.holder?.purpose === 'discard' && isProcessAlive(r.holder.pid, r.holder.pidStart);
+    if (!peerDiscards || Date.now() > deadline) {
+      const who = r.holder
+        ? `process ${r.holder.pid} holds a ${r.kind} lease for ${r.holder.purpose}`
+        : `another process is taking a lease`;
+      throw new PdbError('E_LEASE_BUSY', `session "${session}" is busy: ${who}; discard was refused`, {
+        hint: r.kind === 'writer' ? 'Wait for the running command to finish, or pdb-env discard --force.' : 'Wait for it to finish.',
+      });
+    }
+    await sleep(pause);
+  }
 }

@@ -26,15 +26,14 @@ async function leaseDir(store: ObjectStore): Promise<string> {
   return dir;
 }
 
-/** Run `fn` as an object writer; waits out a sweep in progress (bounded), then E_LEASE_BUSY. */
-export async function withObjectWrites<T>(store: ObjectStore, purpose: string, fn: () => Promise<T>, waitMs = SWEEP_WAIT_MS): Promise<T> {
+/** The object writer lease (sessions/locks/operation.ts holds it); waits out a sweep in progress (bounded), then E_LEASE_BUSY. */
+export async function acquireObjectLease(store: ObjectStore, purpose: string, waitMs = SWEEP_WAIT_MS): Promise<Lease> {
   const dir = await leaseDir(store);
   const deadline = Date.now() + waitMs;
-  let lease: Lease | null = null;
-  for (let pause = 5; lease === null; pause = Math.min(pause * 2, 250)) {
+  for (let pause = 5; ; pause = Math.min(pause * 2, 250)) {
     const r = await tryAcquireLease(dir, 'writer', purpose);
-    if (r.lease) lease = r.lease;
-    else if (r.gone) await ensureRealDir(dir);
+    if (r.lease) return r.lease;
+    if (r.gone) await ensureRealDir(dir);
     else if (Date.now() > deadline)
       throw new PdbError(
         'E_LEASE_BUSY',
@@ -44,11 +43,6 @@ export async function withObjectWrites<T>(store: ObjectStore, purpose: string, f
         },
       );
     else await sleep(pause);
-  }
-  try {
-    return await fn();
-  } finally {
-    await lease.release();
   }
 }
 

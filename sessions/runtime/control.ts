@@ -1,7 +1,7 @@
 // ps and stop over a session's tracked processes, and the busy check discard makes.
 import { PdbError } from '../../model/errors.js';
 import type { ObjectStore } from '../../model/store/object-store.js';
-import { assertSessionName } from '../names.js';
+import { assertSessionName } from '../records/names.js';
 import { listeningPorts, startedAtMs } from './proc.js';
 import { describe, forgetEnded, runnerAlive, stopTracked, trackedProcesses, type TrackMode } from './processes.js';
 

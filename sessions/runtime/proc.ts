@@ -97,10 +97,3 @@ export function listeningPorts(pids: readonly number[], procRoot = '/proc'): Map
   }
   return out;
 }
-
-/** The pids above `pid` up to init (its parent, the parent's parent, ...). */
-export function ancestorPids(pid: number, procRoot = '/proc'): Set<number> {
-  const out = new Set<number>();
-  for (let p = readProc(pid, procRoot)?.ppid; p && p > 1 && !out.has(p); p = readProc(p, procRoot)?.ppid) out.add(p);
-  return out;
-}

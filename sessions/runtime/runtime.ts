@@ -7,8 +7,8 @@ import { lstat, mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PdbError, osErrorCode, toPdbError } from '../../model/errors.js';
 import { writeFileAtomic, type ObjectStore } from '../../model/store/object-store.js';
-import { sessionDamaged, sessionDir, sessionRoot } from '../records.js';
-import { SESSION_NAME_PATTERN } from '../names.js';
+import { sessionDamaged, sessionDir, sessionRoot } from '../records/session-record.js';
+import { SESSION_NAME_PATTERN } from '../records/names.js';
 import { withStoreLock } from '../locks/store-lock.js';
 import { allocatePortBlock, portConfig, type PortProbe } from './ports.js';
 

@@ -14,7 +14,7 @@ import { diffEntries, type Change, type Entry, type Snapshot } from '../../model
 import type { ProgressFn } from '../../model/progress.js';
 import { blobCounter, git, gitCode, updateIndex, writeBlobs } from './git-plumbing.js';
 import { lastCheckpointChanges } from './patch.js';
-import { readSession, type StoreContext } from '../records.js';
+import { readSession, type StoreContext } from '../records/session-record.js';
 
 export interface ExportGitResult {
   session: string;

@@ -11,8 +11,9 @@ import { randomHex } from '../../model/os/hash.js';
 import type { Change, Changeset, Entry } from '../../model/snapshot.js';
 import type { ProgressFn } from '../../model/progress.js';
 import { blobCounter, git, treeOf, withTempRepo } from './git-plumbing.js';
-import type { Intent } from '../journal.js';
-import { readSession, type StoreContext } from '../records.js';
+import { openOperation } from '../locks/operation.js';
+import type { Intent } from '../records/journal.js';
+import { readSession, type StoreContext } from '../records/session-record.js';
 
 export type PatchFormat = 'patch' | 'stat';
 
@@ -61,7 +62,7 @@ const BESIDE = /^\..+\.pdb-[0-9a-f]{8}$/;
  */
 export async function writeBeside(ctx: StoreContext, file: string, bytes: Buffer): Promise<void> {
   const tmp = join(dirname(file), `.${basename(file)}.pdb-${randomHex(4)}`);
-  const intent = await ctx.journal.begin('export', { detail: { temp: tmp } });
+  const op = await openOperation(ctx, { intent: { op: 'export', detail: { temp: tmp } } });
   try {
     await writeFile(tmp, bytes, { flag: 'wx' });
     await rename(tmp, file);
@@ -69,7 +70,7 @@ export async function writeBeside(ctx: StoreContext, file: string, bytes: Buffer
     await rm(tmp, { force: true }).catch(() => undefined); // rollback of our own temporary file
     throw toPdbError(err, 'E_IO', { action: 'writing the patch', path: file, filesystem: mountContaining(dirname(file))?.mountPoint });
   } finally {
-    await ctx.journal.end(intent);
+    await op.finish();
   }
 }
 

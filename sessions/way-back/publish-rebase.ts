@@ -6,8 +6,8 @@
 import type { Digest } from '../../model/canonical-json.js';
 import { PdbError } from '../../model/errors.js';
 import { SNAPSHOT_VERSION, createChangeset, diffEntries, entryKey, sortEntries, type Entry, type Snapshot } from '../../model/snapshot.js';
-import { withObjectWrites } from '../locks/object-lease.js';
-import { appendCheckpointLog, readSession, writeSession, type StoreContext } from '../records.js';
+import { openOperation } from '../locks/operation.js';
+import { appendCheckpointLog, readSession, writeSession, type StoreContext } from '../records/session-record.js';
 
 export interface MergeResult {
   entries: Entry[];
@@ -83,7 +83,8 @@ export async function rebaseCheckpoint(
         hint: `Nothing was published. Start a session from the new head (pdb-env create NAME --env ${env}), redo the change there, checkpoint and publish it with --expect ${head}.`,
       },
     );
-  return withObjectWrites(ctx.store, `publish --rebase ${name}`, async () => {
+  const op = await openOperation(ctx, { objects: `publish --rebase ${name}` });
+  try {
     const result: Snapshot = { version: SNAPSHOT_VERSION, base: head, excludes: ours.excludes, entries };
     const snapshot = await ctx.store.putSnapshot(result);
     const changeset = await ctx.store.putDocument(createChangeset(head, snapshot, diffEntries(theirs.entries, entries)));
@@ -92,5 +93,7 @@ export async function rebaseCheckpoint(
     await appendCheckpointLog(ctx.store, name, rec.lastCheckpoint);
     await writeSession(ctx.store, rec);
     return snapshot;
-  });
+  } finally {
+    await op.release();
+  }
 }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { getBackend } from '../../backends/registry.js';
+import { assertBackendName, getBackend } from '../../backends/registry.js';
 import type { Digest } from '../../model/canonical-json.js';
 import { diffEntries } from '../../model/snapshot.js';
 import { SessionService } from '../../sessions/service.js';
@@ -75,7 +75,7 @@ test('git-worktree carries only committed files: the oracle catches the untracke
   gitCommitAll(source);
   writeFileSync(join(source, '.env'), 'SECRET=1\n');
   const svc = await SessionService.open(join(t.dir, 'store-env'), { create: true });
-  assert.is(getBackend('git-worktree').capabilities.carriesFullSnapshot, false);
+  assert.is((await getBackend('git-worktree')).capabilities.carriesFullSnapshot, false);
   const o = await runMatrixCase(svc, 'git-worktree', source, null, { applyScript });
   const full = await runMatrixCase(svc, 'full-copy', source, null, { applyScript });
   assert.ok(full.cleanupComplete && full.siblingUnchanged);
@@ -102,7 +102,7 @@ test('negative control: the hard-link farm fails the oracle checks', async () =>
   assert.not.ok(o.siblingUnchanged, 'an in-place edit through a shared inode reaches the sibling');
   assert.not.ok(o.baseUnchanged, 'and the base');
   // It is never offered to users.
-  assert.throws(() => getBackend('hardlink-farm'), /is a test-only backend/);
+  assert.throws(() => assertBackendName('hardlink-farm'), /is a test-only backend/);
 });
 
 test('agentfs (an external, pinned AgentFS binary) matches the oracle, re-mounted after its mount is gone', async () => {

@@ -1,7 +1,9 @@
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { BACKEND_NAMES } from '../../backends/types.js';
+import { assertBackendName, getBackend, isBackendName, listBackends } from '../../backends/registry.js';
+import { BACKENDS, BACKEND_NAMES } from '../../backends/table.js';
+import { isPdbError } from '../../model/errors.js';
 import { cli, cliJson, tempDir, writeTree } from '../helpers/index.js';
 
 const t = tempDir('pdb-reg-');
@@ -56,6 +58,35 @@ test('an unknown or test-only backend name is E_BACKEND_UNKNOWN from the CLI', (
   writeTree(src, { 'a.txt': 'a' });
   const r = cli(['create', 's1', '--from', src, '--backend', 'hardlink-farm', '--store', join(t.dir, 'store3'), '--json']);
   assert.is(JSON.parse(r.stdout).error.code, 'E_BACKEND_UNKNOWN');
+});
+
+test('the registry serves the table: each user backend by name, the negative control only when allowed', async () => {
+  assert.equal(
+    (await listBackends()).map((b) => b.name),
+    [...BACKEND_NAMES],
+  );
+  for (const name of BACKEND_NAMES) {
+    assert.ok(isBackendName(name));
+    assert.is(await getBackend(name), await BACKENDS[name].load(), name);
+  }
+  assert.not.ok(isBackendName('hardlink-farm'));
+  assert.is((await getBackend('hardlink-farm', { allowTestOnly: true })).name, 'hardlink-farm');
+  for (const [name, pattern] of [
+    ['hardlink-farm', /test-only/],
+    ['zfs-clone', /unknown backend/],
+  ] as const) {
+    assert.throws(
+      () => assertBackendName(name),
+      (e: unknown) => isPdbError(e, 'E_BACKEND_UNKNOWN') && pattern.test(e.message),
+    );
+    try {
+      await getBackend(name);
+      assert.unreachable(`${name} was served`);
+    } catch (err) {
+      assert.ok(isPdbError(err, 'E_BACKEND_UNKNOWN'), String(err));
+      if (name === 'zfs-clone') assert.match(err.hint ?? '', BACKEND_NAMES.join(', '));
+    }
+  }
 });
 
 test.run();

@@ -1,6 +1,6 @@
 // `pdb-env du` as a script reads it (--json: sessions with name, backend, exclusiveBytes,
 // sharedBytes; the store), as a person reads it, and `list` showing the last measurement without
-// measuring (list --du measures first). The figures against free space: test/sessions/du.test.ts.
+// measuring (list --du measures first). The figures against free space: test/sessions/health/du.test.ts.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';

@@ -130,16 +130,16 @@ test('list and --help load no harness, workload, report, agent or ACP SDK module
     'list starts no process',
   );
   const unused = list.own.filter((f) =>
-    /^(backends\/registry|model\/scan\/scan|sessions\/(create|health\/gc|health\/sweep|checkpoint|import|session-ops))\.js$/.test(f),
+    /^(backends\/registry|model\/scan\/scan|sessions\/(lifecycle\/(create|checkpoint|import|run)|health\/(gc|sweep)))\.js$/.test(f),
   );
   assert.equal(unused, [], `list loaded ${unused.join(', ')}`);
   assert.ok(list.own.length + list.deps.length < 60, `list loaded ${list.own.length + list.deps.length} modules`);
   // The negative control: bench does load the harness.
   const bench = loaded(['bench', '--help'], modules).own;
   assert.ok(bench.includes('harness/bench.js'), bench.join(', '));
-  // The cli bundle: list and --help load nothing of pdb-env but the bundle and what chooses it,
-  // and no heavy dependency; bench loads the harness from its modules.
-  const entry = ['cli/bin.js', 'cli/fast-args.js', 'cli/fast-entry.js', 'cli/ca-certs.cjs', 'cli/bundle-state.cjs', 'cli/cli-bundle.cjs'];
+  // The cli bundle: list and --help load nothing of pdb-env but the executable, the table, the
+  // bundle's loader and the bundle, and no heavy dependency; bench loads the harness from its modules.
+  const entry = ['cli/pdb-env.cjs', 'cli/command-table.cjs', 'cli/bundle.cjs', 'model/os/native-addon-file.cjs', 'cli/cli-bundle.cjs'];
   for (const args of [['list'], ['--help']]) {
     const { own, deps } = loaded(args);
     assert.ok(own.includes('cli/cli-bundle.cjs'), `${args.join(' ')}: ${own.join(', ')}`);

@@ -8,10 +8,11 @@ import { fileURLToPath } from 'node:url';
 import { requiredAgents } from '../../agents/real/catalog.js';
 import { agentsCacheDir, findInstalled } from '../../agents/real/install.js';
 import { readProcStat } from '../../model/os/proc.js';
+import { cliEntry } from '../../model/paths.js';
 import { removeOwner, writeOwner } from './stale-temp.js';
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-export const CLI = join(REPO_ROOT, 'dist', 'cli', 'bin.js');
+export const CLI = cliEntry();
 
 export function tempDir(prefix = 'pdb-test-'): { dir: string; cleanup(): void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));

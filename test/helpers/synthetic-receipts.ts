@@ -4,7 +4,7 @@
 // one into the version 1 shape the committed pre-provenance receipts have.
 import { createHash } from 'node:crypto';
 import type { CaseRecord, CheckRecord, PhaseRecord, Provenance, Receipt, ReceiptV1 } from '../../harness/receipt/receipt-types.js';
-import { createRandom } from '../../reports/statistics.js';
+import { createRandom } from '../../reports/analysis/statistics.js';
 import { summarize } from '../../harness/receipt/receipt.js';
 
 /** A stable fake digest derived from a label. */

@@ -3,11 +3,11 @@
 // fixtures are judged by an absolute slack; environment cases count in no rate.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { analyzeReceipts } from '../../reports/analyze.js';
+import { analyzeReceipts } from '../../reports/analysis/analyze.js';
 import { evaluateGate } from '../../reports/gate/gate.js';
-import { type Policy } from '../../reports/gate/policy.js';
-import { validatePolicy } from '../../reports/gate/policy.js';
-import { renderMarkdown } from '../../reports/render.js';
+import { type Policy } from '../../reports/gate/gate-policy.js';
+import { validatePolicy } from '../../reports/gate/gate-policy.js';
+import { renderMarkdown } from '../../reports/render/render.js';
 import { legacyReceipt, syntheticReceipt, type SyntheticOptions } from '../helpers/synthetic-receipts.js';
 
 function policy(over: Partial<Policy> = {}): Policy {

@@ -44,8 +44,8 @@ function commandLines(): string[][] {
 
 /** The source of `node dist/x/y.js` (x/y.ts), or the file itself when it is not built. */
 function sourceOf(file: string): string {
-  const m = /^dist\/(.+)\.js$/.exec(file);
-  return m ? `${m[1]}.ts` : file;
+  const m = /^dist\/(.+)\.(c?)js$/.exec(file);
+  return m ? `${m[1]}.${m[2]}ts` : file;
 }
 
 /** `node dist/x/y.js` exists once built: its source is x/y.ts (or the file itself for scripts). */
@@ -109,7 +109,7 @@ test('a matrix over Linux btrfs/XFS (host-setup) and macOS APFS, then a job that
   const report = workflow.jobs.report!;
   assert.equal([report.needs].flat(), ['evidence']);
   assert.ok(report.steps.some((s) => s.uses?.startsWith('actions/download-artifact@')));
-  assert.ok(report.steps.some((s) => s.run?.includes('dist/cli/bin.js report')));
+  assert.ok(report.steps.some((s) => s.run?.includes('dist/cli/pdb-env.cjs report')));
 });
 
 test('every npm script, node file, policy and pdb-env command the workflow calls exists', () => {
@@ -148,13 +148,13 @@ test('every pdb-env command and option the workflow uses is in the CLI', () => {
   // Direct CLI calls, and the CLI call inside `npm run proof` with the flags passed after `--`.
   const calls: string[][] = [];
   for (const words of commandLines()) {
-    const at = words.findIndex((w) => w === 'dist/cli/bin.js' || w === 'pdb-env');
+    const at = words.findIndex((w) => w === 'dist/cli/pdb-env.cjs' || w === 'pdb-env');
     if (at >= 0) calls.push(words.slice(at + 1));
     const proof = words.findIndex((w, i) => w === 'run' && words[i - 1] === 'npm' && words[i + 1] === 'proof');
     if (proof >= 0) {
       const script = pkg.scripts.proof!.split('&&').pop()!.trim().split(/\s+/);
       const extra = words.indexOf('--') >= 0 ? words.slice(words.indexOf('--') + 1) : [];
-      const direct = script.indexOf('dist/cli/bin.js');
+      const direct = script.indexOf('dist/cli/pdb-env.cjs');
       if (direct >= 0) calls.push([...script.slice(direct + 1), ...extra]);
       else {
         // A script entry (dist/scripts/proof.js): its source exists and declares every flag passed after `--`.

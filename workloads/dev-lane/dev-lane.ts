@@ -6,7 +6,7 @@
 // installed tree (every file under node_modules, by its bytes) and the build output (dist, .next),
 // less the nondeterminism LANE_VOLATILE names.
 import type { Entry } from '../../model/snapshot.js';
-import { laneChecks } from './checks.js';
+import { laneChecks } from './lane-checks.js';
 import { expectedLaneSources } from './edits.js';
 import { prepareLaneFixture, type LaneKind } from './fixture.js';
 import { LANE_DEFAULT_PARAMS, LANE_STEPS, laneSteps, laneTimeouts } from './timeouts.js';

@@ -6,9 +6,9 @@
 import type { Entry } from '../../model/snapshot.js';
 import { PdbError } from '../../model/errors.js';
 import { prepareLaneFixture } from '../dev-lane/fixture.js';
-import { devServersChecks } from './checks.js';
+import { devServersChecks } from './dev-servers-checks.js';
 import { DEV_SERVER_VOLATILE, expectedSources, isServerOutput } from './edits.js';
-import { installStep, serversStep } from './steps.js';
+import { installStep, serversStep } from './dev-servers-steps.js';
 import type { ParamIssue, Workload } from '../types.js';
 
 export const DEV_SERVERS_DEFAULTS = {

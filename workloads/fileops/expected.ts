@@ -19,7 +19,7 @@ import {
   TRUNCATE_TO,
   type FileopsParams,
 } from './matrix.js';
-import { fileopsSteps } from './steps.js';
+import { fileopsSteps } from './fileops-steps.js';
 
 /** Each step's effect on the tree, applied in step order to compute the expected result. */
 const MODEL: Record<string, (m: TreeModel, p: FileopsParams) => void> = {

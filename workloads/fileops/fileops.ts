@@ -7,7 +7,7 @@
 import { expectedFileops } from './expected.js';
 import { prepareFileopsFixture } from './fixture.js';
 import { FILEOPS_DEFAULTS } from './matrix.js';
-import { fileopsSteps } from './steps.js';
+import { fileopsSteps } from './fileops-steps.js';
 import type { Workload } from '../types.js';
 
 export const fileopsWorkload: Workload = {

@@ -19,7 +19,7 @@ import { scanTree } from '../../model/scan/scan.js';
 import { countMismatches, diffEntries, totalMismatches, type Entry } from '../../model/snapshot.js';
 import { commitFixture } from '../commit-fixture.js';
 import { writeEntryKinds } from '../entry-kinds.js';
-import type { AgentRunRecord, ParamIssue, SessionHandle, Step, StepContext, Workload, WorkloadCheck } from '../types.js';
+import type { AgentRecord, ParamIssue, SessionHandle, Step, StepContext, Workload, WorkloadCheck } from '../types.js';
 import { writeRealAgentsBase } from './base.js';
 
 export interface RealAgentsParams {
@@ -107,7 +107,7 @@ function parseOutput(stdout: string): AgentRunOutput {
   }
 }
 
-function agentRecord(role: Role, agent: RunnableAgent, cassette: string, digest: string, out: AgentRunOutput, ms: number): AgentRunRecord {
+function agentRecord(role: Role, agent: RunnableAgent, cassette: string, digest: string, out: AgentRunOutput, ms: number): AgentRecord {
   const spec = REAL_AGENTS[agent];
   const outcome = out.error?.code ?? out.outcome ?? 'E_INTERNAL';
   return {
@@ -137,7 +137,7 @@ async function runOne(
   s: SessionHandle,
   role: Role,
   p: RealAgentsParams,
-): Promise<{ record: AgentRunRecord; out: AgentRunOutput }> {
+): Promise<{ record: AgentRecord; out: AgentRunOutput }> {
   const agent = agentOf(p, role);
   const file = cassetteFile(cassetteOf(p, role));
   const { digest } = await loadCassette(file);
@@ -151,7 +151,7 @@ async function runOne(
   return { record: agentRecord(role, agent, cassetteOf(p, role), digest, out, performance.now() - t0), out };
 }
 
-function recordMetrics(ctx: StepContext, r: AgentRunRecord): void {
+function recordMetrics(ctx: StepContext, r: AgentRecord): void {
   const k = (name: string) => `agent${r.role.toUpperCase()}${name}`;
   for (const [name, v] of Object.entries({
     Product: r.product,

@@ -8,7 +8,7 @@ import { basename, resolve } from 'node:path';
 import { PdbError, osErrorCode } from '../../model/errors.js';
 import { defaultHostNames, defaultUserNames, nameMatcher } from '../../model/scrub.js';
 import { LABEL, REPO_DEFAULTS, REPO_WORKLOAD_VERSION, repoParamIssues, type RepoParams } from './params.js';
-import { createCaseState, repoStep } from './steps.js';
+import { createCaseState, repoStep } from './repo-steps.js';
 import type { Fixture, Workload } from '../types.js';
 
 /** The source's name in receipts: the label, else the folder's base name made label-safe. Never a user or host name. */

@@ -5,18 +5,19 @@
 // written (E_APPLY_CONFLICT); a target that already holds the result everywhere is a no-op. The
 // intent, in the store's journal, names the Changeset, the directory (with its device and inode)
 // and the phase; the staging in DIR/.pdb holds only bytes (staging.ts). Each step re-checks its
-// path right before it renames (steps.ts); a conflict or failure part way rolls back what was done,
-// so DIR ends as before or fully applied. After a crash, gc finishes or rolls back (recover.ts).
+// path right before it renames (apply-steps.ts); a conflict or failure part way rolls back what
+// was done, so DIR ends as before or fully applied. After a crash, gc finishes or rolls back (recover.ts).
 import type { Digest } from '../../../model/canonical-json.js';
 import { crashPoint } from '../../../model/crash-point.js';
 import { PdbError, isPdbError } from '../../../model/errors.js';
 import type { ProgressFn } from '../../../model/progress.js';
-import type { Intent } from '../../journal.js';
-import { readSession, type StoreContext } from '../../records.js';
+import { openOperation, type Operation } from '../../locks/operation.js';
+import type { Intent } from '../../records/journal.js';
+import { readSession, type StoreContext } from '../../records/session-record.js';
 import { lastCheckpointChanges } from '../patch.js';
 import { applyDetail, applySteps, type ApplyPhase, type Step } from './plan.js';
 import { copyOut, openStaging, removeStaging, stagingOf } from './staging.js';
-import { rollBack, runForward, type StepRun } from './steps.js';
+import { rollBack, runForward, type StepRun } from './apply-steps.js';
 import { checkTarget, openTarget, retypedPaths, withTargetLock, type Target } from './target.js';
 
 export interface ApplyResult {
@@ -69,9 +70,9 @@ async function stageAll(run: StepRun, onProgress?: ProgressFn): Promise<void> {
 }
 
 /** A failure part way: roll back what was done and drop the intent, or keep it for gc when the rollback fails too. */
-async function undo(ctx: StoreContext, run: StepRun, intent: Intent, err: unknown): Promise<never> {
+async function undo(ctx: StoreContext, run: StepRun, op: Operation, err: unknown): Promise<never> {
   // Best effort: a store too full to record the phase still gets its rollback (after a crash, gc then finishes forward).
-  await setPhase(ctx, intent, 'rolling-back').catch(() => undefined);
+  await setPhase(ctx, op.intent!, 'rolling-back').catch(() => undefined);
   let kept: string[];
   try {
     kept = await rollBack(run);
@@ -83,7 +84,7 @@ async function undo(ctx: StoreContext, run: StepRun, intent: Intent, err: unknow
     });
   }
   await removeStaging(run.t, run.s).catch(() => undefined); // what is left there is bytes only; doctor does not need it
-  await ctx.journal.end(intent);
+  await op.finish();
   if (kept.length === 0 || !isPdbError(err)) throw err;
   throw new PdbError(err.code, `${err.message}; left as they are: ${kept.join('; ')}`, { cause: err, hint: err.hint, path: err.path });
 }
@@ -122,7 +123,9 @@ async function applyChanges(
   onProgress?: ProgressFn,
 ) {
   const detail = applyDetail({ dir: t.dir, dev: String(t.dev), ino: String(t.ino), changeset, phase: 'staging' });
-  const intent = await ctx.journal.begin('apply', { session: name, detail });
+  // Holds nothing but the intent (the target's lock is withTargetLock's): one not finished stays for gc.
+  const op = await openOperation(ctx, { intent: { op: 'apply', session: name, detail } });
+  const intent = op.intent!;
   crashPoint('apply:after-intent');
   const run: StepRun = { store: ctx.store, t, s: stagingOf(t, intent.id), steps, retyped, kept: [] };
   try {
@@ -132,7 +135,7 @@ async function applyChanges(
   } catch (err) {
     // Nothing in DIR changed yet: undo the staging and drop the intent (best effort; gc would too).
     await removeStaging(t, run.s).catch(() => undefined);
-    await ctx.journal.end(intent);
+    await op.finish();
     throw err;
   }
   crashPoint('apply:after-plan');
@@ -140,9 +143,9 @@ async function applyChanges(
   try {
     counts = await runForward(run);
   } catch (err) {
-    return undo(ctx, run, intent, err);
+    return undo(ctx, run, op, err);
   }
   await removeStaging(t, run.s);
-  await ctx.journal.end(intent);
+  await op.finish();
   return counts;
 }

@@ -11,7 +11,7 @@ import { isDigest, type Digest } from '../../../model/canonical-json.js';
 import { PdbError, isPdbError } from '../../../model/errors.js';
 import { ADMIN_ROOTS } from '../../../model/scan/scan.js';
 import { assertContractPath, entryKey, type Change, type Changeset, type Entry } from '../../../model/snapshot.js';
-import type { Intent } from '../../journal.js';
+import type { Intent } from '../../records/journal.js';
 
 export type StepOp = 'remove' | 'add' | 'replace';
 

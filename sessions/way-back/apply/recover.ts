@@ -8,12 +8,12 @@
 import { dirname } from 'node:path';
 import { PdbError } from '../../../model/errors.js';
 import { mountContaining } from '../../../model/os/mounts.js';
-import type { Intent } from '../../journal.js';
-import type { StoreContext } from '../../records.js';
+import type { Intent } from '../../records/journal.js';
+import type { StoreContext } from '../../records/session-record.js';
 import { setPhase } from './apply.js';
 import { readApplyIntent, type ApplyDetail } from './plan.js';
 import { openStaging, removeStaging, stagingOf } from './staging.js';
-import { rollBack, runForward, type StepRun } from './steps.js';
+import { rollBack, runForward, type StepRun } from './apply-steps.js';
 import { lstatOr, retypedPaths, withTargetLock, type Target } from './target.js';
 
 export interface ApplyRecovery {

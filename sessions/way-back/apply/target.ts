@@ -14,8 +14,8 @@ import { hashPaths } from '../../../model/scan/scan.js';
 import { entryKey, type Change, type Entry } from '../../../model/snapshot.js';
 import { SHORT_LOCK_WAIT_MS, tryLock } from '../../locks/lock.js';
 import { ensureRealDir } from '../../locks/safe-fs.js';
-import type { StoreContext } from '../../records.js';
-import { findEnclosingStore } from '../../store-location.js';
+import type { StoreContext } from '../../records/session-record.js';
+import { findEnclosingStore } from '../../records/store-location.js';
 
 export interface Target {
   /** The real path of DIR. */

@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Receipt } from '../../../harness/receipt/receipt-types.js';
 import { evaluateGate } from '../../../reports/gate/gate.js';
-import { validatePolicy } from '../../../reports/gate/policy.js';
+import { validatePolicy } from '../../../reports/gate/gate-policy.js';
 import { tempDir } from '../../helpers/index.js';
 import { benchControls, controlBackendName } from '../../helpers/controls/run-controls.js';
 import { assertEachControlCaught } from '../../helpers/controls/assert-caught.js';

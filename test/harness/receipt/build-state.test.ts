@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { runBench } from '../../../harness/bench.js';
 import { readBuildState } from '../../../harness/receipt/provenance.js';
 import { isPdbError } from '../../../model/errors.js';
-import { readReceipt } from '../../../reports/receipts.js';
+import { readReceipt } from '../../../reports/receipts/receipts.js';
 import { REPO_ROOT, tempDir } from '../../helpers/index.js';
 import { base, workloads } from '../../helpers/bench-workloads.js';
 

@@ -34,6 +34,9 @@ const MIRRORS: Record<string, string> = {
   ReceiptSummary: '/$defs/receiptSummary',
 };
 
+/** Records receipt-types.ts re-exports from the layer that fills them, and the file that defines them (with their doc comments). */
+const DEFINED_BELOW: Record<string, string> = { AgentRecord: 'workloads/types.ts' };
+
 /** Every interface of a TypeScript file: its members' names and their one-line doc comments. */
 function interfaces(file: string): Map<string, Map<string, string | null>> {
   return interfaceDetails(file).docs;
@@ -85,7 +88,10 @@ test('every version 2 record has the same fields, each with the same description
   const { docs: types, optional } = interfaceDetails(join(REPO_ROOT, 'harness', 'receipt', 'receipt-types.ts'));
   const problems: string[] = [];
   for (const [name, pointer] of Object.entries(MIRRORS)) {
-    const members = types.get(name);
+    const below = DEFINED_BELOW[name];
+    const home = below ? interfaceDetails(join(REPO_ROOT, below)) : { docs: types, optional };
+    const members = home.docs.get(name);
+    const opt = home.optional.get(name);
     const def = at(schema, pointer);
     if (!members) {
       problems.push(`${name}: no such interface`);
@@ -104,11 +110,20 @@ test('every version 2 record has the same fields, each with the same description
     }
     // A field optional in the types (`?`) is not required by the schema; every other field is.
     const required = [...(def.required ?? [])].sort();
-    const mustRequire = schemaNames.filter((f) => !optional.get(name)?.has(f));
+    const mustRequire = schemaNames.filter((f) => !opt?.has(f));
     if (JSON.stringify(required) !== JSON.stringify(mustRequire))
       problems.push(`${name}: the schema requires ${required.join(', ')}; the types make required ${mustRequire.join(', ')}`);
   }
   assert.equal(problems, []);
+});
+
+test('a record defined below the harness is the one receipt-types.ts re-exports', () => {
+  const text = readFileSync(join(REPO_ROOT, 'harness', 'receipt', 'receipt-types.ts'), 'utf8');
+  for (const [name, home] of Object.entries(DEFINED_BELOW)) {
+    const spec = `../../${home.replace(/\.ts$/, '.js')}`;
+    assert.ok(new RegExp(`export type \\{[^}]*\\b${name}\\b[^}]*\\} from '${spec}'`).test(text), `${name} re-exported from ${spec}`);
+    assert.not.ok(interfaces(join(REPO_ROOT, 'harness', 'receipt', 'receipt-types.ts')).has(name), `${name} defined twice`);
+  }
 });
 
 test('the mirror check can fail: a renamed field or a changed description is seen', () => {

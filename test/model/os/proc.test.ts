@@ -1,10 +1,12 @@
 // model/os/proc.ts: the one /proc reader. A stat line whose command name holds spaces and
 // parentheses, and this process's and a child's stat, environment and command line read back.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
+  ancestorPids,
   parseCmdline,
   parseEnviron,
   parseProcStat,
@@ -14,7 +16,7 @@ import {
   readProcEnviron,
   readProcStat,
 } from '../../../model/os/proc.js';
-import { skipTest, until } from '../../helpers/index.js';
+import { skipTest, tempDir, until } from '../../helpers/index.js';
 
 const onLinux = process.platform === 'linux';
 
@@ -66,6 +68,31 @@ test('a child: parent, own process group, environment and argv; nothing once it 
     await exited;
   }
   assert.equal([readProcStat(pid), readProcEnviron(pid), readProcCmdline(pid), processStartTime(pid)], [null, null, null, null]);
+});
+
+test('ancestors: the parents up to init from the stat lines alone, this process left out; a loop or a gone parent ends the walk', () => {
+  const t = tempDir('pdb-proc-');
+  try {
+    const stat = (pid: number, ppid: number) => {
+      mkdirSync(join(t.dir, String(pid)));
+      writeFileSync(join(t.dir, String(pid), 'stat'), `${pid} (sh) S ${ppid} ${Array.from({ length: 18 }, () => '0').join(' ')}\n`);
+    };
+    [
+      [40, 30],
+      [30, 20],
+      [20, 1],
+      [1, 0],
+      [7, 8],
+      [8, 7],
+      [9, 99],
+    ].forEach(([pid, ppid]) => stat(pid!, ppid!));
+    assert.equal([...ancestorPids(40, t.dir)], [30, 20]);
+    assert.equal([...ancestorPids(7, t.dir)], [8, 7], 'a cycle is walked once');
+    assert.equal([...ancestorPids(9, t.dir)], [99], 'a parent whose stat is gone is the last');
+    if (onLinux) assert.ok(ancestorPids(process.pid).has(process.ppid));
+  } finally {
+    t.cleanup();
+  }
 });
 
 test('/proc roots elsewhere: a missing one reads as nothing', () => {

@@ -2,13 +2,13 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { BACKEND_NAMES } from '../../../backends/types.js';
+import { BACKEND_NAMES } from '../../../backends/table.js';
 import type { Receipt } from '../../../harness/receipt/receipt-types.js';
 import { isPdbError } from '../../../model/errors.js';
-import { analyzeReceipts } from '../../../reports/analyze.js';
+import { analyzeReceipts } from '../../../reports/analysis/analyze.js';
 import { evaluateGate } from '../../../reports/gate/gate.js';
-import { type Policy } from '../../../reports/gate/policy.js';
-import { policySchema, validatePolicy } from '../../../reports/gate/policy.js';
+import { type Policy } from '../../../reports/gate/gate-policy.js';
+import { policySchema, validatePolicy } from '../../../reports/gate/gate-policy.js';
 import { REPO_ROOT } from '../../helpers/index.js';
 import { syntheticReceipt, type SyntheticOptions } from '../../helpers/synthetic-receipts.js';
 

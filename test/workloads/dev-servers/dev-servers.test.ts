@@ -13,7 +13,7 @@ import { devServersWorkload as w } from '../../../workloads/dev-servers/dev-serv
 import { DEV_SERVER_EDITS } from '../../../workloads/dev-servers/edits.js';
 import { hmrFindings, type HmrObservation } from '../../../workloads/dev-servers/hmr.js';
 import { isGone } from '../../../workloads/dev-servers/servers.js';
-import { readRecord } from '../../../workloads/dev-servers/steps.js';
+import { readRecord } from '../../../workloads/dev-servers/dev-servers-steps.js';
 import { createProcessRunner } from '../../../workloads/process-runner.js';
 import type { StepContext } from '../../../workloads/types.js';
 import { CLI, isRoot, skipTest, tempDir } from '../../helpers/index.js';

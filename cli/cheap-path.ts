@@ -1,0 +1,29 @@
+// The cheap path: a plain call of a command whose row in the table is marked `cheap` (checkpoint,
+// which an agent loop calls between steps), run without loading commander (which loads
+// child_process, net and streams), building the program or defining the other commands: on a
+// checkpoint, whose own work is a stat walk, an index and two records, that start-up is a large
+// share (docs/evidence.md quotes the receipts). The entry of the checkpoint bundle.
+//
+// pdb-env.cts decides what is plain (cheapCall in command-table.cts); this runs the command's
+// `cheap` action, the one its commander action calls, so output and errors are the same on both
+// paths (test/cli/cheap-path.test.ts holds them side by side). It prints with write(2) on fds 1
+// and 2, as nothing else in this process writes to stdout or stderr: no stdio stream is made.
+import { PdbError } from '../model/errors.js';
+import { COMMAND_MODULES } from './command-modules.js';
+import type { CheapCall } from './command-table.cjs';
+import type { CommandModuleExports } from './context.js';
+import { emitError, writeDirectly } from './output.js';
+
+/** Run a plain call of a cheap command; its exit status. */
+export async function runCheap(call: CheapCall): Promise<number> {
+  writeDirectly();
+  try {
+    const mod: CommandModuleExports = await COMMAND_MODULES[call.module]();
+    const action = mod.cheap?.[call.name];
+    if (!action) throw new PdbError('E_INTERNAL', `cli: no cheap action for the ${call.name} command`);
+    await action(call);
+    return 0;
+  } catch (err) {
+    return emitError(call.options.json === true, err);
+  }
+}

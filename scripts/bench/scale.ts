@@ -1,0 +1,239 @@
+#!/usr/bin/env node
+// Scale benchmark (issue 26, item 6): checkpoint (0 and 10 files changed) and the unchanged import
+// (create --from minus create --base) on generated node_modules-shaped trees of 25,000 and 250,000
+// files, through the CLI (bin/pdb-env), with each command's peak RSS (GNU time). The goals: time
+// grows at most linearly with the entries (the 10x tree costs at most 10x), and no command, nor
+// the harness (`pdb-env bench --source` on the largest tree, with --harness), goes past 1 GiB RSS.
+import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { $ as zx } from 'zx';
+import { packageFile } from '../../model/paths.js';
+import { scannerInfo } from '../../model/scan/scanner.js';
+import { PDB_ENV } from './baselines.js';
+import { generateTree } from './cow-tree.js';
+import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchGoal, type BenchRow } from './bench-receipt.js';
+import { countEntries } from './user-path.js';
+import { formatDuration, median, scriptArgs } from '../lib.js';
+
+const { values } = scriptArgs(
+  'usage: node dist/scripts/bench/scale.js [--sizes 25000,250000] [--rounds 3] [--backend overlay|full-copy] [--harness]\n' +
+    '                                     [--work /var/tmp/pdb-env-scale] [--out receipts/local]',
+  {
+    sizes: { type: 'string', default: '25000,250000' },
+    rounds: { type: 'string', default: '3' },
+    backend: { type: 'string' },
+    harness: { type: 'boolean', default: false },
+    work: { type: 'string', default: '/var/tmp/pdb-env-scale' },
+    out: { type: 'string', default: packageFile('receipts', 'local') },
+  },
+);
+const $ = zx({ verbose: false, quiet: true });
+const GIB_KIB = 1024 * 1024;
+const rounds = Number(values.rounds);
+const work = resolve(values.work);
+mkdirSync(work, { recursive: true });
+
+/** Run a command under GNU time: wall milliseconds and peak RSS in KiB. */
+async function measured(cmd: string[], env: Record<string, string> = {}): Promise<{ ms: number; rssKiB: number; stdout: string }> {
+  const rss = join(work, 'rss.txt');
+  const t0 = performance.now();
+  const r = await $({ env: { ...process.env, ...env } })`/usr/bin/time -o ${rss} -f %M ${cmd}`;
+  const ms = performance.now() - t0;
+  const rssKiB = Number((await $`cat ${rss}`).stdout.trim().split('\n').pop());
+  return { ms, rssKiB, stdout: r.stdout };
+}
+
+/** The generated tree of about `files` files (made once; deterministic). */
+function treeOf(files: number): string {
+  const dir = join(work, `tree-${files}`);
+  if (!existsSync(join(dir, 'package.json'))) {
+    console.log(`generating ${files} files in ${dir}`);
+    rmSync(dir, { recursive: true, force: true });
+    generateTree(dir, files, Math.max(20, Math.round(files / 250)), 26);
+  }
+  return dir;
+}
+
+function someFiles(root: string, n: number): string[] {
+  const out: string[] = [];
+  const walk = (rel: string) => {
+    for (const d of readdirSync(join(root, rel), { withFileTypes: true })) {
+      if (out.length >= n) return;
+      const p = rel ? `${rel}/${d.name}` : d.name;
+      if (d.isDirectory()) walk(p);
+      else if (d.isFile() && p.endsWith('.js')) out.push(p);
+    }
+  };
+  walk('');
+  return out;
+}
+
+interface SizeResult {
+  entries: number;
+  rows: BenchRow[];
+  /** Medians by measurement name, and the peak RSS of every command (KiB). */
+  medians: Record<string, number>;
+  peakKiB: number;
+}
+
+async function measureSize(files: number, backend: string): Promise<SizeResult> {
+  const tree = treeOf(files);
+  const entries = countEntries(tree);
+  const store = join(work, `store-${files}`);
+  rmSync(store, { recursive: true, force: true });
+  const pdb = (...args: string[]) => measured([PDB_ENV, ...args, '--store', store]);
+  let peak = 0;
+  const note = <T extends { rssKiB: number }>(r: T) => ((peak = Math.max(peak, r.rssKiB)), r);
+  console.log(`${entries} entries: first import (${backend})`);
+  const first = note(await pdb('create', 'w', '--from', tree, '--backend', backend, '--json'));
+  const base = JSON.parse(first.stdout).base as string;
+  await pdb('discard', 'w');
+  await sleep(300);
+  note(await pdb('create', 'w', '--from', tree, '--backend', backend)); // every signature trusted from here on
+  await pdb('discard', 'w');
+  note(await pdb('create', 'cp', '--base', base, '--backend', backend));
+  const root = (await $`${PDB_ENV} path cp --store ${store}`).stdout.trim();
+  for (let k = 0; k < 2; k++) {
+    await sleep(300);
+    note(await pdb('checkpoint', 'cp'));
+  }
+  const s = { from: [] as number[], base: [] as number[], cp0: [] as number[], cp10: [] as number[] };
+  const targets = someFiles(root, 10 * rounds);
+  for (let i = 0; i < rounds; i++) {
+    await $`sync`;
+    s.from.push(note(await pdb('create', `f${i}`, '--from', tree, '--backend', backend)).ms);
+    await $`sync`;
+    s.base.push(note(await pdb('create', `b${i}`, '--base', base, '--backend', backend)).ms);
+    await pdb('discard', `f${i}`);
+    await pdb('discard', `b${i}`);
+    s.cp0.push(note(await pdb('checkpoint', 'cp')).ms);
+    for (const f of targets.slice(i * 10, i * 10 + 10)) appendFileSync(join(root, f), `\n// round ${i}\n`);
+    s.cp10.push(note(await pdb('checkpoint', 'cp')).ms);
+    await sleep(300);
+  }
+  const minus = s.from.map((x, i) => x - s.base[i]!);
+  const g = `${entries} entries`;
+  const rows = [
+    benchRow('first import + create', g, [first.ms], {}, { peakRssKiB: first.rssKiB }),
+    benchRow('create --from minus create --base', g, minus),
+    benchRow('checkpoint (0 changed)', g, s.cp0),
+    benchRow('checkpoint (10 changed)', g, s.cp10),
+  ];
+  rows.forEach((r) => (r.metrics.entries = entries));
+  rows.push(benchRow('peak RSS of every command', g, [], {}, { peakRssKiB: peak, entries }));
+  const medians = { import: median(minus) ?? NaN, cp0: median(s.cp0) ?? NaN, cp10: median(s.cp10) ?? NaN };
+  await pdb('discard', 'cp'); // an overlay session is a mount: discard unmounts it
+  rmSync(store, { recursive: true, force: true });
+  return { entries, rows, medians, peakKiB: peak };
+}
+
+/** The harness on the largest tree: one block of the repo workload, a no-op step; its peak RSS. */
+async function harnessRss(files: number, backend: string): Promise<{ row: BenchRow; kib: number }> {
+  const tree = treeOf(files);
+  const out = join(work, 'harness-out');
+  rmSync(out, { recursive: true, force: true });
+  console.log(`harness: pdb-env bench --source (${files} files, ${backend} and the full-copy oracle)`);
+  const r = await measured([
+    PDB_ENV,
+    'bench',
+    '--source',
+    tree,
+    '--backends',
+    backend,
+    '--blocks',
+    '1',
+    '--step',
+    'noop=true',
+    '--out',
+    out,
+  ]);
+  return {
+    row: benchRow('pdb-env bench --source (1 block, no-op step)', `${files} files`, [r.ms], {}, { peakRssKiB: r.rssKiB }),
+    kib: r.rssKiB,
+  };
+}
+
+async function main(): Promise<void> {
+  const sizes = values.sizes.split(',').map(Number);
+  const report = JSON.parse((await $`${PDB_ENV} backends --json`).stdout) as { backends: Array<{ name: string; available: boolean }> };
+  const backend = values.backend ?? (report.backends.some((b) => b.name === 'overlay' && b.available) ? 'overlay' : 'full-copy');
+  const start = await startBenchReceipt(work, resolve(values.out));
+  const results: SizeResult[] = [];
+  for (const n of sizes) results.push(await measureSize(n, backend));
+  const rows = results.flatMap((r) => r.rows);
+  const goals: BenchGoal[] = [];
+  const [small, large] = [results[0]!, results[results.length - 1]!];
+  const factor = large.entries / small.entries;
+  console.log(`\n${backend}, ${rounds} rounds; scanner ${scannerInfo().scanner}`);
+  for (const r of results)
+    console.log(
+      `  ${String(r.entries).padStart(8)} entries: unchanged import ${formatDuration(r.medians.import!, 3)}, checkpoint 0 / 10 changed ${formatDuration(r.medians.cp0!, 3)} / ${formatDuration(r.medians.cp10!, 3)}, peak RSS ${(r.peakKiB / 1024).toFixed(0)} MiB`,
+    );
+  for (const [key, what] of [
+    ['import', 'unchanged import (create --from minus --base)'],
+    ['cp0', 'checkpoint, 0 files changed'],
+    ['cp10', 'checkpoint, 10 files changed'],
+  ] as const) {
+    // A difference of two times (the import) can be near zero on a small tree: then the growth is no ratio.
+    const growth = small.medians[key]! > 0 ? large.medians[key]! / small.medians[key]! : Number.POSITIVE_INFINITY;
+    if (!Number.isFinite(growth))
+      console.log(`  (${what}: ${formatDuration(small.medians[key]!, 3)} at ${small.entries} entries is no base for a ratio)`);
+    goals.push({
+      goal: `${what} grows at most linearly`,
+      group: backend,
+      measured: `${large.entries} entries`,
+      baseline: `${small.entries} entries`,
+      direction: 'at-most',
+      limit: Math.round(factor * 1000) / 1000,
+      ratio: Math.round(growth * 1000) / 1000,
+      met: growth <= factor,
+    });
+  }
+  const peak = Math.max(...results.map((r) => r.peakKiB));
+  goals.push({
+    goal: 'every CLI command within 1 GiB RSS',
+    group: backend,
+    measured: 'peak RSS (GiB)',
+    baseline: '1 GiB',
+    direction: 'at-most',
+    limit: 1,
+    ratio: Math.round((peak / GIB_KIB) * 1000) / 1000,
+    met: peak <= GIB_KIB,
+  });
+  if (values.harness) {
+    const h = await harnessRss(sizes[sizes.length - 1]!, backend);
+    rows.push(h.row);
+    goals.push({
+      goal: 'the harness within 1 GiB RSS',
+      group: backend,
+      measured: 'peak RSS (GiB)',
+      baseline: '1 GiB',
+      direction: 'at-most',
+      limit: 1,
+      ratio: Math.round((h.kib / GIB_KIB) * 1000) / 1000,
+      met: h.kib <= GIB_KIB,
+    });
+  }
+  for (const g of goals)
+    console.log(
+      `  ${g.met ? 'MET    ' : 'NOT MET'}  ${g.goal}: ${g.ratio}${g.baseline.endsWith('entries') ? `x from ${g.baseline} to ${g.measured} (entries grew ${g.limit}x)` : ' GiB'}`,
+    );
+  const file = await writeBenchReceipt(start, {
+    benchmark: 'scale',
+    command: `npm run bench:scale -- --sizes ${values.sizes} --rounds ${rounds} --backend ${backend}${values.harness ? ' --harness' : ''}`,
+    params: {
+      rounds,
+      sizes: values.sizes,
+      backend,
+      scanner: scannerInfo().scanner,
+      nodeExtraCaCerts: process.env.NODE_EXTRA_CA_CERTS ? 'set' : 'unset',
+    },
+    results: rows,
+    goals,
+  });
+  console.log(`receipt: ${file}`);
+}
+
+await main();

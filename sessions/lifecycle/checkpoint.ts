@@ -1,0 +1,248 @@
+// Checkpoint and diff at status speed. A checkpoint is still a complete scan of the visible tree:
+// every entry is walked and every file lstat'ed, so adds, deletes and retypes are always found.
+// What is spared is reading bytes: a file whose stat signature is the one the session's tree index
+// recorded (at create, from the base, or at the last checkpoint) keeps its digest, under git's
+// racy-clean rule (model/scan/tree-index.ts); `verify` re-hashes every file. The changes against the
+// base are composed from the index's own Changeset and what changed since, so the base's manifest
+// is not read either.
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Digest } from '../../model/canonical-json.js';
+import { crashPoint } from '../../model/crash-point.js';
+import { PdbError, isPdbError } from '../../model/errors.js';
+import { writeFileAtomic } from '../../model/store/object-store.js';
+import type { ProgressFn } from '../../model/progress.js';
+import { scanTree, type ScanResult } from '../../model/scan/scan.js';
+import {
+  changeOf,
+  createChangeset,
+  diffEntries,
+  sortEntries,
+  type Change,
+  type Changeset,
+  type Entry,
+  type Snapshot,
+} from '../../model/snapshot.js';
+import { deltaFileOf, indexDeltaPieces, readTreeIndex, treeIndexPieces, type TreeIndex } from '../../model/scan/tree-index.js';
+import { ancestorPids } from '../../model/os/proc.js';
+import { openOperation } from '../locks/operation.js';
+import type { LockOwner } from '../locks/lock.js';
+import { appendCheckpointLog, readSession, sessionIndexFile, writeSession, type StoreContext } from '../records/session-record.js';
+import { resumeSession, type OpenSession } from './open.js';
+
+export interface CheckpointOptions {
+  /** Re-hash every file instead of trusting recorded signatures. */
+  verify?: boolean;
+  onProgress?: ProgressFn;
+}
+
+export interface CheckpointResult {
+  session: string;
+  base: Digest;
+  snapshot: Digest;
+  changeset: Digest;
+  changes: number;
+  files: number;
+  bytes: number;
+  /** Files read and hashed by this checkpoint; the others kept their recorded digest. */
+  filesHashed: number;
+  filesTrusted: number;
+  /** Directories read (readdir); the others kept their recorded names (the directory rule). */
+  dirsRead: number;
+  /** The stat walk that ran: the native scanner or the JavaScript one. */
+  scanner: 'native' | 'js';
+}
+
+/** The tree index that describes this session: its own (create or last checkpoint), else its base's. */
+function loadIndex(ctx: StoreContext, s: OpenSession): TreeIndex | null {
+  const own = readTreeIndex(sessionIndexFile(ctx.store, s.rec.name));
+  const base = s.rec.base;
+  if (own && (own.header.snapshot === base || (own.header.base === base && own.header.changeset !== null))) return own;
+  const shared = s.rec.index ? readTreeIndex(join(ctx.store.paths.root, s.rec.index)) : null;
+  return shared && shared.header.snapshot === base ? shared : null;
+}
+
+interface SessionScan {
+  scan: ScanResult;
+  index: TreeIndex | null;
+  excludes: string[];
+  generation: string;
+}
+
+async function scanSession(ctx: StoreContext, s: OpenSession, install: boolean, options: CheckpointOptions): Promise<SessionScan> {
+  const index = options.verify ? null : loadIndex(ctx, s);
+  const excludes = index ? index.header.excludes : ctx.store.getDocument<Snapshot>(s.rec.base, 'Snapshot').excludes;
+  const generation = ctx.store.generation();
+  const scan = await scanTree(s.root, {
+    excludes,
+    store: install ? ctx.store : undefined,
+    trust: index,
+    checkObjects: index?.header.generation !== generation,
+    onProgress: options.onProgress,
+  });
+  return { scan, index, excludes, generation };
+}
+
+/**
+ * The changes from the base to the scanned tree. With an index, only the paths that changed since
+ * it are looked at: each one's entry in the base is its `before` in the index's Changeset, or else
+ * its entry in the index (unchanged since the base). Without one, the base's manifest is diffed.
+ */
+function changesSinceBase(ctx: StoreContext, s: OpenSession, { scan, index }: SessionScan): Change[] {
+  const diffWithBase = () => diffEntries(ctx.store.getDocument<Snapshot>(s.rec.base, 'Snapshot').entries, scan.entries);
+  if (!index) return diffWithBase();
+  const prev = new Map<string, Change>();
+  if (index.header.snapshot !== s.rec.base) {
+    try {
+      for (const c of ctx.store.getDocument<Changeset>(index.header.changeset!, 'Changeset').changes) prev.set(c.path, c);
+    } catch (err) {
+      if (!isPdbError(err, 'E_OBJECT_MISSING') && !isPdbError(err, 'E_OBJECT_CORRUPT')) throw err;
+      return diffWithBase();
+    }
+  }
+  const changed = scan.changedEntries!;
+  if (changed.size === 0) return [...prev.values()];
+  const inIndex = (path: string): Entry | null => {
+    const i = index.position(path);
+    return i === undefined ? null : index.entry(i);
+  };
+  for (const [path, after] of changed) {
+    const c = changeOf(path, prev.has(path) ? prev.get(path)!.before : inIndex(path), after);
+    if (c) prev.set(path, c);
+    else prev.delete(path);
+  }
+  return sortEntries([...prev.values()]);
+}
+
+/** Complete scan of the quiesced session root: installs objects, records Snapshot + Changeset. Publishes nothing. */
+export async function checkpointSession(ctx: StoreContext, name: string, options: CheckpointOptions = {}): Promise<CheckpointResult> {
+  const s = await resumeSession(ctx, name);
+  // From inside the session's own run or enter, that run (an ancestor of this process) waits for
+  // this checkpoint: its lease does not block, but anything else of the session still running does.
+  const ancestors = ancestorPids(process.pid);
+  let inside = false;
+  const tolerate = (owner: LockOwner) => {
+    const mine = ancestors.has(owner.pid);
+    inside ||= mine;
+    return mine;
+  };
+  const op = await openOperation(ctx, {
+    session: { name, dir: s.dir },
+    lease: { kind: 'exclusive', purpose: 'checkpoint', tolerate },
+    check: async () => {
+      if (inside) await assertOnlyAncestors(ctx, name, ancestors);
+    },
+    objects: `checkpoint ${name}`,
+    // Not synced: the intent only lets doctor report a checkpoint that died; the objects such a
+    // checkpoint leaves are immutable and gc collects what nothing reaches. The record that
+    // commits the checkpoint (writeSession) is synced.
+    intent: { op: 'checkpoint', session: name, sync: false },
+  });
+  try {
+    crashPoint('checkpoint:after-intent');
+    return await recordCheckpoint(ctx, s, name, options);
+  } finally {
+    // A checkpoint changes nothing but immutable objects and one atomic record write: done or
+    // failed, its intent goes.
+    await op.finish();
+  }
+}
+
+/** E_SESSION_BUSY naming what of the session runs besides this process and its ancestors. */
+async function assertOnlyAncestors(ctx: StoreContext, name: string, ancestors: ReadonlySet<number>): Promise<void> {
+  const { trackedProcesses, describe } = await import('../runtime/processes.js');
+  const others = (await trackedProcesses(ctx.store, name))
+    .map((t) => ({ ...t, procs: t.procs.filter((p) => !ancestors.has(p.pid) && p.pid !== process.pid) }))
+    .filter((t) => t.procs.length > 0);
+  if (others.length)
+    throw new PdbError(
+      'E_SESSION_BUSY',
+      `session "${name}" is busy: still running besides this shell: ${describe(others)}; checkpoint was refused`,
+      {
+        hint: 'Wait for them to finish (or end them), then checkpoint again.',
+      },
+    );
+}
+
+async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: string, options: CheckpointOptions): Promise<CheckpointResult> {
+  const scanned = await scanSession(ctx, s, true, options);
+  const { scan, index } = scanned;
+  const h = index?.header;
+  // Nothing changed since the last checkpoint: its Snapshot and Changeset are this one's.
+  const again =
+    h &&
+    h.snapshot !== s.rec.base &&
+    h.changes !== undefined &&
+    scan.changedPaths!.length === 0 &&
+    ctx.store.has(h.snapshot!) &&
+    ctx.store.has(h.changeset!);
+  let snapshot: Digest;
+  let changeset: Digest;
+  let changes: number;
+  if (again) [snapshot, changeset, changes] = [h.snapshot!, h.changeset!, h.changes!];
+  else {
+    // The result's canonical bytes straight from the scanned tree's columns (no entry objects).
+    snapshot = await scan.installSnapshot(ctx.store, s.rec.base);
+    const list = changesSinceBase(ctx, s, scanned);
+    changeset = await ctx.store.putDocument(createChangeset(s.rec.base, snapshot, list));
+    changes = list.length;
+  }
+  crashPoint('checkpoint:after-objects');
+  const rec = await readSession(ctx.store, name);
+  rec.lastCheckpoint = { snapshot, changeset, at: new Date().toISOString() };
+  await appendCheckpointLog(ctx.store, name, rec.lastCheckpoint);
+  await writeSession(ctx.store, rec);
+  crashPoint('checkpoint:after-record');
+  await writeSessionIndex(ctx, s, scanned, { snapshot, changeset, changes });
+  return {
+    session: name,
+    base: s.rec.base,
+    snapshot,
+    changeset,
+    changes,
+    files: scan.files,
+    bytes: scan.bytes,
+    filesHashed: scan.filesHashed,
+    filesTrusted: scan.filesTrusted,
+    dirsRead: scan.raw.dirsRead,
+    scanner: scan.raw.scanner,
+  };
+}
+
+/** Record the tree as this checkpoint saw it, unless the session's own index already says exactly that. */
+async function writeSessionIndex(
+  ctx: StoreContext,
+  s: OpenSession,
+  scanned: SessionScan,
+  cp: { snapshot: Digest; changeset: Digest; changes: number },
+) {
+  const file = sessionIndexFile(ctx.store, s.rec.name);
+  const old = scanned.index;
+  // The session's own index, nothing changed, every row as recorded: it already says exactly this.
+  const own = old !== null && old.header.snapshot === cp.snapshot && old.header.generation === scanned.generation;
+  if (own && scanned.scan.stale === 0 && old.header.extraExcludes?.length === 0) return;
+  const next = scanned.scan.nextIndex({ ...cp, base: s.rec.base, generation: scanned.generation, source: null });
+  // Only what some rows of the session's own index hold changed: a delta of it (git's split
+  // index, model/scan/index-file.ts) instead of the whole index again.
+  const delta = old?.source?.path === file ? indexDeltaPieces(old, next, scanned.scan.restatedRows()) : null;
+  if (delta) return writeFileAtomic(ctx.store.paths, deltaFileOf(file), delta, 0o644, { sync: false });
+  await writeFileAtomic(ctx.store.paths, file, treeIndexPieces(next), 0o644, { sync: false });
+  // A delta of the index before applies to nothing now (it names that file's checksum): tidied
+  // away, and one that cannot be removed is left, as the checkpoint is recorded already.
+  try {
+    rmSync(deltaFileOf(file), { force: true });
+  } catch {
+    // ignored (see above)
+  }
+}
+
+/** Changes since the base, by relative path (read-only; installs nothing, records nothing). */
+export async function diffSession(
+  ctx: StoreContext,
+  name: string,
+  options: CheckpointOptions = {},
+): Promise<{ session: string; base: Digest; changes: Change[] }> {
+  const s = await resumeSession(ctx, name);
+  const scanned = await scanSession(ctx, s, false, options);
+  return { session: name, base: s.rec.base, changes: changesSinceBase(ctx, s, scanned) };
+}

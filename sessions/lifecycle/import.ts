@@ -1,0 +1,111 @@
+// Import: scan a source directory into the store, and the race check a prepare makes after it
+// materialized the session. The source's tree index (model/scan/tree-index.ts) makes an unchanged
+// source cost a stat walk: files whose signature is the recorded one are not read, and when
+// nothing differs the recorded Snapshot digest is the answer (nothing serialized or hashed again).
+import { lstat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import type { Digest } from '../../model/canonical-json.js';
+import { PdbError } from '../../model/errors.js';
+import { writeFileAtomic, type ObjectStore } from '../../model/store/object-store.js';
+import { sourceKey } from '../../model/os/hash.js';
+import type { ProgressFn } from '../../model/progress.js';
+import { SOURCE_CONFIG, readSourceConfig, scanTree, type ScanResult } from '../../model/scan/scan.js';
+import { SNAPSHOT_VERSION, changeOf, type Change, type Snapshot } from '../../model/snapshot.js';
+import { readTreeIndex, treeIndexPieces, type TreeIndex } from '../../model/scan/tree-index.js';
+
+export interface ImportResult {
+  digest: Digest;
+  /** The Snapshot (built when first read: an unchanged import never needs it). */
+  snapshot: Snapshot;
+  excludes: string[];
+  scan: ScanResult;
+  /** The source's tree index as this import left it: the state the race check compares the source with. */
+  index: TreeIndex;
+}
+
+export interface ImportOptions {
+  /** Check that every trusted digest is in the store (after an object turned out missing). */
+  checkObjects?: boolean;
+  onProgress?: ProgressFn;
+}
+
+/** Where the tree index of the last import of `src` is kept (one file per source). */
+export function sourceIndexFile(store: ObjectStore, src: string): string {
+  return join(store.paths.sources, `${sourceKey(src)}.index`);
+}
+
+const sameList = (a: readonly string[] | null, b: readonly string[]) =>
+  a !== null && a.length === b.length && a.every((x, i) => x === b[i]);
+
+/** Scan a source directory into the store (installing the bytes it has not seen) and record its Snapshot. */
+export async function importSource(store: ObjectStore, sourceDir: string, options: ImportOptions = {}): Promise<ImportResult> {
+  const src = resolve(sourceDir);
+  const st = await lstat(src).catch(() => null);
+  if (!st || !st.isDirectory())
+    throw new PdbError('E_SOURCE_MISSING', `source directory ${src} does not exist or is not a directory`, {
+      hint: 'Pass --from DIR or run in your project directory.',
+    });
+  const { excludes } = await readSourceConfig(src);
+  const indexFile = sourceIndexFile(store, src);
+  const index = readTreeIndex(indexFile);
+  const generation = store.generation();
+  const scan = await scanTree(src, {
+    excludes,
+    excludeAbsolute: [store.paths.root],
+    store,
+    trust: index,
+    checkObjects: options.checkObjects === true || index?.header.generation !== generation,
+    onProgress: options.onProgress,
+  });
+  const h = index?.header;
+  const unchanged = !!h && scan.changedPaths!.length === 0 && sameList(h.excludes, excludes);
+  let digest: Digest;
+  if (unchanged && h.snapshot && store.has(h.snapshot)) digest = h.snapshot;
+  else digest = await scan.installSnapshot(store, null);
+  // Nothing changed and every row is as recorded: the index already says exactly this (a file
+  // hashed again, racily clean before or touched, may be trustable now: then it is rewritten).
+  const same =
+    unchanged && scan.stale === 0 && digest === h.snapshot && h.generation === generation && sameList(h.extraExcludes, scan.extraExcludes);
+  const next = same ? index! : scan.nextIndex({ snapshot: digest, changeset: null, base: null, generation, source: src });
+  if (!same) await writeFileAtomic(store.paths, indexFile, treeIndexPieces(next), 0o644, { sync: false });
+  let snapshot: Snapshot | null = null;
+  return {
+    digest,
+    excludes,
+    scan,
+    index: next,
+    get snapshot() {
+      return (snapshot ??= { version: SNAPSHOT_VERSION, base: null, excludes, entries: scan.entries });
+    },
+  };
+}
+
+/**
+ * The race check of prepare: scan the source again against the index the import left (the same
+ * stat walk and directory rule) and list what differs from the imported Snapshot; nothing is
+ * hashed again except files that were racily clean or touched since. Writes nothing.
+ */
+export async function sourceChangesSince(store: ObjectStore, sourceDir: string, imported: ImportResult): Promise<Change[]> {
+  const src = resolve(sourceDir);
+  const { excludes } = await readSourceConfig(src);
+  if (!sameList(excludes, imported.excludes)) return [{ path: SOURCE_CONFIG, kind: 'modify', before: null, after: null }];
+  const again = await scanTree(src, { excludes, excludeAbsolute: [store.paths.root], trust: imported.index });
+  const changes: Change[] = [];
+  for (const path of again.changedPaths!) {
+    const row = imported.index.position(path);
+    const c = changeOf(path, row === undefined ? null : imported.index.entry(row), again.changedEntries!.get(path) ?? null);
+    if (c) changes.push(c);
+  }
+  return changes;
+}
+
+/** Fail with E_SOURCE_CHANGED unless the source is still what was imported. */
+export async function assertSourceUnchanged(store: ObjectStore, sourceDir: string, imported: ImportResult): Promise<void> {
+  const changes = await sourceChangesSince(store, sourceDir, imported);
+  if (changes.length > 0) {
+    const changed = changes.slice(0, 5).map((c) => `${c.kind} ${c.path}`);
+    throw new PdbError('E_SOURCE_CHANGED', `the source changed while the session was prepared (${changed.join(', ')})`, {
+      hint: 'Stop whatever writes into the source and create the session again.',
+    });
+  }
+}

@@ -1,0 +1,241 @@
+// Session records: what `<store>/sessions/<name>/session.json` holds, where a session
+// lives, and the context the session modules share (the store and its journal). A record that
+// cannot be read is E_RECORD_CORRUPT naming the file, never a parser's stack trace, and its
+// session is listed as damaged, never hidden.
+import { appendFileSync, readFileSync } from 'node:fs';
+import { lstat, readdir, readFile, realpath } from 'node:fs/promises';
+import { join, relative, sep } from 'node:path';
+import type { AnyBackendName } from '../../backends/table.js';
+import type { BackendContext, BackendState } from '../../backends/types.js';
+import { isDigest, type Digest } from '../../model/canonical-json.js';
+import { PdbError, osErrorCode, toPdbError } from '../../model/errors.js';
+import { writeFileAtomic, type ObjectStore } from '../../model/store/object-store.js';
+import { realpathOr } from '../../model/paths.js';
+import type { Journal } from './journal.js';
+import { SESSION_NAME_PATTERN, assertSessionName } from './names.js';
+import type { SourceGit } from '../way-back/source-git.js';
+
+export type SessionState = 'creating' | 'ready' | 'discarding';
+const STATES: readonly SessionState[] = ['creating', 'ready', 'discarding'];
+
+export interface SessionRecord {
+  version: 1;
+  name: string;
+  backend: AnyBackendName;
+  /** The Snapshot the session was created from. */
+  base: Digest;
+  /** Absolute source directory (store-local; never written into receipts). */
+  sourceDir: string | null;
+  createdAt: string;
+  state: SessionState;
+  backendState: BackendState;
+  lastCheckpoint: { snapshot: Digest; changeset: Digest; at: string } | null;
+  /** The source's git work tree and HEAD when it was imported (store-local, never in receipts); null: not in one. */
+  sourceGit?: SourceGit | null;
+  /** A tree index (store-relative) that describes the root as created, when it is not the session's own (a materialized base's). */
+  index?: string | null;
+  /** The module the backend was loaded from, for a user's own backend (its real path, store-local; never in receipts). */
+  backendModule?: string | null;
+}
+
+interface SessionPlace {
+  root: string;
+  /** The current directory is inside this session's root. */
+  current: boolean;
+}
+
+/** A session whose record cannot be read: listed with why, its files kept. */
+export interface DamagedSession extends SessionPlace {
+  name: string;
+  state: 'damaged';
+  /** What is wrong with the record, in one sentence. */
+  damage: string;
+  backend: null;
+  base: null;
+  lastCheckpoint: null;
+}
+
+export type SessionInfo = (SessionRecord & SessionPlace) | DamagedSession;
+
+/** What the session modules share; SessionService is one. */
+export interface StoreContext {
+  readonly store: ObjectStore;
+  readonly journal: Journal;
+}
+
+export function backendContext(store: ObjectStore, sourceDir?: string): BackendContext {
+  return { store, sourceDir, probeDir: store.paths.tmp };
+}
+
+export function sessionDir(store: ObjectStore, name: string): string {
+  assertSessionName(name);
+  return join(store.paths.sessions, name);
+}
+
+export function sessionRoot(store: ObjectStore, name: string): string {
+  return join(sessionDir(store, name), 'root');
+}
+
+export function recordFile(store: ObjectStore, name: string): string {
+  return join(sessionDir(store, name), 'session.json');
+}
+
+/** The session's own tree index: the root as its last checkpoint (or its create) saw it. */
+export function sessionIndexFile(store: ObjectStore, name: string): string {
+  return join(sessionDir(store, name), 'tree-index');
+}
+
+/** Every checkpoint of a session, one JSON line each (gc keeps them all while the session lives). */
+export function checkpointLogFile(store: ObjectStore, name: string): string {
+  return join(sessionDir(store, name), 'checkpoints.jsonl');
+}
+
+export async function appendCheckpointLog(store: ObjectStore, name: string, cp: { snapshot: Digest; changeset: Digest; at: string }) {
+  const file = checkpointLogFile(store, name);
+  try {
+    appendFileSync(file, `${JSON.stringify(cp)}\n`); // synchronous: one line, once per checkpoint
+  } catch (err) {
+    throw toPdbError(err, 'E_IO', { action: `recording a checkpoint of session ${name}`, path: file });
+  }
+}
+
+/** The digests a session's checkpoint log names (a line cut short by a crash is skipped). */
+export async function readCheckpointLog(store: ObjectStore, name: string): Promise<Digest[]> {
+  const text = await readFile(checkpointLogFile(store, name), 'utf8').catch(() => '');
+  const out: Digest[] = [];
+  for (const line of text.split('\n')) {
+    try {
+      const cp = JSON.parse(line) as { snapshot?: unknown; changeset?: unknown };
+      for (const d of [cp.snapshot, cp.changeset]) if (isDigest(d)) out.push(d);
+    } catch {
+      // an empty or half-written line: its checkpoint is also in session.json if it finished
+    }
+  }
+  return out;
+}
+
+/** How to get work out of a session whose record is damaged (doctor, gc and the error hint say it). */
+export function recoverHint(store: ObjectStore, name: string): string {
+  return `Its files are kept in ${sessionRoot(store, name)}: copy out what you need, then pdb-env discard ${name}.`;
+}
+
+/** E_SESSION_DAMAGED: a directory of the session is not the one the store made (a link, a file). */
+export function sessionDamaged(store: ObjectStore, name: string, what: string, path: string): PdbError {
+  return new PdbError(
+    'E_SESSION_DAMAGED',
+    `the ${what} of session "${name}" (${path}) is not the directory the store made (a symlink, or not a directory): nothing runs in it or is read from where it points`,
+    {
+      path,
+      hint: `pdb-env discard ${name} removes the session (a link itself, never what it points to), then pdb-env create ${name} makes it again; or put the directory back.`,
+    },
+  );
+}
+
+/**
+ * The session's directory and root are the directories the store made: real directories (an
+ * absent root is the backend's to make again), reached without a link from the store's sessions/.
+ */
+export async function assertSessionDirs(store: ObjectStore, name: string): Promise<void> {
+  const dir = sessionDir(store, name);
+  const root = sessionRoot(store, name);
+  for (const [p, what] of [
+    [dir, 'directory'],
+    [root, 'root'],
+  ] as const) {
+    const st = await lstat(p).catch(() => null);
+    if (st && !st.isDirectory()) throw sessionDamaged(store, name, what, p);
+  }
+  const real = await realpath(root).catch(() => null);
+  if (real !== null && real !== join(realpathOr(store.paths.sessions), name, 'root')) throw sessionDamaged(store, name, 'root', root);
+}
+
+/** Why `doc` is not a session record named `name`, or null when it is one. */
+function recordProblem(doc: unknown, name: string): string | null {
+  if (!doc || typeof doc !== 'object' || Array.isArray(doc)) return 'not a JSON object';
+  const r = doc as Partial<Record<keyof SessionRecord, unknown>>;
+  if (r.version !== 1) return `unknown version ${JSON.stringify(r.version)}`;
+  if (r.name !== name) return `it names session ${JSON.stringify(r.name)}`;
+  if (typeof r.backend !== 'string') return 'no backend';
+  if (typeof r.base !== 'string' || !isDigest(r.base)) return 'no base digest';
+  if (!STATES.includes(r.state as SessionState)) return `unknown state ${JSON.stringify(r.state)}`;
+  if (!r.backendState || typeof r.backendState !== 'object') return 'no backend state';
+  if (r.backendModule !== undefined && r.backendModule !== null && typeof r.backendModule !== 'string') return 'a malformed backend module';
+  const cp = r.lastCheckpoint as SessionRecord['lastCheckpoint'] | undefined;
+  if (cp !== null && (typeof cp !== 'object' || !isDigest(cp?.snapshot) || !isDigest(cp?.changeset))) return 'a malformed last checkpoint';
+  return null;
+}
+
+export async function readSession(store: ObjectStore, name: string): Promise<SessionRecord> {
+  const file = recordFile(store, name);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8'); // synchronous: a small file, read by every command on a session
+  } catch (err) {
+    const code = osErrorCode(err);
+    if (code === 'ENOENT' || code === 'ENOTDIR') {
+      if ((await lstat(sessionDir(store, name)).catch(() => null))?.isDirectory()) {
+        const moved = (await readdir(join(store.paths.quarantine, 'records')).catch(() => [] as string[])).some((f) =>
+          f.startsWith(`${name}.session.json.`),
+        );
+        throw new PdbError(
+          'E_RECORD_CORRUPT',
+          `session "${name}" has no record (${file} is missing${moved ? '; its damaged record was moved to the quarantine by gc' : ''})`,
+          { path: file, hint: `${moved ? '' : `If a create of ${name} is still running, wait for it. `}${recoverHint(store, name)}` },
+        );
+      }
+      throw new PdbError('E_SESSION_NOT_FOUND', `no session named "${name}" in this store`, {
+        hint: 'pdb-env list shows the sessions; pdb-env create NAME makes one.',
+      });
+    }
+    throw toPdbError(err, 'E_IO', { action: `reading the record of session ${name}`, path: file });
+  }
+  let doc: unknown;
+  let problem: string | null;
+  try {
+    doc = JSON.parse(text);
+    problem = recordProblem(doc, name);
+  } catch (err) {
+    problem = `not JSON (${(err as Error).message})`;
+  }
+  if (problem)
+    throw new PdbError('E_RECORD_CORRUPT', `the record of session "${name}" is damaged: ${problem} (${file})`, {
+      path: file,
+      hint: `${recoverHint(store, name)} pdb-env doctor explains.`,
+    });
+  return doc as SessionRecord;
+}
+
+export async function writeSession(store: ObjectStore, rec: SessionRecord): Promise<void> {
+  await writeFileAtomic(store.paths, recordFile(store, rec.name), `${JSON.stringify(rec, null, 2)}\n`);
+}
+
+function isInside(root: string, here: string): boolean {
+  const rel = relative(root, here);
+  return rel === '' || (!rel.startsWith('..') && !rel.startsWith(sep) && !rel.includes(`..${sep}`));
+}
+
+/**
+ * Every session directory, sorted by name; `current` marks the one whose root holds `cwd`. A
+ * session whose record cannot be read is listed as damaged (with why), unless a live create of
+ * that name (in `creating`) has not written it yet.
+ */
+export async function listSessions(store: ObjectStore, cwd: string, creating: ReadonlySet<string> = new Set()): Promise<SessionInfo[]> {
+  const here = realpathOr(cwd);
+  const out: SessionInfo[] = [];
+  for (const name of (await readdir(store.paths.sessions).catch(() => [] as string[])).sort()) {
+    if (!SESSION_NAME_PATTERN.test(name)) continue;
+    if (!(await lstat(join(store.paths.sessions, name)).catch(() => null))?.isDirectory()) continue; // a planted link or file
+    const root = sessionRoot(store, name);
+    const place = { root, current: isInside(root, here) };
+    // A live create writes the record just after it claims the name: not damaged, not listed yet.
+    if (creating.has(name) && !(await lstat(recordFile(store, name)).catch(() => null))) continue;
+    try {
+      out.push({ ...(await readSession(store, name)), ...place });
+    } catch (err) {
+      if (err instanceof PdbError && err.code === 'E_SESSION_NOT_FOUND') continue; // discarded meanwhile
+      if (!(err instanceof PdbError) || err.code !== 'E_RECORD_CORRUPT') throw err;
+      out.push({ name, state: 'damaged', damage: err.message, backend: null, base: null, lastCheckpoint: null, ...place });
+    }
+  }
+  return out;
+}
