@@ -3,7 +3,7 @@
 // session directory that covered; the rest of the directory (record, tree index, private temp
 // dir) is the session's own too, by st_blocks. The store's objects and materialized bases are
 // counted by st_blocks, and what gc would free is gc's own dry-run sweep.
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { allocatedBytes, measureBlocks } from '../../backends/shared/disk-usage.js';
 import type { SessionUsage, UsageMemo, UsageMethod } from '../../backends/types.js';
@@ -151,7 +151,14 @@ function baseUsage(ctx: StoreContext, sessions: SessionInfo[]): BaseDiskUsage[] 
 
 async function storeUsage(ctx: StoreContext, sessions: SessionInfo[]): Promise<StoreDiskUsage> {
   const { paths } = ctx.store;
-  const objects = measureBlocks(paths.objects);
+  const whole = measureBlocks(paths.objects);
+  // Records of documents stored as chunks count with the objects (their chunks are objects already).
+  const records = existsSync(paths.chunked) ? measureBlocks(paths.chunked) : { files: 0, exclusiveBytes: 0, sharedBytes: 0 };
+  const objects = {
+    files: whole.files + records.files,
+    exclusiveBytes: whole.exclusiveBytes + records.exclusiveBytes,
+    sharedBytes: whole.sharedBytes + records.sharedBytes,
+  };
   const bases = baseUsage(ctx, sessions);
   const hexDirs = new Set(bases.map((b) => b.digest.slice('sha256:'.length)));
   const other = measureBlocks(paths.root, new Set(['objects', 'bases', 'sessions']));

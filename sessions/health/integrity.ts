@@ -60,6 +60,7 @@ export async function checkReachable(ctx: StoreContext, roots?: Root[]): Promise
   const seen = new Set<Digest>();
   const queue: Array<{ digest: Digest; ref: string }> = [...(roots ?? (await collectRoots(ctx)).roots)];
   const files = new Map<Digest, string>();
+  const parts = new Map<Digest, string>();
   const fileEntry = (e: Entry | null | undefined, ref: () => string) => {
     if (e?.kind === 'file' && isDigest(e.digest) && !files.has(e.digest)) files.set(e.digest, `${e.path} in ${ref()}`);
   };
@@ -70,6 +71,8 @@ export async function checkReachable(ctx: StoreContext, roots?: Root[]): Promise
     const doc = readDoc<Partial<Snapshot & Changeset>>(ctx.store, digest);
     if (doc === 'missing') missing.set(digest, ref);
     else if (doc === 'corrupt') corrupt.push({ digest, ref });
+    // A document stored as chunks reaches its list and chunks too (model/store/chunks.ts).
+    for (const part of ctx.store.chunkParts(digest)) if (!parts.has(part)) parts.set(part, `a chunk of ${digest} (${ref})`);
     if (!doc || typeof doc !== 'object') continue;
     if (isDigest(doc.base)) queue.push({ digest: doc.base, ref: `base of ${digest}` });
     if (isDigest(doc.result)) queue.push({ digest: doc.result, ref: `result of ${digest}` });
@@ -78,6 +81,10 @@ export async function checkReachable(ctx: StoreContext, roots?: Root[]): Promise
       fileEntry(c?.before, () => `Changeset ${digest}`);
       fileEntry(c?.after, () => `Changeset ${digest}`);
     }
+  }
+  for (const [digest, ref] of parts) {
+    seen.add(digest);
+    if (!ctx.store.has(digest) && !missing.has(digest)) missing.set(digest, ref);
   }
   for (const [digest, ref] of files) {
     seen.add(digest);

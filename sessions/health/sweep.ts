@@ -51,7 +51,7 @@ export async function sweep(ctx: StoreContext, dryRun: boolean): Promise<SweepRe
     const keepBases = new Set(roots.roots.filter((r) => r.keepsBases).map((r) => r.digest));
     const doomed = unreachedObjects(ctx, reached);
     result.objects = doomed.length;
-    for (const d of doomed) result.objectBytes += allocatedBytes(ctx.store.objectPath(d));
+    for (const path of doomed) result.objectBytes += allocatedBytes(path);
     const bases = unkeptBases(ctx, keepBases);
     for (const b of bases) result.baseBytes += allocatedBytes(join(ctx.store.paths.bases, b.hex));
     result.bases = bases.reduce((n, b) => n + b.families.length, 0);
@@ -60,7 +60,7 @@ export async function sweep(ctx: StoreContext, dryRun: boolean): Promise<SweepRe
     ctx.store.bumpGeneration();
     trash = tempName(ctx.store.paths, 'gc-trash');
     await mkdir(trash);
-    for (const [i, d] of doomed.entries()) await moveAside(ctx.store.objectPath(d), join(trash, String(i)));
+    for (const [i, path] of doomed.entries()) await moveAside(path, join(trash, String(i)));
     for (const b of bases) await removeBase(ctx, b.hex, b.families);
     for (const f of roots.orphanIndexes) await unlink(f).catch(() => {}); // a cache of a source that is gone
     for (const f of strayBaseFiles(ctx)) await unlink(f).catch(() => {}); // nothing to vouch for any more
@@ -71,14 +71,17 @@ export async function sweep(ctx: StoreContext, dryRun: boolean): Promise<SweepRe
   return result;
 }
 
-/** Objects in the store that no root reaches. */
-function unreachedObjects(ctx: StoreContext, reached: ReadonlySet<Digest>): Digest[] {
-  const out: Digest[] = [];
-  for (const prefix of readdirSync(ctx.store.paths.objects).sort()) {
-    if (!/^[0-9a-f]{2}$/.test(prefix)) continue;
-    for (const rest of readdirSync(join(ctx.store.paths.objects, prefix)).sort()) {
-      const d = `sha256:${prefix}${rest}`;
-      if (isDigest(d) && !reached.has(d)) out.push(d);
+/** The files of objects in the store that no root reaches: whole objects, and records of documents stored as chunks. */
+function unreachedObjects(ctx: StoreContext, reached: ReadonlySet<Digest>): string[] {
+  const out: string[] = [];
+  for (const dir of [ctx.store.paths.objects, ctx.store.paths.chunked]) {
+    const prefixes = existsSync(dir) ? readdirSync(dir).sort() : [];
+    for (const prefix of prefixes) {
+      if (!/^[0-9a-f]{2}$/.test(prefix)) continue;
+      for (const rest of readdirSync(join(dir, prefix)).sort()) {
+        const d = `sha256:${prefix}${rest}`;
+        if (isDigest(d) && !reached.has(d)) out.push(join(dir, prefix, rest));
+      }
     }
   }
   return out;

@@ -20,8 +20,13 @@ export async function resolveDigestArg(store: ObjectStore, arg: string, what: st
         hint: 'pdb-env envs and pdb-env list show digests.',
       },
     );
-  const names = await readdir(join(store.paths.objects, hex.slice(0, 2))).catch(() => [] as string[]);
-  const found = names.filter((n) => n.startsWith(hex.slice(2)) && n.length === 62).map((n) => `sha256:${hex.slice(0, 2)}${n}` as Digest);
+  const names: string[] = [];
+  for (const dir of [store.paths.objects, store.paths.chunked])
+    // a document stored as chunks is named by its record
+    names.push(...(await readdir(join(dir, hex.slice(0, 2))).catch(() => [] as string[])));
+  const found = [...new Set(names)]
+    .filter((n) => n.startsWith(hex.slice(2)) && n.length === 62)
+    .map((n) => `sha256:${hex.slice(0, 2)}${n}` as Digest);
   if (found.length === 1) return found[0]!;
   if (found.length === 0)
     throw new PdbError('E_DIGEST_UNKNOWN', `${what}: no object in the store starts with ${hex}`, {

@@ -1,7 +1,8 @@
-import { chmodSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { canonicalBytes, sha256Digest } from '../../../model/canonical-json.js';
 import { isPdbError } from '../../../model/errors.js';
 import { ObjectStore } from '../../../model/store/object-store.js';
 import { tempDir } from '../../helpers/index.js';
@@ -81,6 +82,81 @@ test('opening a directory that is not a store is E_STORE_INVALID', () => {
   } catch (err) {
     assert.ok(isPdbError(err, 'E_STORE_INVALID'));
   }
+});
+
+/** A Snapshot-like document of `n` file entries, the `changed`th one with other bytes. */
+function bigDoc(n: number, changed = -1) {
+  const entries = Array.from({ length: n }, (_, i) => ({
+    digest: sha256Digest(`file ${i}${i === changed ? ' changed' : ''}`),
+    exec: false,
+    kind: 'file',
+    path: `src/dir${i % 37}/file-${i}.ts`,
+    size: i,
+  }));
+  return { base: null, entries, excludes: [], version: 1 };
+}
+
+/** Total bytes of the files under `dir` (recursively). */
+function treeBytes(dir: string): number {
+  let n = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true }))
+    if (e.isFile()) n += statSync(join(e.parentPath ?? (e as unknown as { path: string }).path, e.name)).size;
+  return n;
+}
+
+test('a large document is stored as shared chunks: a one-entry change adds a few chunks, and both read back whole', async () => {
+  const store = await ObjectStore.init(join(t.dir, 'c1'));
+  const a = await store.putDocument(bigDoc(20_000));
+  assert.not.ok(existsSync(store.objectPath(a)), 'not one object');
+  assert.ok(existsSync(store.chunkedPath(a)) && store.has(a) && store.isChunked(a));
+  const before = treeBytes(join(store.paths.root, 'objects'));
+  const b = await store.putDocument(bigDoc(20_000, 10_000));
+  const added = treeBytes(join(store.paths.root, 'objects')) - before;
+  assert.ok(before > 2_000_000 && added < 64 * 1024, `a one-entry change added ${added} bytes to ${before}`);
+  assert.equal(store.getDocument(a), bigDoc(20_000));
+  assert.equal(store.getDocument(b), bigDoc(20_000, 10_000));
+  assert.equal(canonicalBytes(store.getDocument(b)).digest, b);
+  assert.ok(store.chunkParts(a).length > 100);
+  assert.equal(await store.verifyAll(), { checked: (await store.verifyAll()).checked, corrupt: [] });
+  assert.equal(readdirSync(store.paths.tmp), [], 'no temp file is left');
+});
+
+test('a chunk missing or damaged is E_OBJECT_CORRUPT naming the document; verify moves the damaged chunk aside and the next put repairs it', async () => {
+  const store = await ObjectStore.init(join(t.dir, 'c2'));
+  const doc = bigDoc(3000);
+  const d = await store.putDocument(doc);
+  const chunk = store.chunkParts(d).at(-1)!;
+  const path = store.objectPath(chunk);
+  const good = readFileSync(path);
+  chmodSync(path, 0o644);
+  writeFileSync(path, Buffer.concat([good.subarray(0, 10), Buffer.from('X'), good.subarray(11)]));
+  const named = (err: unknown) => isPdbError(err, 'E_OBJECT_CORRUPT') && (err as Error).message.includes(d);
+  assert.throws(() => store.getDocument(d), named);
+  const v = await store.verifyAll({ quarantine: true });
+  assert.equal(v.corrupt, [chunk], 'the chunk, not the document');
+  assert.not.ok(store.has(chunk));
+  assert.throws(
+    () => store.getDocument(d),
+    (err: unknown) => named(err) && /misses its chunk/.test((err as Error).message),
+  );
+  assert.is(await store.putDocument(doc), d);
+  assert.equal(store.getDocument(d), doc);
+  rmSync(store.objectPath(store.chunkParts(d)[0]!), { force: true });
+  assert.throws(
+    () => store.getDocument(d),
+    (err: unknown) => named(err) && /chunk list/.test((err as Error).message),
+  );
+});
+
+test('a large document stored whole (before chunks) stays whole and readable', async () => {
+  const store = await ObjectStore.init(join(t.dir, 'c3'));
+  const doc = bigDoc(3000);
+  const { bytes, digest } = canonicalBytes(doc);
+  assert.is(await store.putBytes(bytes), digest, 'as an older pdb-env installed it');
+  assert.is(await store.putDocument(doc), digest);
+  assert.ok(existsSync(store.objectPath(digest)) && !store.isChunked(digest));
+  assert.equal(store.chunkParts(digest), []);
+  assert.equal(store.getDocument(digest), doc);
 });
 
 test.run();

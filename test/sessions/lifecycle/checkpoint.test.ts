@@ -2,7 +2,7 @@
 // its digest (git's racy-clean rule), yet the scan stays complete (adds, deletes and retypes are
 // found) and gives the digest a full hash gives; --verify re-hashes everything.
 import { execFileSync } from 'node:child_process';
-import { lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'uvu';
@@ -125,6 +125,51 @@ test('a new directory full of files and an emptied one are found', async () => {
     d.changes.map((c) => `${c.kind} ${c.path}`),
     ['add fresh', 'add fresh/deep', 'add fresh/deep/x.txt', 'delete lib/c.txt', 'delete lib/d.txt'],
   );
+});
+
+/** Bytes of every file under `dir`. */
+function filesBytes(dir: string): number {
+  let total = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true }))
+    if (e.isFile()) total += lstatSync(join(e.parentPath ?? (e as unknown as { path: string }).path, e.name)).size;
+  return total;
+}
+
+test('checkpoints of a large tree share chunks: a 1-file change adds under 64 KB; gc keeps every checkpoint, then sweeps a discarded one; verify and doctor find nothing', async () => {
+  const dir = join(t.dir, `case${n++}`);
+  const src = join(dir, 'src');
+  const spec: Record<string, Record<string, string>> = {};
+  for (let d = 0; d < 40; d++) {
+    spec[`pkg${d}`] = {};
+    for (let f = 0; f < 50; f++) spec[`pkg${d}`]![`file-${f}.js`] = `module.exports = ${d * 100 + f};\n`;
+  }
+  writeTree(src, spec);
+  const svc = await SessionService.open(join(dir, 'store'), { create: true });
+  await svc.create('s', { from: src });
+  const root = svc.sessionRoot('s');
+  const objects = join(svc.store.paths.root, 'objects');
+  const first = await svc.checkpoint('s');
+  assert.ok(svc.store.isChunked(first.snapshot), 'a 2,000-file Snapshot is stored as chunks');
+  await settle();
+  const before = filesBytes(objects);
+  writeFileSync(join(root, 'pkg20', 'file-25.js'), 'module.exports = "changed";\n');
+  const second = await svc.checkpoint('s');
+  const added = filesBytes(objects) - before;
+  assert.is(second.changes, 1);
+  assert.ok(added < 64 * 1024, `a 1-file checkpoint added ${added} bytes`);
+  assert.is(svc.readSnapshot(second.snapshot).entries.length, svc.readSnapshot(first.snapshot).entries.length);
+  assert.equal((await svc.gc()).failed, []);
+  for (const cp of [first, second]) assert.ok(svc.readSnapshot(cp.snapshot).entries.length > 2000, 'gc kept both checkpoints');
+  assert.equal((await svc.verify()).missing, []);
+  assert.equal(await svc.doctor(), []);
+  await svc.create('t', { base: second.snapshot });
+  assert.is(readFileSync(join(svc.sessionRoot('t'), 'pkg20', 'file-25.js'), 'utf8'), 'module.exports = "changed";\n');
+  await svc.discard('s', { force: true });
+  await svc.discard('t', { force: true });
+  const gone = await svc.gc();
+  assert.equal(gone.failed, []);
+  assert.ok(gone.freed.objects > 0);
+  assert.not.ok(svc.store.has(second.snapshot), 'an unreachable chunked Snapshot is swept, record and all');
 });
 
 test.run();

@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { sha256Digest } from '../../../model/canonical-json.js';
+import {
+  CHUNK_MAX,
+  CHUNK_MIN,
+  chunkEnds,
+  decodeChunkList,
+  decodeChunkedRecord,
+  encodeChunkList,
+  encodeChunkedRecord,
+} from '../../../model/store/chunks.js';
+
+test('chunks cover the bytes in order, each between the minimum and the maximum but the last', () => {
+  const bytes = randomBytes(1 << 20);
+  const ends = chunkEnds(bytes);
+  assert.is(ends[ends.length - 1], bytes.length);
+  let at = 0;
+  for (const [i, end] of ends.entries()) {
+    assert.ok(end - at <= CHUNK_MAX);
+    if (i < ends.length - 1) assert.ok(end - at > CHUNK_MIN);
+    at = end;
+  }
+  assert.ok(ends.length > 60 && ends.length < 250, `about 8 KiB a chunk on random bytes (${ends.length} chunks in 1 MiB)`);
+  assert.equal(chunkEnds(new Uint8Array(0)), []);
+});
+
+test('an edit in the middle changes the chunks around it only: the others are the same bytes', () => {
+  const a = randomBytes(1 << 20);
+  const b = Buffer.concat([a.subarray(0, 500_000), Buffer.from('an inserted line\n'), a.subarray(500_010)]);
+  const pieces = (x: Buffer) => {
+    let at = 0;
+    return new Set(chunkEnds(x).map((end) => sha256Digest(x.subarray(at, (at = end)))));
+  };
+  const pa = pieces(a);
+  const pb = pieces(b);
+  const fresh = [...pb].filter((d) => !pa.has(d));
+  assert.ok(fresh.length >= 1 && fresh.length <= 3, `${fresh.length} new chunks of ${pb.size}`);
+});
+
+test('chunk lists and records round-trip; anything else is not one', () => {
+  const refs = [
+    { digest: sha256Digest('a'), size: 1 },
+    { digest: sha256Digest('b'), size: 65536 },
+  ];
+  assert.equal(decodeChunkList(encodeChunkList(refs)), refs);
+  assert.is(decodeChunkList(Buffer.from('{"a":1}')), null);
+  assert.equal(decodeChunkedRecord(encodeChunkedRecord(refs[0]!.digest, 12)), { list: refs[0]!.digest, size: 12 });
+  assert.is(decodeChunkedRecord('pdb-env-chunked 1 sha256:00 1\n'), null);
+});
+
+test.run();
