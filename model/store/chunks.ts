@@ -2,8 +2,12 @@
 // chunk): a boundary depends only on the 32 bytes before it, so two Snapshots that differ in a few
 // entries share every chunk those entries are not in. Boundaries only decide what is shared, never
 // what is read: a document is always reassembled and checked against its own digest.
-import type { Digest } from '../canonical-json.js';
+import { mkdirSync, existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { sha256Digest, type Digest } from '../canonical-json.js';
+import { PdbError, isPdbError, osErrorCode, toPdbError } from '../errors.js';
 import { sha256 } from '../os/hash.js';
+import { tempPath } from '../os/temp-name.js';
 
 /** Chunk sizes: small enough that a 1-entry change of a Snapshot rewrites about 10 KB, large enough that a 250,000-entry Snapshot (48 MB) is 6,000 files. */
 export const CHUNK_MIN = 2 * 1024;
@@ -94,4 +98,115 @@ export function encodeChunkedRecord(list: Digest, size: number): string {
 export function decodeChunkedRecord(text: string): { list: Digest; size: number } | null {
   const m = /^pdb-env-chunked 1 (sha256:[0-9a-f]{64}) (\d+)\n$/.exec(text);
   return m ? { list: m[1] as Digest, size: Number(m[2]) } : null;
+}
+
+/** What of the object store chunked documents are kept with (model/store/object-store.ts). */
+export interface ChunkHost {
+  readonly paths: { tmp: string };
+  readonly repairHint: string;
+  objectPath(digest: Digest): string;
+  chunkedPath(digest: Digest): string;
+  getBytes(digest: Digest): Buffer;
+  installWhole(digest: Digest, bytes: Buffer, kind: string): void;
+  quarantineObject(digest: Digest): string | null;
+}
+
+/**
+ * Install a large document as content-defined chunks (ordinary objects, each installed once and
+ * shared by every document holding it), their list (an object too, chunked in turn when large)
+ * and, last, the record that names the list: a record is never there before what it names. A
+ * document already whole in the store stays so. A chunk already present is trusted here; reading
+ * checks the whole document, and verify re-hashes every chunk.
+ */
+export function installChunked(host: ChunkHost, digest: Digest, bytes: Buffer): void {
+  const whole = host.objectPath(digest);
+  if (existsSync(whole)) {
+    if (readFileSync(whole).equals(bytes)) return;
+    host.quarantineObject(digest);
+  }
+  const refs: ChunkRef[] = [];
+  let at = 0;
+  for (const end of chunkEnds(bytes)) {
+    const piece = bytes.subarray(at, end);
+    const d = sha256Digest(piece);
+    if (!existsSync(host.objectPath(d))) host.installWhole(d, piece, 'obj');
+    refs.push({ digest: d, size: end - at });
+    at = end;
+  }
+  const list = encodeChunkList(refs);
+  const listDigest = sha256Digest(list);
+  if (list.length > CHUNK_THRESHOLD) installChunked(host, listDigest, list);
+  else if (!existsSync(host.objectPath(listDigest))) host.installWhole(listDigest, list, 'obj');
+  const record = host.chunkedPath(digest);
+  const tmp = tempPath(host.paths.tmp, 'doc');
+  try {
+    mkdirSync(dirname(record), { recursive: true });
+    writeFileSync(tmp, encodeChunkedRecord(listDigest, bytes.length), { flag: 'wx', mode: 0o444 });
+    renameSync(tmp, record);
+  } catch (err) {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // rollback of our own temp file
+    }
+    throw toPdbError(err, 'E_IO', { action: `installing object ${digest}`, path: record });
+  }
+}
+
+/**
+ * The objects a chunked document's bytes are kept in (its list, the list's own pieces, its
+ * chunks), for gc's mark and verify's list of what is missing; [] for a document kept whole. A
+ * list that cannot be read contributes itself only: reading the document reports it.
+ */
+export function chunkParts(host: ChunkHost, digest: Digest): Digest[] {
+  const rec = readChunkedRecord(host, digest);
+  if (!rec || rec === 'bad') return [];
+  const out: Digest[] = [rec.list, ...chunkParts(host, rec.list)];
+  try {
+    for (const c of decodeChunkList(host.getBytes(rec.list)) ?? []) out.push(c.digest);
+  } catch {
+    // reported by whoever reads the document
+  }
+  return out;
+}
+
+export function readChunkedRecord(host: ChunkHost, digest: Digest): { list: Digest; size: number } | null | 'bad' {
+  if (existsSync(host.objectPath(digest))) return null;
+  let text: string;
+  try {
+    text = readFileSync(host.chunkedPath(digest), 'utf8');
+  } catch (err) {
+    if (osErrorCode(err) === 'ENOENT') return null;
+    throw toPdbError(err, 'E_IO', { action: `reading object ${digest}` });
+  }
+  return decodeChunkedRecord(text) ?? 'bad';
+}
+
+/** A chunked document's bytes, reassembled and checked against its digest; any piece missing or damaged is E_OBJECT_CORRUPT naming the document. */
+export function readChunked(host: ChunkHost, digest: Digest, rec: { list: Digest; size: number } | 'bad'): Buffer {
+  const corrupt = (why: string, path?: string) =>
+    new PdbError('E_OBJECT_CORRUPT', `object ${digest} (stored as chunks) ${why}`, { hint: host.repairHint, path });
+  if (rec === 'bad') throw corrupt('has a record that is not a chunk list reference', host.chunkedPath(digest));
+  let refs: ChunkRef[] | null;
+  try {
+    refs = decodeChunkList(host.getBytes(rec.list));
+  } catch (err) {
+    if (isPdbError(err, 'E_OBJECT_MISSING') || isPdbError(err, 'E_OBJECT_CORRUPT'))
+      throw corrupt(`cannot be read: its chunk list ${rec.list} is missing or damaged`, host.objectPath(rec.list));
+    throw err;
+  }
+  if (!refs) throw corrupt(`cannot be read: ${rec.list} is not a chunk list`, host.objectPath(rec.list));
+  const pieces: Buffer[] = [];
+  for (const c of refs) {
+    try {
+      pieces.push(readFileSync(host.objectPath(c.digest)));
+    } catch (err) {
+      if (osErrorCode(err) === 'ENOENT') throw corrupt(`misses its chunk ${c.digest}`, host.objectPath(c.digest));
+      throw toPdbError(err, 'E_IO', { action: `reading object ${c.digest} (a chunk of ${digest})` });
+    }
+  }
+  const bytes = Buffer.concat(pieces);
+  if (bytes.length === rec.size && sha256Digest(bytes) === digest) return bytes;
+  const bad = refs.find((c, i) => pieces[i]!.length !== c.size || sha256Digest(pieces[i]!) !== c.digest);
+  throw bad ? corrupt(`has a damaged chunk ${bad.digest}`, host.objectPath(bad.digest)) : corrupt('does not match its digest');
 }

@@ -12,21 +12,13 @@ import {
   writeSync,
 } from 'node:fs';
 import { mkdir, open, readdir } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { canonicalBytes, isDigest, sha256Digest, type Digest } from '../canonical-json.js';
 import { PdbError, isPdbError, osErrorCode, toPdbError } from '../errors.js';
 import { canonicalSnapshot, type Snapshot } from '../snapshot.js';
 import { nodeCrypto, randomHex } from '../os/hash.js';
 import { tempPath } from '../os/temp-name.js';
-import {
-  CHUNK_THRESHOLD,
-  chunkEnds,
-  decodeChunkList,
-  decodeChunkedRecord,
-  encodeChunkList,
-  encodeChunkedRecord,
-  type ChunkRef,
-} from './chunks.js';
+import { CHUNK_THRESHOLD, chunkParts, installChunked, readChunked, readChunkedRecord } from './chunks.js';
 
 /** The directory layout of a store. Paths only; what lives where is documented in DESIGN section 4. */
 export interface StorePaths {
@@ -134,6 +126,8 @@ function writeAll(fd: number, data: string | Buffer | readonly Buffer[]): void {
 
 /** Immutable, deduplicated content-addressed blobs under `<store>/objects/sha256/ab/cdef...`. */
 export class ObjectStore {
+  readonly repairHint = REPAIR_HINT;
+
   constructor(readonly paths: StorePaths) {}
 
   static async init(root: string): Promise<ObjectStore> {
@@ -242,7 +236,7 @@ export class ObjectStore {
       if (statSync(tmp).size > CHUNK_THRESHOLD) {
         // Read back to be chunked: callers with a large document make its bytes in memory instead
         // (installSnapshotFromColumns), so this second pass is only a fallback.
-        this.installChunked(digest, readFileSync(tmp));
+        installChunked(this, digest, readFileSync(tmp));
         unlinkSync(tmp);
         return digest;
       }
@@ -279,11 +273,12 @@ export class ObjectStore {
    * differ is quarantined and replaced: this is how a re-import repairs a damaged document.
    */
   private async install(digest: Digest, bytes: Buffer, kind: string): Promise<void> {
-    if (kind === 'doc' && bytes.length > CHUNK_THRESHOLD) return this.installChunked(digest, bytes);
+    if (kind === 'doc' && bytes.length > CHUNK_THRESHOLD) return installChunked(this, digest, bytes);
     this.installWhole(digest, bytes, kind);
   }
 
-  private installWhole(digest: Digest, bytes: Buffer, kind: string): void {
+  /** Install `bytes` as one object file (no chunks), unless it is there. */
+  installWhole(digest: Digest, bytes: Buffer, kind: string): void {
     const dst = this.objectPath(digest);
     if (existsSync(dst)) {
       if (readFileSync(dst).equals(bytes)) return;
@@ -309,103 +304,11 @@ export class ObjectStore {
   }
 
   /**
-   * Install a large document as content-defined chunks (ordinary objects, each installed once and
-   * shared by every document holding it), their list (an object too, chunked in turn when large)
-   * and, last, the record that names the list: a record is never there before what it names. A
-   * document already whole in the store stays so. A chunk already present is trusted here; reading
-   * checks the whole document, and verify re-hashes every chunk.
-   */
-  private installChunked(digest: Digest, bytes: Buffer): void {
-    const whole = this.objectPath(digest);
-    if (existsSync(whole)) {
-      if (readFileSync(whole).equals(bytes)) return;
-      this.quarantineObject(digest);
-    }
-    const refs: ChunkRef[] = [];
-    let at = 0;
-    for (const end of chunkEnds(bytes)) {
-      const piece = bytes.subarray(at, end);
-      const d = sha256Digest(piece);
-      if (!existsSync(this.objectPath(d))) this.installWhole(d, piece, 'obj');
-      refs.push({ digest: d, size: end - at });
-      at = end;
-    }
-    const list = encodeChunkList(refs);
-    const listDigest = sha256Digest(list);
-    if (list.length > CHUNK_THRESHOLD) this.installChunked(listDigest, list);
-    else if (!existsSync(this.objectPath(listDigest))) this.installWhole(listDigest, list, 'obj');
-    const record = this.chunkedPath(digest);
-    const tmp = tempName(this.paths, 'doc');
-    try {
-      mkdirSync(dirname(record), { recursive: true });
-      writeFileSync(tmp, encodeChunkedRecord(listDigest, bytes.length), { flag: 'wx', mode: 0o444 });
-      renameSync(tmp, record);
-    } catch (err) {
-      try {
-        unlinkSync(tmp);
-      } catch {
-        // rollback of our own temp file
-      }
-      throw toPdbError(err, 'E_IO', { action: `installing object ${digest}`, path: record });
-    }
-  }
-
-  /**
    * The objects a chunked document's bytes are kept in (its list, the list's own pieces, its
-   * chunks), for gc's mark and verify's list of what is missing; [] for a document kept whole. A
-   * list that cannot be read contributes itself only: reading the document reports it.
+   * chunks), for gc's mark and verify's list of what is missing; [] for a document kept whole.
    */
   chunkParts(digest: Digest): Digest[] {
-    const rec = this.readChunkedRecord(digest);
-    if (!rec || rec === 'bad') return [];
-    const out: Digest[] = [rec.list, ...this.chunkParts(rec.list)];
-    try {
-      for (const c of decodeChunkList(this.getBytes(rec.list)) ?? []) out.push(c.digest);
-    } catch {
-      // reported by whoever reads the document
-    }
-    return out;
-  }
-
-  private readChunkedRecord(digest: Digest): { list: Digest; size: number } | null | 'bad' {
-    if (existsSync(this.objectPath(digest))) return null;
-    let text: string;
-    try {
-      text = readFileSync(this.chunkedPath(digest), 'utf8');
-    } catch (err) {
-      if (osErrorCode(err) === 'ENOENT') return null;
-      throw toPdbError(err, 'E_IO', { action: `reading object ${digest}` });
-    }
-    return decodeChunkedRecord(text) ?? 'bad';
-  }
-
-  /** A chunked document's bytes, reassembled and checked against its digest; any piece missing or damaged is E_OBJECT_CORRUPT naming the document. */
-  private readChunked(digest: Digest, rec: { list: Digest; size: number } | 'bad'): Buffer {
-    const corrupt = (why: string, path?: string) =>
-      new PdbError('E_OBJECT_CORRUPT', `object ${digest} (stored as chunks) ${why}`, { hint: REPAIR_HINT, path });
-    if (rec === 'bad') throw corrupt('has a record that is not a chunk list reference', this.chunkedPath(digest));
-    let refs: ChunkRef[] | null;
-    try {
-      refs = decodeChunkList(this.getBytes(rec.list));
-    } catch (err) {
-      if (isPdbError(err, 'E_OBJECT_MISSING') || isPdbError(err, 'E_OBJECT_CORRUPT'))
-        throw corrupt(`cannot be read: its chunk list ${rec.list} is missing or damaged`, this.objectPath(rec.list));
-      throw err;
-    }
-    if (!refs) throw corrupt(`cannot be read: ${rec.list} is not a chunk list`, this.objectPath(rec.list));
-    const pieces: Buffer[] = [];
-    for (const c of refs) {
-      try {
-        pieces.push(readFileSync(this.objectPath(c.digest)));
-      } catch (err) {
-        if (osErrorCode(err) === 'ENOENT') throw corrupt(`misses its chunk ${c.digest}`, this.objectPath(c.digest));
-        throw toPdbError(err, 'E_IO', { action: `reading object ${c.digest} (a chunk of ${digest})` });
-      }
-    }
-    const bytes = Buffer.concat(pieces);
-    if (bytes.length === rec.size && sha256Digest(bytes) === digest) return bytes;
-    const bad = refs.find((c, i) => pieces[i]!.length !== c.size || sha256Digest(pieces[i]!) !== c.digest);
-    throw bad ? corrupt(`has a damaged chunk ${bad.digest}`, this.objectPath(bad.digest)) : corrupt('does not match its digest');
+    return chunkParts(this, digest);
   }
 
   /**
@@ -439,8 +342,8 @@ export class ObjectStore {
     try {
       bytes = readFileSync(this.objectPath(digest));
     } catch (err) {
-      const rec = osErrorCode(err) === 'ENOENT' ? this.readChunkedRecord(digest) : null;
-      if (rec) return this.readChunked(digest, rec);
+      const rec = osErrorCode(err) === 'ENOENT' ? readChunkedRecord(this, digest) : null;
+      if (rec) return readChunked(this, digest, rec);
       if (osErrorCode(err) === 'ENOENT')
         throw new PdbError('E_OBJECT_MISSING', `object ${digest} is not in the store`, {
           cause: err,
