@@ -234,8 +234,8 @@ export class ObjectStore {
       }
       const dst = this.objectPath(digest);
       if (statSync(tmp).size > CHUNK_THRESHOLD) {
-        // Read back to be chunked: callers with a large document make its bytes in memory instead
-        // (installSnapshotFromColumns), so this second pass is only a fallback.
+        // Read back (from the page cache) to be chunked: the native writer streams a Snapshot
+        // faster than it makes one in memory (installSnapshotFromColumns).
         installChunked(this, digest, readFileSync(tmp));
         unlinkSync(tmp);
         return digest;

@@ -44,7 +44,7 @@ export interface BenchGoal {
 export interface BenchReceipt {
   kind: 'pdb-env-bench-receipt';
   schemaVersion: 1;
-  benchmark: 'full-copy' | 'cow' | 'scale' | 'lstat' | 'startup';
+  benchmark: 'full-copy' | 'cow' | 'scale' | 'lstat' | 'startup' | 'rhythm';
   tool: { name: 'pdb-env'; version: string };
   provenance: Provenance;
   command: string;

@@ -1,0 +1,286 @@
+#!/usr/bin/env node
+// Rhythm benchmark (issue 38, item 4): checkpoints at the rhythm agents work. A session of the
+// tree takes --turns checkpoints (default 100), each after 1-10 files changed (every tenth turn
+// exactly one, so the 1-file goal has samples); beside it the same bytes are written into an
+// all-tracked git copy of the tree and committed with `git add -A -f && git commit`, as Conductor
+// commits every turn. Per turn: the time of `git status --porcelain` (the changes made, before the
+// commit), of `pdb-env checkpoint` and of the commit, and the bytes each added: apparent sizes of
+// the files under the store's objects/ and under .git/objects. The receipt is path-free.
+//
+// The tree: --pnpm-fixture DIR (the pinned pnpm monorepo, installed into DIR once: what the lead
+// runs), --tree DIR (any tree; not written to), or --generated N (a node_modules-shaped tree of N
+// files, scripts/bench/cow-tree.ts, for a quick functional run without a network).
+import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { $ as zx } from 'zx';
+import { createRandom, type Random } from '../../harness/plan/prng.js';
+import { storeFilesystem } from '../../harness/receipt/host.js';
+import { packageFile } from '../../model/paths.js';
+import { scannerInfo } from '../../model/scan/scanner.js';
+import { PDB_ENV, allTrackedCopy, ensurePnpmMonorepo } from './baselines.js';
+import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchGoal, type BenchRow } from './bench-receipt.js';
+import { generateTree } from './cow-tree.js';
+import { countEntries } from './user-path.js';
+import { formatDuration, median, scriptArgs } from '../lib.js';
+
+const USAGE =
+  'usage: node dist/scripts/bench/rhythm.js [--pnpm-fixture DIR | --tree DIR | --generated FILES] [--turns 100] [--seed 38]\n' +
+  '                                      [--backend full-copy] [--work /var/tmp/pdb-env-rhythm] [--out receipts/local]';
+const { values } = scriptArgs(USAGE, {
+  'pnpm-fixture': { type: 'string' },
+  tree: { type: 'string' },
+  generated: { type: 'string' },
+  turns: { type: 'string', default: '100' },
+  seed: { type: 'string', default: '38' },
+  backend: { type: 'string', default: 'full-copy' },
+  work: { type: 'string', default: '/var/tmp/pdb-env-rhythm' },
+  out: { type: 'string', default: packageFile('receipts', 'local') },
+});
+const $ = zx({ verbose: false, quiet: true });
+const turns = Number(values.turns);
+const seed = Number(values.seed);
+const work = resolve(values.work);
+const backend = values.backend;
+/** The goal of a 1-file checkpoint: at most this many bytes plus the changed file's. */
+const ONE_FILE_ALLOWANCE = 64 * 1024;
+
+async function chooseTree(): Promise<{ tree: string; what: string }> {
+  if (values.tree) return { tree: resolve(values.tree), what: 'given with --tree' };
+  if (values.generated) {
+    const files = Number(values.generated);
+    const tree = join(work, `generated-${files}`);
+    if (!existsSync(join(tree, 'package.json'))) generateTree(tree, files, Math.max(20, Math.round(files / 250)), 26);
+    return { tree, what: `a generated node_modules-shaped tree of ${files} files` };
+  }
+  const dir = resolve(values['pnpm-fixture'] ?? join(work, 'pnpm-monorepo'));
+  console.log('the pinned pnpm monorepo fixture (installed once)');
+  return { tree: await ensurePnpmMonorepo(dir, work), what: 'the pinned pnpm monorepo fixture' };
+}
+
+/** Apparent bytes of the files under `dir` (what a copy of it would hold), skipping directories named in `skip`. */
+function bytesUnder(dir: string, skip: ReadonlySet<string> = new Set()): number {
+  let n = 0;
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (skip.has(p)) continue;
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) n += statSync(p).size;
+    }
+  };
+  if (existsSync(dir)) walk(dir);
+  return n;
+}
+
+/** Regular files of the tree by relative path (sorted, .git left out): what the turns edit. */
+function regularFiles(root: string): string[] {
+  const out: string[] = [];
+  const walk = (rel: string) => {
+    for (const e of readdirSync(join(root, rel), { withFileTypes: true })) {
+      const p = rel ? `${rel}/${e.name}` : e.name;
+      if (p === '.git') continue;
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) out.push(p);
+    }
+  };
+  walk('');
+  return out.sort();
+}
+
+/** One turn's edits, the same bytes in both trees: mostly a line appended, one edit in ten a new file beside the chosen one. */
+function editTurn(turn: number, count: number, files: string[], rand: Random, roots: string[]): { paths: string[]; bytes: number } {
+  const paths: string[] = [];
+  for (let j = 0; j < count; j++) {
+    const pick = files[rand.int(files.length)]!;
+    if (rand.int(10) === 0) {
+      const added = `${pick.includes('/') ? pick.slice(0, pick.lastIndexOf('/') + 1) : ''}rhythm-${turn}-${j}.txt`;
+      const body = `added at turn ${turn}: ${'x'.repeat(rand.int(2000))}\n`;
+      for (const r of roots) writeFileSync(join(r, added), body);
+      files.push(added);
+      paths.push(added);
+    } else {
+      for (const r of roots) appendFileSync(join(r, pick), `\n// turn ${turn}, edit ${j}\n`);
+      paths.push(pick);
+    }
+  }
+  const unique = [...new Set(paths)];
+  return { paths: unique, bytes: unique.reduce((n, p) => n + statSync(join(roots[0]!, p)).size, 0) };
+}
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return performance.now() - t0;
+}
+
+const p95 = (xs: readonly number[]) =>
+  xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(xs.length * 0.95) - 1)]! : null;
+const round = (x: number | null) => (x === null ? null : Math.round(x * 1000) / 1000);
+
+interface Turn {
+  files: number;
+  fileBytes: number;
+  statusMs: number;
+  checkpointMs: number;
+  commitMs: number;
+  storeBytes: number;
+  metaBytes: number;
+  gitBytes: number;
+}
+
+async function main(): Promise<void> {
+  mkdirSync(work, { recursive: true });
+  const { tree, what } = await chooseTree();
+  const entries = countEntries(tree);
+  const fs = storeFilesystem(work).type;
+  const scanner = scannerInfo();
+  console.log(`tree: ${entries} entries (${what}), filesystem ${fs}, ${backend}, scanner ${scanner.scanner}; ${turns} turns`);
+  const start = await startBenchReceipt(work, resolve(values.out));
+  const store = join(work, 'store');
+  rmSync(store, { recursive: true, force: true });
+  const pdb = (...args: string[]) => $`${PDB_ENV} ${args} --store ${store}`;
+  await pdb('create', 'rhythm', '--from', tree, '--backend', backend);
+  const root = (await pdb('path', 'rhythm')).stdout.trim();
+  const git = await allTrackedCopy(tree, join(work, 'git-tree'));
+  const gitCmd = (...args: string[]) => $({ cwd: git.dir })`git -c core.excludesFile=/dev/null ${args}`;
+  const commit = async (turn: number) => {
+    await gitCmd('add', '-A', '-f');
+    await gitCmd('-c', 'user.name=bench', '-c', 'user.email=bench@example.invalid', 'commit', '-q', '-m', `turn ${turn}`);
+  };
+  // A checkpoint of the untouched session first (not counted): the tree as created, recorded once.
+  await sleep(300);
+  await pdb('checkpoint', 'rhythm');
+  const objects = join(store, 'objects');
+  // What else a checkpoint writes into the store: the session's tree index (or its delta), its record and logs; never the workspace.
+  const meta = () => bytesUnder(store, new Set([objects, join(store, 'sessions', 'rhythm', 'root'), join(store, 'bases')]));
+  const files = regularFiles(root);
+  const rand = createRandom(seed);
+  const done: Turn[] = [];
+  for (let turn = 0; turn < turns; turn++) {
+    const count = turn % 10 === 0 ? 1 : 1 + rand.int(10);
+    const edit = editTurn(turn, count, files, rand, [root, git.dir]);
+    const statusMs = await timed(() => git.status());
+    const [store0, meta0, git0] = [bytesUnder(objects), meta(), bytesUnder(join(git.dir, '.git', 'objects'))];
+    // Which of the two goes first alternates, so machine noise does not favour one side.
+    let checkpointMs = 0;
+    let commitMs = 0;
+    if (turn % 2 === 0) {
+      checkpointMs = await timed(() => pdb('checkpoint', 'rhythm'));
+      commitMs = await timed(() => commit(turn));
+    } else {
+      commitMs = await timed(() => commit(turn));
+      checkpointMs = await timed(() => pdb('checkpoint', 'rhythm'));
+    }
+    done.push({
+      files: edit.paths.length,
+      fileBytes: edit.bytes,
+      statusMs,
+      checkpointMs,
+      commitMs,
+      storeBytes: bytesUnder(objects) - store0,
+      metaBytes: meta() - meta0,
+      gitBytes: bytesUnder(join(git.dir, '.git', 'objects')) - git0,
+    });
+    const d = done[done.length - 1]!;
+    console.log(
+      `turn ${String(turn + 1).padStart(3)}: ${String(d.files).padStart(2)} files; checkpoint ${formatDuration(checkpointMs, 3)} +${d.storeBytes} B objects (+${d.metaBytes} B index/records); git status ${formatDuration(statusMs, 3)}; git add+commit ${formatDuration(commitMs, 3)} +${d.gitBytes} B`,
+    );
+  }
+  const col = <K extends keyof Turn>(k: K, ts: Turn[] = done) => ts.map((t) => t[k]);
+  const one = done.filter((t) => t.files === 1);
+  const group = backend;
+  const GIT_COMMIT = 'git add -A -f && git commit';
+  const GIT_STATUS = 'git status --porcelain';
+  const CHECKPOINT = 'pdb-env checkpoint';
+  const bytesMetrics = (k: 'storeBytes' | 'gitBytes') => ({
+    bytesAddedMedian: median(col(k)),
+    bytesAddedP95: p95(col(k)),
+    bytesAddedTotal: col(k).reduce((a, b) => a + b, 0),
+    bytesAdded1FileMedian: median(col(k, one)),
+    bytesAdded1FileMax: one.length ? Math.max(...col(k, one)) : null,
+    bytesAddedPerTurn: col(k).join(','),
+  });
+  const rows: BenchRow[] = [
+    benchRow(
+      CHECKPOINT,
+      group,
+      col('checkpointMs'),
+      { [GIT_COMMIT]: col('commitMs'), [GIT_STATUS]: col('statusMs') },
+      {
+        p95Ms: round(p95(col('checkpointMs'))),
+        ...bytesMetrics('storeBytes'),
+        indexAndRecordBytesMedian: median(col('metaBytes')),
+        filesChangedPerTurn: col('files').join(','),
+      },
+    ),
+    benchRow(GIT_COMMIT, group, col('commitMs'), {}, { p95Ms: round(p95(col('commitMs'))), ...bytesMetrics('gitBytes') }),
+    benchRow(GIT_STATUS, group, col('statusMs'), {}, { p95Ms: round(p95(col('statusMs'))) }),
+  ];
+  const ratio = (xs: number[], ys: number[]) => median(xs.map((x, i) => x / ys[i]!)) ?? Number.NaN;
+  const oneFile = one.length ? Math.max(...one.map((t) => t.storeBytes / (ONE_FILE_ALLOWANCE + t.fileBytes))) : Number.NaN;
+  const goals: BenchGoal[] = [
+    {
+      goal: 'store growth of a 1-file checkpoint at most 64 KiB plus the file (the largest of the 1-file turns)',
+      group,
+      measured: CHECKPOINT,
+      baseline: '64 KiB + the changed file',
+      direction: 'at-most',
+      limit: 1,
+      ratio: round(oneFile) ?? Number.NaN,
+      met: oneFile <= 1,
+      stretchMet: one.every((t) => t.storeBytes <= t.gitBytes),
+    },
+    {
+      goal: 'per-turn time at most git add -A -f && git commit',
+      group,
+      measured: CHECKPOINT,
+      baseline: GIT_COMMIT,
+      direction: 'at-most',
+      limit: 1,
+      ratio: round(ratio(col('checkpointMs'), col('commitMs')))!,
+      met: ratio(col('checkpointMs'), col('commitMs')) <= 1,
+    },
+    {
+      goal: 'checkpoint (1-10 files changed) at most 1.5x git status --porcelain',
+      group,
+      measured: CHECKPOINT,
+      baseline: GIT_STATUS,
+      direction: 'at-most',
+      limit: 1.5,
+      ratio: round(ratio(col('checkpointMs'), col('statusMs')))!,
+      met: ratio(col('checkpointMs'), col('statusMs')) <= 1.5,
+    },
+  ];
+  console.log(
+    `\n${turns} turns, ${entries} entries, ${backend}: checkpoint median ${formatDuration(median(col('checkpointMs')), 3)} (p95 ${formatDuration(p95(col('checkpointMs')), 3)}), ` +
+      `git add+commit ${formatDuration(median(col('commitMs')), 3)} (p95 ${formatDuration(p95(col('commitMs')), 3)}), git status ${formatDuration(median(col('statusMs')), 3)}`,
+  );
+  console.log(
+    `bytes per turn (median): store ${median(col('storeBytes'))}, .git/objects ${median(col('gitBytes'))}; 1-file turns (${one.length}): store ${median(col('storeBytes', one))} (max ${rows[0]!.metrics.bytesAdded1FileMax}), git ${median(col('gitBytes', one))}`,
+  );
+  for (const g of goals) console.log(`  ${g.met ? 'MET    ' : 'NOT MET'}  ${g.goal}: ${g.ratio}x (limit ${g.limit}x)`);
+  await pdb('discard', 'rhythm', '--force');
+  rmSync(git.dir, { recursive: true, force: true });
+  rmSync(store, { recursive: true, force: true });
+  const file = await writeBenchReceipt(start, {
+    benchmark: 'rhythm',
+    command: `npm run bench:rhythm -- --turns ${turns} --seed ${seed} --backend ${backend}${values.tree ? ' --tree <dir>' : ''}${values.generated ? ` --generated ${values.generated}` : ''}${values.tree || values.generated ? '' : ' --pnpm-fixture <dir>'}`,
+    params: {
+      turns,
+      seed,
+      backend,
+      tree: what,
+      entries,
+      filesystem: fs,
+      scanner: scanner.scanner,
+      lstatThreads: scanner.threads,
+    },
+    results: rows,
+    goals,
+  });
+  console.log(`receipt: ${file}`);
+}
+
+await main();
