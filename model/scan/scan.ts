@@ -171,7 +171,8 @@ export interface ScanResult {
   /** The rows of `trust` that nextIndex changes when it only restates them (index-update.ts), else null. */
   restatedRows(): Uint32Array | null;
   /** Install the Snapshot of the tree as scanned into `store` (streamed where it can be); its digest. */
-  installSnapshot(store: ObjectStore, base: Digest | null): Promise<Digest>;
+  /** Install the scanned tree's Snapshot; `like` names the Snapshot it follows (whose chunks it shares, model/store/chunks.ts). */
+  installSnapshot(store: ObjectStore, base: Digest | null, like?: Digest | null): Promise<Digest>;
 }
 
 /** Scan a tree into contract entries, hashing what the trusted index cannot vouch for; optionally install into the store. */
@@ -223,7 +224,7 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
       return new TreeIndex(header, c);
     },
     restatedRows: () => restatedRows(trust?.cols ?? null, raw),
-    installSnapshot: (store, base) => installSnapshotFromColumns(store, columns(), base, options.excludes),
+    installSnapshot: (store, base, like = null) => installSnapshotFromColumns(store, columns(), base, options.excludes, 'auto', like),
   };
 }
 

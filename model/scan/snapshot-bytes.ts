@@ -63,6 +63,7 @@ export async function installSnapshotFromColumns(
   base: Digest | null,
   excludes: readonly string[],
   writer: 'auto' | 'js' | 'native' = 'auto',
+  like: Digest | null = null,
 ): Promise<Digest> {
   // A Snapshot larger than CHUNK_THRESHOLD is stored as chunks, cut from the file read back: the
   // streaming writer and that read took 7 ms for 25,000 entries where the native writer into memory took 40 (model/store/chunks.ts).
@@ -74,11 +75,11 @@ export async function installSnapshotFromColumns(
       if (r === null || r.errno === constants.errno.EAGAIN) return null; // no SHA-256 in this process, or no second thread
       if (r.errno !== undefined) throw osError(r.errno, 'a Snapshot object');
       return `sha256:${r.digest}` as Digest;
-    });
+    }, like);
     if (digest) return digest;
   }
   const doc = snapshotBytesFromColumns(c, base, excludes, writer);
-  return store.putDocumentBytes(doc.bytes, doc.digest);
+  return store.putDocumentBytes(doc.bytes, doc.digest, like);
 }
 
 function jsSnapshotBytes(c: IndexColumns, head: Buffer, tail: Buffer): { bytes: Buffer; digest: Digest } {

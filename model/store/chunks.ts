@@ -51,6 +51,67 @@ function cutPoint(b: Uint8Array, start: number, GEAR: Int32Array): number {
   return stop;
 }
 
+/**
+ * The chunks of `bytes` with their digests: the chunks chunkEnds cuts. Given the chunks of a
+ * similar document (`like`: the session's previous Snapshot), a stretch holding the bytes of one
+ * of them is recognized by its digest instead of scanned for its boundary: the same bytes from the
+ * same start cut the same way (the gear hash starts afresh in each chunk), so the result is the
+ * same, and only the chunks around a change are scanned. Measured on a 25,000-entry Snapshot (5
+ * MB): the scan alone took 12 ms; a SHA-256 of every chunk is needed for their names either way.
+ */
+export function chunkRefs(bytes: Uint8Array, like: readonly ChunkRef[] = []): ChunkRef[] {
+  const table = gear();
+  const starts: number[] = [];
+  for (let k = 0, o = 0; k < like.length; o += like[k]!.size, k++) starts.push(o);
+  const out: ChunkRef[] = [];
+  const n = bytes.length;
+  // Whether old chunk k's bytes are at `x`: it must also end where it ended (not cut short by its document's end).
+  const holds = (k: number, x: number): boolean => {
+    const size = like[k]!.size;
+    if (x + size > n || (k === like.length - 1 && x + size !== n)) return false;
+    return sha256Digest(bytes.subarray(x, x + size)) === like[k]!.digest;
+  };
+  let next = 0; // the old chunk expected at x
+  let shift = 0; // x minus the old offset at the last match
+  for (let x = 0; x < n;) {
+    let found = -1;
+    if (next < like.length && holds(next, x)) found = next;
+    else if (like.length) {
+      // After a change, the old chunk near the same place (shifted as at the last match).
+      const want = x - shift;
+      let lo = 0;
+      for (let hi = starts.length; lo < hi;) {
+        const mid = (lo + hi) >> 1;
+        if (starts[mid]! < want - CHUNK_MAX) lo = mid + 1;
+        else hi = mid;
+      }
+      for (let k = lo; k < starts.length && starts[k]! <= want + CHUNK_MAX && found < 0; k++) if (k !== next && holds(k, x)) found = k;
+    }
+    if (found >= 0) {
+      out.push(like[found]!);
+      shift = x - starts[found]!;
+      next = found + 1;
+      x += like[found]!.size;
+      continue;
+    }
+    const end = cutPoint(bytes, x, table);
+    out.push({ digest: sha256Digest(bytes.subarray(x, end)), size: end - x });
+    x = end;
+  }
+  return out;
+}
+
+/** The chunks of a document stored as chunks; [] when it is not, or its list cannot be read (nothing to share then). */
+function chunksOf(host: ChunkHost, digest: Digest): ChunkRef[] {
+  const rec = readChunkedRecord(host, digest);
+  if (!rec || rec === 'bad') return [];
+  try {
+    return decodeChunkList(host.getBytes(rec.list)) ?? [];
+  } catch {
+    return [];
+  }
+}
+
 /** The chunk boundaries of `bytes`: the end offset of each chunk, in order (the last is bytes.length). */
 export function chunkEnds(bytes: Uint8Array): number[] {
   const ends: number[] = [];
@@ -118,20 +179,17 @@ export interface ChunkHost {
  * document already whole in the store stays so. A chunk already present is trusted here; reading
  * checks the whole document, and verify re-hashes every chunk.
  */
-export function installChunked(host: ChunkHost, digest: Digest, bytes: Buffer): void {
+export function installChunked(host: ChunkHost, digest: Digest, bytes: Buffer, like: Digest | null = null): void {
   const whole = host.objectPath(digest);
   if (existsSync(whole)) {
     if (readFileSync(whole).equals(bytes)) return;
     host.quarantineObject(digest);
   }
-  const refs: ChunkRef[] = [];
+  const refs = chunkRefs(bytes, like ? chunksOf(host, like) : []);
   let at = 0;
-  for (const end of chunkEnds(bytes)) {
-    const piece = bytes.subarray(at, end);
-    const d = sha256Digest(piece);
-    if (!existsSync(host.objectPath(d))) host.installWhole(d, piece, 'obj');
-    refs.push({ digest: d, size: end - at });
-    at = end;
+  for (const r of refs) {
+    if (!existsSync(host.objectPath(r.digest))) host.installWhole(r.digest, bytes.subarray(at, at + r.size), 'obj');
+    at += r.size;
   }
   const list = encodeChunkList(refs);
   const listDigest = sha256Digest(list);

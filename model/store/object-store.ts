@@ -208,8 +208,8 @@ export class ObjectStore {
   }
 
   /** Install a document's canonical bytes whose digest the caller computed (a Snapshot written from tree index columns). */
-  async putDocumentBytes(bytes: Buffer, digest: Digest): Promise<Digest> {
-    await this.install(digest, bytes, 'doc');
+  async putDocumentBytes(bytes: Buffer, digest: Digest, like: Digest | null = null): Promise<Digest> {
+    await this.install(digest, bytes, 'doc', like);
     return digest;
   }
 
@@ -218,7 +218,7 @@ export class ObjectStore {
    * putDocumentBytes does, without its bytes ever held here (native/snapshot.c streams a
    * Snapshot). `write` returning null installs nothing, and null is returned.
    */
-  putDocumentWritten(write: (fd: number) => Digest | null): Digest | null {
+  putDocumentWritten(write: (fd: number) => Digest | null, like: Digest | null = null): Digest | null {
     const tmp = tempName(this.paths, 'doc');
     let digest: Digest | null = null;
     try {
@@ -236,7 +236,7 @@ export class ObjectStore {
       if (statSync(tmp).size > CHUNK_THRESHOLD) {
         // Read back (from the page cache) to be chunked: the native writer streams a Snapshot
         // faster than it makes one in memory (installSnapshotFromColumns).
-        installChunked(this, digest, readFileSync(tmp));
+        installChunked(this, digest, readFileSync(tmp), like);
         unlinkSync(tmp);
         return digest;
       }
@@ -272,8 +272,8 @@ export class ObjectStore {
    * Install `bytes` as object `digest` unless a good copy is there. An existing copy whose bytes
    * differ is quarantined and replaced: this is how a re-import repairs a damaged document.
    */
-  private async install(digest: Digest, bytes: Buffer, kind: string): Promise<void> {
-    if (kind === 'doc' && bytes.length > CHUNK_THRESHOLD) return installChunked(this, digest, bytes);
+  private async install(digest: Digest, bytes: Buffer, kind: string, like: Digest | null = null): Promise<void> {
+    if (kind === 'doc' && bytes.length > CHUNK_THRESHOLD) return installChunked(this, digest, bytes, like);
     this.installWhole(digest, bytes, kind);
   }
 
@@ -357,9 +357,10 @@ export class ObjectStore {
     return bytes;
   }
 
-  async putDocument(doc: unknown): Promise<Digest> {
+  /** Install a JSON document; `like` names a similar one already stored (the one it follows), whose chunks it is likely to share. */
+  async putDocument(doc: unknown, like: Digest | null = null): Promise<Digest> {
     const { bytes, digest } = canonicalBytes(doc);
-    await this.install(digest, bytes, 'doc');
+    await this.install(digest, bytes, 'doc', like);
     return digest;
   }
 

@@ -182,9 +182,10 @@ async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: string,
   if (again) [snapshot, changeset, changes] = [h.snapshot!, h.changeset!, h.changes!];
   else {
     // The result's canonical bytes straight from the scanned tree's columns (no entry objects).
-    snapshot = await scan.installSnapshot(ctx.store, s.rec.base);
+    // Each shares most chunks with the one recorded last (model/store/chunks.ts).
+    snapshot = await scan.installSnapshot(ctx.store, s.rec.base, h?.snapshot ?? s.rec.base);
     const list = changesSinceBase(ctx, s, scanned);
-    changeset = await ctx.store.putDocument(createChangeset(s.rec.base, snapshot, list));
+    changeset = await ctx.store.putDocument(createChangeset(s.rec.base, snapshot, list), h?.changeset ?? null);
     changes = list.length;
   }
   crashPoint('checkpoint:after-objects');

@@ -6,6 +6,7 @@ import {
   CHUNK_MAX,
   CHUNK_MIN,
   chunkEnds,
+  chunkRefs,
   decodeChunkList,
   decodeChunkedRecord,
   encodeChunkList,
@@ -48,6 +49,35 @@ test('chunk lists and records round-trip; anything else is not one', () => {
   assert.is(decodeChunkList(Buffer.from('{"a":1}')), null);
   assert.equal(decodeChunkedRecord(encodeChunkedRecord(refs[0]!.digest, 12)), { list: refs[0]!.digest, size: 12 });
   assert.is(decodeChunkedRecord('pdb-env-chunked 1 sha256:00 1\n'), null);
+});
+
+test('chunks found through a similar document’s chunks are the chunks a plain scan cuts', () => {
+  const text = (seed: number) =>
+    Buffer.from(
+      Array.from({ length: 6000 }, (_, i) => `{"digest":"${sha256Digest(`${seed === i % 500 ? 'x' : ''}${i}`)}","path":"p/${i}"}`).join(
+        ',',
+      ),
+    );
+  const a = randomBytes(400_000);
+  const edits: Array<[Buffer, Buffer]> = [
+    [a, Buffer.concat([a.subarray(0, 1000), Buffer.from('x'), a.subarray(1000, 200_000), a.subarray(200_300)])],
+    [a, Buffer.concat([Buffer.from('head'), a, Buffer.from('tail')])],
+    [a, a.subarray(0, 399_000)],
+    [a, randomBytes(100_000)],
+    [text(-1), text(7)],
+    [text(-1), Buffer.concat([text(-1).subarray(0, 90_000), text(3).subarray(95_000)])],
+  ];
+  for (const [before, after] of edits) {
+    const like = chunkRefs(before);
+    let at = 0;
+    const plain = chunkEnds(before).map((end) => {
+      const ref = { digest: sha256Digest(before.subarray(at, end)), size: end - at };
+      at = end;
+      return ref;
+    });
+    assert.equal(like, plain);
+    assert.equal(chunkRefs(after, like), chunkRefs(after));
+  }
 });
 
 test.run();
