@@ -1,0 +1,50 @@
+// The rhythm benchmark (scripts/bench/rhythm.ts), two turns on a small generated tree: a
+// path-free, schema-valid receipt with the checkpoint, the commit and the status rows, the bytes
+// each turn added on both sides, and the three goals.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { validateAgainst } from '../../../model/schemas.js';
+import { REPO_ROOT, tempDir } from '../../helpers/index.js';
+
+test('two turns on a generated tree: a valid receipt of checkpoint, git commit and git status, with bytes per turn and the goals', () => {
+  const t = tempDir();
+  try {
+    const out = join(t.dir, 'out');
+    const r = spawnSync(
+      process.execPath,
+      [
+        join(REPO_ROOT, 'dist', 'scripts', 'bench', 'rhythm.js'),
+        '--generated',
+        '300',
+        '--turns',
+        '2',
+        '--work',
+        join(t.dir, 'work'),
+        '--out',
+        out,
+      ],
+      { encoding: 'utf8' },
+    );
+    assert.is(r.status, 0, r.stderr);
+    const files = readdirSync(out);
+    assert.is(files.length, 1);
+    const receipt = JSON.parse(readFileSync(join(out, files[0]!), 'utf8'));
+    assert.equal(validateAgainst('bench-receipt', receipt), []);
+    assert.is(receipt.benchmark, 'rhythm');
+    assert.equal(
+      receipt.results.map((row: { name: string; n: number }) => `${row.name} (${row.n})`),
+      ['pdb-env checkpoint (2)', 'git add -A -f && git commit (2)', 'git status --porcelain (2)'],
+    );
+    const [cp, commit] = receipt.results;
+    assert.is(cp.metrics.filesChangedPerTurn.split(',')[0], '1', 'the first turn changes one file');
+    assert.ok(cp.metrics.bytesAdded1FileMedian > 0 && commit.metrics.bytesAdded1FileMedian > 0);
+    assert.is(receipt.goals.length, 3);
+  } finally {
+    t.cleanup();
+  }
+});
+
+test.run();
