@@ -186,6 +186,8 @@ export function installChunked(host: ChunkHost, digest: Digest, bytes: Buffer, l
     host.quarantineObject(digest);
   }
   const refs = chunkRefs(bytes, like ? chunksOf(host, like) : []);
+  // One chunk is the document itself (the same digest): it is kept whole, with no list to name it.
+  if (refs.length <= 1) return host.installWhole(digest, bytes, 'doc');
   let at = 0;
   for (const r of refs) {
     if (!existsSync(host.objectPath(r.digest))) host.installWhole(r.digest, bytes.subarray(at, at + r.size), 'obj');

@@ -148,6 +148,14 @@ test('a chunk missing or damaged is E_OBJECT_CORRUPT naming the document; verify
   );
 });
 
+test('a document over the threshold that is one chunk is kept whole: no list that nothing reaches', async () => {
+  const store = await ObjectStore.init(join(t.dir, 'c4'));
+  const d = await store.putDocument({ text: 'a'.repeat(20_000) }); // no boundary in repeated bytes before the maximum
+  assert.ok(existsSync(store.objectPath(d)) && !store.isChunked(d));
+  assert.equal(readdirSync(join(store.paths.objects, '..')), ['sha256']);
+  assert.is(store.getDocument<{ text: string }>(d).text.length, 20_000);
+});
+
 test('a large document stored whole (before chunks) stays whole and readable', async () => {
   const store = await ObjectStore.init(join(t.dir, 'c3'));
   const doc = bigDoc(3000);
