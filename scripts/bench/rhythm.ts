@@ -213,6 +213,7 @@ async function main(): Promise<void> {
         ...bytesMetrics('storeBytes'),
         indexAndRecordBytesMedian: median(col('metaBytes')),
         filesChangedPerTurn: col('files').join(','),
+        changedFileBytesPerTurn: col('fileBytes').join(','),
       },
     ),
     benchRow(GIT_COMMIT, group, col('commitMs'), {}, { p95Ms: round(p95(col('commitMs'))), ...bytesMetrics('gitBytes') }),
