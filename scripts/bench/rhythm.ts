@@ -130,64 +130,8 @@ interface Turn {
   gitBytes: number;
 }
 
-async function main(): Promise<void> {
-  mkdirSync(work, { recursive: true });
-  const { tree, what } = await chooseTree();
-  const entries = countEntries(tree);
-  const fs = storeFilesystem(work).type;
-  const scanner = scannerInfo();
-  console.log(`tree: ${entries} entries (${what}), filesystem ${fs}, ${backend}, scanner ${scanner.scanner}; ${turns} turns`);
-  const start = await startBenchReceipt(work, resolve(values.out));
-  const store = join(work, 'store');
-  rmSync(store, { recursive: true, force: true });
-  const pdb = (...args: string[]) => $`${PDB_ENV} ${args} --store ${store}`;
-  await pdb('create', 'rhythm', '--from', tree, '--backend', backend);
-  const root = (await pdb('path', 'rhythm')).stdout.trim();
-  const git = await allTrackedCopy(tree, join(work, 'git-tree'));
-  const gitCmd = (...args: string[]) => $({ cwd: git.dir })`git -c core.excludesFile=/dev/null ${args}`;
-  const commit = async (turn: number) => {
-    await gitCmd('add', '-A', '-f');
-    await gitCmd('-c', 'user.name=bench', '-c', 'user.email=bench@example.invalid', 'commit', '-q', '-m', `turn ${turn}`);
-  };
-  // A checkpoint of the untouched session first (not counted): the tree as created, recorded once.
-  await sleep(300);
-  await pdb('checkpoint', 'rhythm');
-  const objects = join(store, 'objects');
-  // What else a checkpoint writes into the store: the session's tree index (or its delta), its record and logs; never the workspace.
-  const meta = () => bytesUnder(store, new Set([objects, join(store, 'sessions', 'rhythm', 'root'), join(store, 'bases')]));
-  const files = regularFiles(root);
-  const rand = createRandom(seed);
-  const done: Turn[] = [];
-  for (let turn = 0; turn < turns; turn++) {
-    const count = turn % 10 === 0 ? 1 : 1 + rand.int(10);
-    const edit = editTurn(turn, count, files, rand, [root, git.dir]);
-    const statusMs = await timed(() => git.status());
-    const [store0, meta0, git0] = [bytesUnder(objects), meta(), bytesUnder(join(git.dir, '.git', 'objects'))];
-    // Which of the two goes first alternates, so machine noise does not favour one side.
-    let checkpointMs = 0;
-    let commitMs = 0;
-    if (turn % 2 === 0) {
-      checkpointMs = await timed(() => pdb('checkpoint', 'rhythm'));
-      commitMs = await timed(() => commit(turn));
-    } else {
-      commitMs = await timed(() => commit(turn));
-      checkpointMs = await timed(() => pdb('checkpoint', 'rhythm'));
-    }
-    done.push({
-      files: edit.paths.length,
-      fileBytes: edit.bytes,
-      statusMs,
-      checkpointMs,
-      commitMs,
-      storeBytes: bytesUnder(objects) - store0,
-      metaBytes: meta() - meta0,
-      gitBytes: bytesUnder(join(git.dir, '.git', 'objects')) - git0,
-    });
-    const d = done[done.length - 1]!;
-    console.log(
-      `turn ${String(turn + 1).padStart(3)}: ${String(d.files).padStart(2)} files; checkpoint ${formatDuration(checkpointMs, 3)} +${d.storeBytes} B objects (+${d.metaBytes} B index/records); git status ${formatDuration(statusMs, 3)}; git add+commit ${formatDuration(commitMs, 3)} +${d.gitBytes} B`,
-    );
-  }
+/** The receipt's rows (checkpoint, commit, status) and goals from the turns, each printed too. */
+function summarize(done: Turn[], entries: number): { rows: BenchRow[]; goals: BenchGoal[] } {
   const col = <K extends keyof Turn>(k: K, ts: Turn[] = done) => ts.map((t) => t[k]);
   const one = done.filter((t) => t.files === 1);
   const group = backend;
@@ -262,6 +206,68 @@ async function main(): Promise<void> {
     `bytes per turn (median): store ${median(col('storeBytes'))}, .git/objects ${median(col('gitBytes'))}; 1-file turns (${one.length}): store ${median(col('storeBytes', one))} (max ${rows[0]!.metrics.bytesAdded1FileMax}), git ${median(col('gitBytes', one))}`,
   );
   for (const g of goals) console.log(`  ${g.met ? 'MET    ' : 'NOT MET'}  ${g.goal}: ${g.ratio}x (limit ${g.limit}x)`);
+  return { rows, goals };
+}
+
+async function main(): Promise<void> {
+  mkdirSync(work, { recursive: true });
+  const { tree, what } = await chooseTree();
+  const entries = countEntries(tree);
+  const fs = storeFilesystem(work).type;
+  const scanner = scannerInfo();
+  console.log(`tree: ${entries} entries (${what}), filesystem ${fs}, ${backend}, scanner ${scanner.scanner}; ${turns} turns`);
+  const start = await startBenchReceipt(work, resolve(values.out));
+  const store = join(work, 'store');
+  rmSync(store, { recursive: true, force: true });
+  const pdb = (...args: string[]) => $`${PDB_ENV} ${args} --store ${store}`;
+  await pdb('create', 'rhythm', '--from', tree, '--backend', backend);
+  const root = (await pdb('path', 'rhythm')).stdout.trim();
+  const git = await allTrackedCopy(tree, join(work, 'git-tree'));
+  const gitCmd = (...args: string[]) => $({ cwd: git.dir })`git -c core.excludesFile=/dev/null ${args}`;
+  const commit = async (turn: number) => {
+    await gitCmd('add', '-A', '-f');
+    await gitCmd('-c', 'user.name=bench', '-c', 'user.email=bench@example.invalid', 'commit', '-q', '-m', `turn ${turn}`);
+  };
+  // A checkpoint of the untouched session first (not counted): the tree as created, recorded once.
+  await sleep(300);
+  await pdb('checkpoint', 'rhythm');
+  const objects = join(store, 'objects');
+  // What else a checkpoint writes into the store: the session's tree index (or its delta), its record and logs; never the workspace.
+  const meta = () => bytesUnder(store, new Set([objects, join(store, 'sessions', 'rhythm', 'root'), join(store, 'bases')]));
+  const files = regularFiles(root);
+  const rand = createRandom(seed);
+  const done: Turn[] = [];
+  for (let turn = 0; turn < turns; turn++) {
+    const count = turn % 10 === 0 ? 1 : 1 + rand.int(10);
+    const edit = editTurn(turn, count, files, rand, [root, git.dir]);
+    const statusMs = await timed(() => git.status());
+    const [store0, meta0, git0] = [bytesUnder(objects), meta(), bytesUnder(join(git.dir, '.git', 'objects'))];
+    // Which of the two goes first alternates, so machine noise does not favour one side.
+    let checkpointMs = 0;
+    let commitMs = 0;
+    if (turn % 2 === 0) {
+      checkpointMs = await timed(() => pdb('checkpoint', 'rhythm'));
+      commitMs = await timed(() => commit(turn));
+    } else {
+      commitMs = await timed(() => commit(turn));
+      checkpointMs = await timed(() => pdb('checkpoint', 'rhythm'));
+    }
+    done.push({
+      files: edit.paths.length,
+      fileBytes: edit.bytes,
+      statusMs,
+      checkpointMs,
+      commitMs,
+      storeBytes: bytesUnder(objects) - store0,
+      metaBytes: meta() - meta0,
+      gitBytes: bytesUnder(join(git.dir, '.git', 'objects')) - git0,
+    });
+    const d = done[done.length - 1]!;
+    console.log(
+      `turn ${String(turn + 1).padStart(3)}: ${String(d.files).padStart(2)} files; checkpoint ${formatDuration(checkpointMs, 3)} +${d.storeBytes} B objects (+${d.metaBytes} B index/records); git status ${formatDuration(statusMs, 3)}; git add+commit ${formatDuration(commitMs, 3)} +${d.gitBytes} B`,
+    );
+  }
+  const { rows, goals } = summarize(done, entries);
   await pdb('discard', 'rhythm', '--force');
   rmSync(git.dir, { recursive: true, force: true });
   rmSync(store, { recursive: true, force: true });
