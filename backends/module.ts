@@ -1,9 +1,10 @@
 // A user's own backend, loaded from a module named by path (`pdb-env bench --backend-module FILE`,
 // a plan's `backendModules`, `pdb-env create --backend-module FILE`): its default export must
 // implement the contract of ./types.ts. It is checked at load, before any filesystem work, and
-// recorded as what it is: receipts carry the module's sha256, never its path. A module that says
+// recorded as what it is: receipts carry the module's sha256, never its path, and a session made by
+// a module records its sha256, so a later process imports only those bytes. A module that says
 // `testOnly: true` (a negative control) is refused wherever test-only backends are.
-import { readFileSync, realpathSync } from 'node:fs';
+import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Digest } from '../model/canonical-json.js';
@@ -50,12 +51,13 @@ export function contractProblems(value: unknown): string[] {
 
 const loaded = new Map<string, ModuleBackend>();
 
-/** Load (once per process) and check the backend module at `file`. */
-export async function loadBackendModule(file: string): Promise<ModuleBackend> {
+/** The module file's real path and the sha256 of its bytes, read without importing it (E_BACKEND_MODULE_INVALID when unreadable). */
+export function hashBackendModule(file: string): { file: string; digest: Digest; bytes: Buffer } {
   let real: string;
   let bytes: Buffer;
   try {
     real = realpathSync(resolve(file));
+    if (!statSync(real).isFile()) throw Object.assign(new Error('not a regular file'), { code: 'EISDIR' });
     bytes = readFileSync(real);
   } catch (err) {
     throw new PdbError(
@@ -67,6 +69,22 @@ export async function loadBackendModule(file: string): Promise<ModuleBackend> {
       },
     );
   }
+  return { file: real, digest: `sha256:${sha256Hex(bytes)}`, bytes };
+}
+
+/**
+ * Load (once per process) and check the backend module at `file`. With `digest` (what a session
+ * recorded when the module made it), a file with other bytes is refused before it is imported
+ * (E_BACKEND_MODULE_CHANGED): a record names a module, it never chooses what code runs.
+ */
+export async function loadBackendModule(file: string, options: { digest?: string } = {}): Promise<ModuleBackend> {
+  const { file: real, digest } = hashBackendModule(file);
+  if (options.digest !== undefined && options.digest !== digest)
+    throw new PdbError(
+      'E_BACKEND_MODULE_CHANGED',
+      `backend module ${real} is not the file that was recorded (sha256 ${digest.slice(7, 19)}…, recorded ${options.digest.slice(7, 19) || 'nothing'}…); it was not loaded`,
+      { hint: 'Put back the module the session was made by (same bytes), then run the command again.' },
+    );
   const known = loaded.get(real);
   if (known) return known;
   let mod: { default?: unknown };
@@ -94,7 +112,7 @@ export async function loadBackendModule(file: string): Promise<ModuleBackend> {
           hint: 'Give each backend module its own name.',
         },
       );
-  const entry: ModuleBackend = { backend, file: real, digest: `sha256:${sha256Hex(bytes)}` };
+  const entry: ModuleBackend = { backend, file: real, digest };
   loaded.set(real, entry);
   return entry;
 }

@@ -1,6 +1,7 @@
 // The registry: a backend by name, from the table (./table.ts) or a user's module (./module.ts),
 // with the rules for test-only backends and the typed errors. A built-in backend's module is loaded
 // when it is asked for, so naming one loads no other.
+import { didYouMeanText } from '../model/did-you-mean.js';
 import { PdbError } from '../model/errors.js';
 import { moduleBackend } from './module.js';
 import { BACKEND_NAMES, backendRow, type AnyBackendName, type BackendName } from './table.js';
@@ -20,7 +21,7 @@ export function assertBackendName(name: string, options: { allowTestOnly?: boole
   const testOnly = backendRow(name)?.traits.testOnly ?? moduleBackend(name)?.backend.testOnly;
   if (testOnly === undefined)
     throw new PdbError('E_BACKEND_UNKNOWN', `unknown backend "${name}"`, {
-      hint: `Choose one of: ${BACKEND_NAMES.join(', ')}, or load your own with --backend-module FILE.`,
+      hint: `${didYouMeanText(name, BACKEND_NAMES)}Choose one of: ${BACKEND_NAMES.join(', ')}, or load your own with --backend-module FILE.`,
     });
   if (testOnly && !options.allowTestOnly)
     throw new PdbError('E_BACKEND_UNKNOWN', `"${name}" is a test-only backend (a negative control)`, {

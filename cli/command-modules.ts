@@ -8,6 +8,7 @@ import type { CommandModuleExports } from './context.js';
 export const COMMAND_MODULES = {
   sessions: () => import('./commands/sessions.js'),
   checkpoint: () => import('./commands/checkpoint.js'),
+  history: () => import('./commands/history.js'),
   'way-back': () => import('./commands/way-back.js'),
   runtime: () => import('./commands/runtime.js'),
   'check-path': () => import('./commands/check-path.js'),
@@ -16,6 +17,7 @@ export const COMMAND_MODULES = {
   bench: () => import('./commands/bench.js'),
   validate: () => import('./commands/validate.js'),
   report: () => import('./commands/report.js'),
+  keys: () => import('./commands/keys.js'),
   agent: () => import('./commands/agent.js'),
   model: () => import('./commands/model.js'),
   hook: () => import('./commands/hook.js'),

@@ -97,7 +97,13 @@ export const COMMANDS = {
       },
     },
   },
-  run: { summary: 'run a command in a session root (shared writer lease)', module: 'sessions' },
+  run: {
+    summary: 'run a command in a session root (shared writer lease)',
+    module: 'sessions',
+    options: {
+      checkpoint: { type: 'boolean', description: 'checkpoint the session when the command exits, labelled with the command line' },
+    },
+  },
   enter: { summary: 'open a shell in a session root', module: 'sessions' },
   path: { summary: 'print a session root', module: 'sessions' },
   list: {
@@ -114,13 +120,31 @@ export const COMMANDS = {
   checkpoint: {
     summary: 'scan a quiesced session into a result Snapshot and Changeset',
     module: 'checkpoint',
-    options: { verify },
+    options: { verify, label: { type: 'string', value: 'text', description: 'a name for the checkpoint in pdb-env log' } },
     cheap: { operands: 1 },
   },
+  log: {
+    summary: "a session's checkpoints, newest first: number, time, label, Snapshot, Changeset, paths added/modified/deleted",
+    module: 'history',
+  },
+  restore: {
+    summary: "make a session's root exactly one of its checkpoints, in place (after a checkpoint of it as it is)",
+    module: 'history',
+    options: {
+      to: {
+        type: 'string',
+        value: 'ref',
+        required: true,
+        description: 'a checkpoint number (pdb-env log), a Snapshot or Changeset digest prefix, or base',
+      },
+    },
+  },
   diff: {
-    summary: 'list changes since the base',
+    summary: 'list changes since the base, or between two checkpoints',
     module: 'sessions',
     options: {
+      from: { type: 'string', value: 'ref', description: 'compare checkpoint REF (a number, a digest prefix, base) ...' },
+      to: { type: 'string', value: 'ref', description: '... with checkpoint REF (default: the last checkpoint)' },
       verify,
       patch: { type: 'boolean', description: "print the changes as git's binary patch (made by git; git apply takes it)" },
       stat: { type: 'boolean', description: "print git's diffstat of the changes" },
@@ -253,7 +277,13 @@ export const COMMANDS = {
   validate: {
     summary: 'check receipts, plans and policies against their schemas and the path-free rule',
     module: 'validate',
-    options: { schema: { type: 'string', value: 'name', description: 'force the schema (its name, one of those listed below)' } },
+    options: {
+      schema: { type: 'string', value: 'name', description: 'force the schema (its name, one of those listed below)' },
+      'require-plan': {
+        type: 'boolean',
+        description: 'a receipt whose schedule cannot be replayed (no plan of its own, none committed with its digest) is invalid',
+      },
+    },
   },
   report: {
     summary: 'roll receipts from one or many hosts into a decision report (Markdown, HTML, JSON)',
@@ -273,6 +303,10 @@ export const COMMANDS = {
       seed: { type: 'string', value: 'n', description: 'seed for bootstrap and Monte Carlo draws (default 20260101)' },
       'inline-svg': { type: 'boolean', description: 'embed the SVG charts in report.md instead of charts/*.svg files' },
     },
+  },
+  keys: {
+    summary: 'show the key this host signs receipts with (its keyid and public key), made on first use',
+    module: 'keys',
   },
   agent: {
     summary: 'real agent CLIs: install the pinned versions, or run one in a session against a cassette',
@@ -315,13 +349,14 @@ export const COMMANDS = {
     },
   },
   hook: {
-    summary: "run as another tool's hook: Claude Code's worktrees become pdb-env sessions (hook claude-code)",
+    summary: "run as another tool's hook: Claude Code's worktrees become pdb-env sessions, its turns checkpoints (hook claude-code)",
     module: 'hook',
     subcommands: {
       'claude-code': {
-        summary: "Claude Code's WorktreeCreate and WorktreeRemove hooks: its worktrees become pdb-env sessions",
+        summary:
+          "Claude Code's hooks: WorktreeCreate/WorktreeRemove (its worktrees become sessions), UserPromptSubmit/Stop (a checkpoint before and after each turn)",
         options: {
-          'print-settings': { type: 'boolean', description: 'print the .claude/settings.json fragment that installs both hooks, and exit' },
+          'print-settings': { type: 'boolean', description: 'print the .claude/settings.json fragment that installs the hooks, and exit' },
         },
       },
     },

@@ -3,6 +3,7 @@
 // options and loads its module (command-modules.ts) for the rest, so `pdb-env list` or `--help`
 // never load the harness, the workloads, the reports or the ACP SDK.
 import { CommanderError, Option } from '@commander-js/extra-typings';
+import { didYouMeanText } from '../model/did-you-mean.js';
 import { PdbError } from '../model/errors.js';
 import { packageVersion } from '../model/paths.js';
 import { COMMAND_MODULES } from './command-modules.js';
@@ -68,7 +69,10 @@ export function createProgram(ctx: CliContext): ReturnType<typeof rootCommand> {
     .action(async (name) => {
       if (name === undefined) return void program.outputHelp();
       const cmd = await define(name);
-      if (!cmd) throw new PdbError('E_USAGE', `unknown command '${name}'`, { hint: 'pdb-env --help lists the commands.' });
+      if (!cmd)
+        throw new PdbError('E_USAGE', `unknown command '${name}'`, {
+          hint: `${didYouMeanText(name, Object.keys(COMMANDS))}pdb-env --help lists the commands.`,
+        });
       cmd.outputHelp();
     });
   return program;

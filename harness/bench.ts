@@ -185,6 +185,7 @@ async function writeRunReceipt(
     }),
     cases: run.finished.values(),
     harness: run.memory.record(),
+    pathFree: run.options.pathFree,
   });
   const receiptPath = join(outDir, `${plan.name}-${runId}.json`);
   await writeReceipt(receiptPath, receipt, run.options.pathFree);

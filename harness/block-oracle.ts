@@ -49,7 +49,7 @@ export function oracleCheck(
 export function applyBlockOracle(results: CaseResult[], workload: Workload, base: BaseInfo): void {
   const reference = results.find((r) => r.record.backend === ORACLE_BACKEND) ?? null;
   const refTree = reference?.record.outcome === 'ok' ? reference.oracleTree() : null;
-  const refDigest = refTree ? projectedDigest(refTree.entries, base) : null;
+  const refDigest = refTree ? (reference!.record.projectedSnapshot ?? projectedDigest(refTree.entries, base)) : null;
   for (const r of results) {
     if (r === reference) continue;
     const check = oracleCheck(r, reference, refTree);

@@ -2,7 +2,8 @@
 // checks its own backend's sibling is untouched afterwards, so sharing between two sessions of the
 // backend under test shows); then the cases run in their shuffled order; at the block's end every
 // case is compared with the block's full-copy case (the oracle) and the block is journaled at once.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { toPdbError } from '../model/errors.js';
 import { cliEntry } from '../model/paths.js';
@@ -23,7 +24,14 @@ export async function runBlocks(
   prepared: Map<string, PreparedWorkload>,
   available: Set<string>,
 ): Promise<void> {
-  const runnable = schedule.flatMap((b) => b.cases).filter((c) => available.has(c.backend));
+  const planned = schedule.flatMap((b) => b.cases);
+  const runnable = planned.filter((c) => available.has(c.backend));
+  // "case N of M" counts what runs; the end counts planned, ran and unavailable: say how they meet.
+  if (runnable.length < planned.length)
+    run.progress({
+      kind: 'note',
+      message: `${runnable.length} of ${planned.length} planned cases run here; ${planned.length - runnable.length} are of backends this host cannot run (unavailable)`,
+    });
   run.index = runnable.filter((c) => run.finished.has(c.id)).length;
   if (run.index > 0)
     run.progress({ kind: 'note', message: `resuming run ${run.runId}: ${run.index} of ${runnable.length} cases already finished` });
@@ -36,6 +44,8 @@ export async function runBlocks(
     // sessions as it would for a user, instead of copying across devices.
     sharedDir: join(run.storeDir, 'run-shared'),
     scratchRoot: join(run.workDir, 'scratch'),
+    // Apart from the work directory whose scratch folders the steps run in (mkdtemp makes it 0700).
+    oracleDir: mkdtempSync(join(tmpdir(), `pdb-bench-oracle-${run.runId}-`)),
     allowTestOnly: run.allowTestOnly,
     caseTimeoutMs: run.plan.caseTimeoutMs,
     sessionPrefix: 'c',
@@ -48,7 +58,11 @@ export async function runBlocks(
     switches: run.options.checkSwitches,
   };
   mkdirSync(env.sharedDir, { recursive: true });
-  for (const block of schedule) await runBlock(run, env, block, prepared.get(block.workload)!, available, runnable.length);
+  try {
+    for (const block of schedule) await runBlock(run, env, block, prepared.get(block.workload)!, available, runnable.length);
+  } finally {
+    rmSync(env.oracleDir, { recursive: true, force: true });
+  }
 }
 
 /** One sibling per backend of the block, made from the block's base and scanned at once; a failure is recorded, not thrown. */

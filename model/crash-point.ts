@@ -24,6 +24,11 @@ export const CRASH_POINTS = [
   'apply:after-plan',
   'apply:after-first-rename',
   'apply:after-renames',
+  'restore:after-intent',
+  'restore:after-safety',
+  'restore:after-first-write',
+  'restore:after-writes',
+  'restore:after-record',
 ] as const;
 
 export type CrashPoint = (typeof CRASH_POINTS)[number];

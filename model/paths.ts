@@ -43,3 +43,6 @@ export function packageVersion(): string {
 export function cliEntry(): string {
   return packageFile('dist', 'cli', 'pdb-env.cjs');
 }
+
+/** The optional file in a source root that sets excludes, a backend and history (model/scan/scan.ts reads it). */
+export const SOURCE_CONFIG = 'pdb-env.json';

@@ -147,8 +147,32 @@ function describe(e: ErrorObject): SchemaIssue {
   }
 }
 
+/**
+ * How deep a JSON document pdb-env reads may nest. No document it writes comes near (a receipt is
+ * about 8 levels); a deeper one is refused before anything walks it, so no reader's recursion
+ * (ajv's, canonical JSON's, a report's) meets a stack overflow (issue 41: 5,000 levels crashed
+ * validate with E_INTERNAL).
+ */
+export const MAX_JSON_DEPTH = 512;
+
+/** The pointer of the first value nested deeper than `limit`, or null. Iterative: any depth is safe. */
+export function tooDeep(doc: unknown, limit = MAX_JSON_DEPTH): string | null {
+  const stack: Array<[unknown, number, string]> = [[doc, 0, '']];
+  while (stack.length > 0) {
+    const [v, depth, pointer] = stack.pop()!;
+    if (!v || typeof v !== 'object') continue;
+    if (depth >= limit) return pointer || '/';
+    if (Array.isArray(v)) v.forEach((x, i) => stack.push([x, depth + 1, `${pointer}/${i}`]));
+    else for (const [k, x] of Object.entries(v)) stack.push([x, depth + 1, `${pointer}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`]);
+  }
+  return null;
+}
+
 /** Validate a document against schemas/<name>.schema.json; the issues (empty when valid), most specific first, deduplicated. */
 export function validateAgainst(name: SchemaName, doc: unknown): SchemaIssue[] {
+  const deep = tooDeep(doc);
+  if (deep !== null)
+    return [{ pointer: deep, message: `is nested deeper than ${MAX_JSON_DEPTH} levels (the limit for any document pdb-env reads)` }];
   const v = validator(name);
   if (v(doc)) return [];
   const seen = new Set<string>();

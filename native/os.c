@@ -3,7 +3,10 @@
 // instead of mount(8) and umount(8) (a process start, ~20 ms of a 0.2 s create), and the port
 // probe of a session's block by bind(2) and listen(2) instead of twenty net.Server listens (whose
 // address lookups compile Node's IPv6 pattern, ~15 ms). model/os/native.ts calls them; where the
-// addon is not built, the callers keep the programs and the servers.
+// addon is not built, the callers keep the programs and the servers. And the *at(2) calls Node
+// lacks (openat, fstatat, renameat2, linkat, unlinkat, mkdirat, symlinkat, readlinkat, a listing
+// by descriptor), so that apply, restore and recovery write relative to directory handles opened
+// without following links (model/os/dir-handle.ts): a parent swapped for a link fails closed.
 #define _GNU_SOURCE
 #include <node_api.h>
 #include <arpa/inet.h>
@@ -11,7 +14,11 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/mount.h>
@@ -107,8 +114,184 @@ static napi_value PortsFree(napi_env env, napi_callback_info info) {
   return out;
 }
 
+
+// ---- *at(2) calls on directory handles. Each returns 0 (or a descriptor) or a positive errno
+// (openAt: a negative errno), so JavaScript never sees a half-done call as a success.
+
+static int intArg(napi_env env, napi_value v, int32_t *out) { return napi_get_value_int32(env, v, out) == napi_ok; }
+
+// Up to `want` arguments; the int ones at the positions of `ints`, the string ones at `strs`.
+typedef struct { int32_t i[4]; char *s[3]; } at_args_t;
+
+static int atArgs(napi_env env, napi_callback_info info, const char *shape, at_args_t *a) {
+  size_t argc = 6;
+  napi_value args[6];
+  memset(a, 0, sizeof *a);
+  napi_get_cb_info(env, info, &argc, args, NULL, NULL);
+  size_t n = strlen(shape);
+  if (argc < n) return 0;
+  int ni = 0, ns = 0, ok = 1;
+  for (size_t k = 0; k < n; k++) {
+    if (shape[k] == 'i') ok = ok && intArg(env, args[k], &a->i[ni++]);
+    else ok = ok && (a->s[ns++] = napiString(env, args[k])) != NULL;
+  }
+  return ok;
+}
+
+static void atFree(at_args_t *a) {
+  for (int k = 0; k < 3; k++) free(a->s[k]);
+}
+
+// openAt(dirfd, name, flags, mode) -> a descriptor, or -errno.
+static napi_value OpenAt(napi_env env, napi_callback_info info) {
+  at_args_t a;
+  int r = atArgs(env, info, "isii", &a) ? openat(a.i[0], a.s[0], a.i[1] | O_CLOEXEC, (mode_t)a.i[2]) : (errno = EINVAL, -1);
+  if (r < 0) r = -errno;
+  atFree(&a);
+  return errnoValue(env, r);
+}
+
+static void setBig(napi_env env, napi_value obj, const char *name, uint64_t x) {
+  napi_value v;
+  napi_create_bigint_uint64(env, x, &v);
+  napi_set_named_property(env, obj, name, v);
+}
+
+static void setNum(napi_env env, napi_value obj, const char *name, double x) {
+  napi_value v;
+  napi_create_double(env, x, &v);
+  napi_set_named_property(env, obj, name, v);
+}
+
+// statAt(dirfd, name) -> { mode, dev, ino, size, nlink, uid } (fstatat without following a link; an
+// empty name: the handle itself), or an errno.
+static napi_value StatAt(napi_env env, napi_callback_info info) {
+  at_args_t a;
+  struct stat st;
+  int err = 0;
+  if (!atArgs(env, info, "is", &a)) err = EINVAL;
+  else if (!a.s[0][0] ? fstat(a.i[0], &st) != 0 : fstatat(a.i[0], a.s[0], &st, AT_SYMLINK_NOFOLLOW) != 0) err = errno;
+  atFree(&a);
+  if (err) return errnoValue(env, err);
+  napi_value out;
+  napi_create_object(env, &out);
+  setNum(env, out, "mode", st.st_mode);
+  setBig(env, out, "dev", (uint64_t)st.st_dev);
+  setBig(env, out, "ino", (uint64_t)st.st_ino);
+  setNum(env, out, "size", (double)st.st_size);
+  setNum(env, out, "nlink", (double)st.st_nlink);
+  setNum(env, out, "uid", st.st_uid);
+  return out;
+}
+
+// renameAt(fromfd, from, tofd, to, flags) -> 0 or an errno; flags 1 RENAME_NOREPLACE, 2
+// RENAME_EXCHANGE (renameat2; EINVAL/ENOSYS where the kernel or filesystem has none).
+static napi_value RenameAt(napi_env env, napi_callback_info info) {
+  at_args_t a;
+  int err = 0;
+  if (!atArgs(env, info, "isisi", &a)) err = EINVAL;
+#ifdef SYS_renameat2
+  else if (syscall(SYS_renameat2, a.i[0], a.s[0], a.i[1], a.s[1], (unsigned)a.i[2]) != 0) err = errno;
+#else
+  else if (a.i[2] != 0) err = ENOSYS;
+  else if (renameat(a.i[0], a.s[0], a.i[1], a.s[1]) != 0) err = errno;
+#endif
+  atFree(&a);
+  return errnoValue(env, err);
+}
+
+// linkAt(fromfd, from, tofd, to) -> 0 or an errno (a link to a symlink is a link to the symlink).
+static napi_value LinkAt(napi_env env, napi_callback_info info) {
+  at_args_t a;
+  int err = 0;
+  if (!atArgs(env, info, "isis", &a)) err = EINVAL;
+  else if (linkat(a.i[0], a.s[0], a.i[1], a.s[1], 0) != 0) err = errno;
+  atFree(&a);
+  return errnoValue(env, err);
+}
+
+// unlinkAt(dirfd, name, isDir) -> 0 or an errno.
+static napi_value UnlinkAt(napi_env env, napi_callback_info info) {
+  at_args_t a;
+  int err = 0;
+  if (!atArgs(env, info, "isi", &a)) err = EINVAL;
+  else if (unlinkat(a.i[0], a.s[0], a.i[1] ? AT_REMOVEDIR : 0) != 0) err = errno;
+  atFree(&a);
+  return errnoValue(env, err);
+}
+
+// mkdirAt(dirfd, name, mode) -> 0 or an errno.
+static napi_value MkdirAt(napi_env env, napi_callback_info info) {
+  at_args_t a;
+  int err = 0;
+  if (!atArgs(env, info, "isi", &a)) err = EINVAL;
+  else if (mkdirat(a.i[0], a.s[0], (mode_t)a.i[1]) != 0) err = errno;
+  atFree(&a);
+  return errnoValue(env, err);
+}
+
+// symlinkAt(target, dirfd, name) -> 0 or an errno.
+static napi_value SymlinkAt(napi_env env, napi_callback_info info) {
+  at_args_t a;
+  int err = 0;
+  if (!atArgs(env, info, "sis", &a)) err = EINVAL;
+  else if (symlinkat(a.s[0], a.i[0], a.s[1]) != 0) err = errno;
+  atFree(&a);
+  return errnoValue(env, err);
+}
+
+// readlinkAt(dirfd, name) -> the target (a Buffer) or an errno.
+static napi_value ReadlinkAt(napi_env env, napi_callback_info info) {
+  at_args_t a;
+  int err = 0;
+  char buf[4096];
+  ssize_t n = -1;
+  if (!atArgs(env, info, "is", &a)) err = EINVAL;
+  else if ((n = readlinkat(a.i[0], a.s[0], buf, sizeof buf)) < 0) err = errno;
+  else if ((size_t)n >= sizeof buf) err = ENAMETOOLONG;
+  atFree(&a);
+  if (err) return errnoValue(env, err);
+  napi_value out;
+  napi_create_buffer_copy(env, (size_t)n, buf, NULL, &out);
+  return out;
+}
+
+// listAt(dirfd) -> the names in the directory (Buffers, '.' and '..' left out), or an errno.
+static napi_value ListAt(napi_env env, napi_callback_info info) {
+  at_args_t a;
+  if (!atArgs(env, info, "i", &a)) return errnoValue(env, EINVAL);
+  int fd = openat(a.i[0], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = fd < 0 ? NULL : fdopendir(fd);
+  if (!d) {
+    int err = errno;
+    if (fd >= 0) close(fd);
+    return errnoValue(env, err);
+  }
+  napi_value out, v;
+  napi_create_array(env, &out);
+  uint32_t i = 0;
+  struct dirent *e;
+  errno = 0;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
+    napi_create_buffer_copy(env, strlen(e->d_name), e->d_name, NULL, &v);
+    napi_set_element(env, out, i++, v);
+  }
+  int err = errno;
+  closedir(d);
+  return err ? errnoValue(env, err) : out;
+}
+
 void osExports(napi_env env, napi_value exports) {
   napi_value fn;
+  struct { const char *name; napi_callback cb; } at[] = {
+      {"openAt", OpenAt},     {"statAt", StatAt},       {"renameAt", RenameAt},     {"linkAt", LinkAt},   {"unlinkAt", UnlinkAt},
+      {"mkdirAt", MkdirAt},   {"symlinkAt", SymlinkAt}, {"readlinkAt", ReadlinkAt}, {"listAt", ListAt},
+  };
+  for (size_t k = 0; k < sizeof at / sizeof at[0]; k++) {
+    napi_create_function(env, at[k].name, NAPI_AUTO_LENGTH, at[k].cb, NULL, &fn);
+    napi_set_named_property(env, exports, at[k].name, fn);
+  }
   napi_create_function(env, "mount", NAPI_AUTO_LENGTH, Mount, NULL, &fn);
   napi_set_named_property(env, exports, "mount", fn);
   napi_create_function(env, "umount", NAPI_AUTO_LENGTH, Umount, NULL, &fn);

@@ -7,6 +7,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { median as sampleMedian } from 'simple-statistics';
 import { $ } from 'zx';
 import type { Receipt } from '../index.js';
+import { readReceiptFile } from '../harness/receipt/envelope.js';
 import { cliEntry, packageFile } from '../model/paths.js';
 
 /** The built pdb-env executable. */
@@ -149,6 +150,6 @@ export async function runProof(defaultPlan: string, usage: string): Promise<neve
     process.exit(r.exitCode || 1);
   }
   console.log(`receipt: ${basename(file)}`);
-  console.log(summarizeProof(JSON.parse(readFileSync(file, 'utf8')) as Receipt));
+  console.log(summarizeProof(readReceiptFile(file).document as Receipt));
   process.exit(r.exitCode ?? 1);
 }

@@ -9,11 +9,18 @@
 //    correct here and the fastest of them, then the verdict of every shipped policy whose candidate
 //    this host could run (a policy about a backend that cannot run here decides nothing from it).
 //    Exit status: 1 when any case mismatched, failed or timed out, so CI notices; the mismatches of
-//    a backend that carries committed files only (git-worktree) are said and expected.
+//    a backend that carries committed files only (git-worktree) are said and expected (one rule,
+//    harness/receipt/expected-mismatch.ts, which the bench's Markdown summary follows too);
+// 3. it ends with the answer: the first table of report.md in lines (reports/document/answer.ts
+//    closingLines), from the report JSON that the same `pdb-env report` run wrote report.md from.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { $ } from 'zx';
 import type { GateResult, Receipt } from '../index.js';
+import { readReceiptFile } from '../harness/receipt/envelope.js';
+import { EXPECTED_MISMATCH_WHY, isExpectedMismatch, partialBackends } from '../harness/receipt/expected-mismatch.js';
+import type { Answer } from '../reports/analysis/report-data.js';
+import { closingLines } from '../reports/document/answer.js';
 import { packageFile } from '../model/paths.js';
 import { CLI, scriptArgs } from './lib.js';
 
@@ -58,30 +65,36 @@ if (result.error) {
 const s = result.summary;
 console.log(`receipt: ${result.receipt}`);
 if (result.markdown) console.log(`summary: ${result.markdown}`);
+// The same counts as the progress line's "case N of M": M is what ran, the planned less the unavailable.
 console.log(
-  `cases: ${s.planned} planned, ${s.ok} ok, ${s.mismatch} mismatch, ${s.failed} failed, ${s.environment} environment, ${s.timeout} timeout, ${s.unavailable} unavailable`,
+  `cases: ${s.planned} planned, ${s.planned - s.unavailable} ran (${s.ok} ok, ${s.mismatch} mismatch, ${s.failed} failed, ${s.environment} environment, ${s.timeout} timeout), ${s.unavailable} unavailable (of backends this host cannot run)`,
 );
 console.log(
   `oracle: ${s.oracleChecked} case(s) compared with their block's full-copy case, ${s.oracleMismatches} mismatch(es), ${s.oracleNotEvaluated} not evaluated`,
 );
 
-const receipt = JSON.parse(readFileSync(result.receipt, 'utf8')) as Receipt;
+const receipt = readReceiptFile(result.receipt).document as Receipt;
 const ran = new Set(receipt.backends.filter((b) => b.available).map((b) => b.name));
 // A reference backend that does not carry the full Snapshot (git-worktree: committed files only,
 // so never an empty directory or an untracked file) is expected to differ: its mismatches show
 // what a git worktree drops, said here, and do not fail the proof. Any other case must be ok.
-const partial = new Set(receipt.backends.filter((b) => b.capabilities && !b.capabilities.carriesFullSnapshot).map((b) => b.name));
+const partial = partialBackends(receipt);
 const notOk = receipt.cases.filter((c) => c.outcome !== 'ok' && c.outcome !== 'unavailable');
-const expected = notOk.filter((c) => c.outcome === 'mismatch' && partial.has(c.backend));
+const expected = notOk.filter((c) => isExpectedMismatch(partial, c));
 for (const name of partial) {
   const own = expected.filter((c) => c.backend === name);
   if (own.length === 0) continue;
   // The paths bench reported for these cases, from the checks that found them (not message text).
   const paths = [...new Set(s.mismatches.filter((m) => m.backend === name).flatMap((m) => m.paths))];
   console.log(
-    `expected: ${name} carries committed files only; its ${own.length} mismatch(es) show what it drops${paths.length ? ` (${paths.slice(0, 5).join(', ')})` : ''}, and are not a failure of the proof`,
+    `expected: ${name}: ${EXPECTED_MISMATCH_WHY}; its ${own.length} mismatch(es) show what it drops${paths.length ? ` (${paths.slice(0, 5).join(', ')})` : ''}, and are not a failure of the proof`,
   );
 }
+/** Every case of `backend` in `workload` that did not end ok is an expected mismatch (the answer says so). */
+const expectedIn = (at: { workload: string }, backend: string) => {
+  const bad = notOk.filter((c) => c.backend === backend && c.workload === at.workload);
+  return bad.length > 0 && bad.every((c) => isExpectedMismatch(partial, c));
+};
 const benchOk = bench.exitCode === 0 || (bench.exitCode === 1 && notOk.length === expected.length);
 // The shipped policies whose candidate ran here (or the one asked for).
 const policies = values.policy
@@ -93,9 +106,14 @@ const policies = values.policy
       .filter((f) => ran.has((JSON.parse(readFileSync(f, 'utf8')) as { candidate: string }).candidate));
 const outDir = packageFile('reports', 'local', result.runId);
 let ok = true;
-const main = await sh`node ${CLI} report ${result.receipt} ${policies[0] ? ['--policy', policies[0]] : []} --out ${outDir}`;
-if (main.exitCode === 0) console.log(`report: ${shown(join(outDir, 'report.md'))} (and report.html, report.json)`);
-else {
+// --json with --out: report.md is written and its data printed, so the answer below is that data.
+const main = await sh`node ${CLI} report ${result.receipt} ${policies[0] ? ['--policy', policies[0]] : []} --out ${outDir} --json`;
+let answer: string[] = [];
+if (main.exitCode === 0) {
+  console.log(`report: ${shown(join(outDir, 'report.md'))} (and report.html, report.json)`);
+  const data = JSON.parse(main.stdout) as { baseline: string; answers: Answer[] };
+  answer = closingLines(data.answers, data.baseline, expectedIn, EXPECTED_MISMATCH_WHY);
+} else {
   ok = false;
   console.error(`pdb-env report failed (exit ${main.exitCode}):\n${main.stdout}${main.stderr}`);
 }
@@ -115,4 +133,6 @@ for (const p of policies) {
     `gate (${gate.policy}): ${gate.verdict}${gate.ignoredReceipts.length ? ` (${gate.ignoredReceipts.map((x) => x.reason).join('; ')})` : ''}`,
   );
 }
+// The answer last, so it is what the terminal shows when the run ends.
+if (answer.length) console.log(['', ...answer].join('\n'));
 process.exit(benchOk && ok ? 0 : 1);

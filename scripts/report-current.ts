@@ -5,10 +5,11 @@
 //   reports/current/DECISIONS.md  the verdict of every shipped policy, with every reason
 //
 //   npm run report
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { $ } from 'zx';
 import type { GateResult } from '../index.js';
+import { readReceiptFile } from '../harness/receipt/envelope.js';
 import { packageFile, packageRoot } from '../model/paths.js';
 import { CLI, scriptArgs } from './lib.js';
 
@@ -26,7 +27,7 @@ if (listed.exitCode !== 0) {
 const receipts = listed.stdout
   .split('\n')
   .filter((f) => f.endsWith('.json') && !f.startsWith('receipts/local/'))
-  .filter((f) => (JSON.parse(readFileSync(join(root, f), 'utf8')) as { kind?: string }).kind === 'pdb-env-receipt');
+  .filter((f) => (readReceiptFile(join(root, f)).document as { kind?: string }).kind === 'pdb-env-receipt');
 if (receipts.length === 0) {
   console.error('no tracked receipts under receipts/');
   process.exit(2);

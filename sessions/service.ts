@@ -9,6 +9,8 @@ import { ObjectStore } from '../model/store/object-store.js';
 import type { ProgressFn } from '../model/progress.js';
 import type { Change, Entry, Snapshot } from '../model/snapshot.js';
 import type { CheckpointOptions, CheckpointResult } from './lifecycle/checkpoint.js';
+import type { Checkpoint, CheckpointDiff } from './history/log.js';
+import type { RestoreResult } from './history/restore.js';
 import type { ExportPatchResult, PatchFormat } from './way-back/patch.js';
 import type { ApplyResult } from './way-back/apply/apply.js';
 import type { ExportGitResult } from './way-back/export-git.js';
@@ -40,6 +42,8 @@ export type { CreateOptions, CreateResult } from './lifecycle/create.js';
 export type { RunOptions } from './lifecycle/run.js';
 export type { OpenSession } from './lifecycle/open.js';
 export type { CheckpointOptions, CheckpointResult } from './lifecycle/checkpoint.js';
+export type { Checkpoint, CheckpointDiff, ResolvedRef } from './history/log.js';
+export type { RestoreResult } from './history/restore.js';
 export type { ExportPatchResult, PatchFormat } from './way-back/patch.js';
 export type { ApplyResult } from './way-back/apply/apply.js';
 export type { ExportGitResult } from './way-back/export-git.js';
@@ -161,6 +165,24 @@ export class SessionService {
    */
   async checkpoint(name: string, options: CheckpointOptions = {}): Promise<CheckpointResult> {
     return (await import('./lifecycle/checkpoint.js')).checkpointSession(this, name, options);
+  }
+
+  /** The session's checkpoints, oldest first, numbered from 1 (label, counts, restoredFrom; collected ones marked). */
+  async log(name: string): Promise<{ session: string; base: Digest; checkpoints: Checkpoint[] }> {
+    return (await import('./history/log.js')).sessionLog(this, name);
+  }
+
+  /**
+   * Make the session root exactly the Snapshot REF names (a checkpoint number, a digest prefix,
+   * `base`), after a checkpoint of the tree as it was; crash-safe (gc finishes it).
+   */
+  async restore(name: string, to: string, options: { onProgress?: ProgressFn } = {}): Promise<RestoreResult> {
+    return (await import('./history/restore.js')).restoreSession(this, name, to, options);
+  }
+
+  /** The changes between two checkpoints (REFs) of a session (read-only). */
+  async diffCheckpoints(name: string, from: string, to: string): Promise<CheckpointDiff> {
+    return (await import('./history/log.js')).diffCheckpoints(this, name, from, to);
   }
 
   /** Changes since the base, by relative path (read-only; installs nothing). */

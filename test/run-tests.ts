@@ -96,7 +96,7 @@ async function main(filter: string[]): Promise<number> {
     return 2;
   }
   // What an earlier, killed test run left mounted or attached (never a live run's dirs).
-  const swept = sweepStaleTempDirs();
+  const swept = await sweepStaleTempDirs();
   if (swept.dirs.length || swept.kept.length)
     console.log(
       `released ${swept.dirs.length} temp dirs of killed test runs (${swept.unmounted.length} mounts, ${swept.detached.length} loop devices)` +

@@ -91,7 +91,36 @@ export function parseCassette(doc: unknown, what = 'the cassette'): LoadedCasset
         });
     }
   });
+  assertNoStepThroughLinks(c, what);
   return { cassette: c, digest: cassetteDigest(c) };
+}
+
+/**
+ * Steps stay in the root: no step's path may pass through a link an earlier step made (issue 41: a
+ * symlink step to /tmp/outside, then a write and a delete below it, wrote and deleted outside the
+ * session), nor write, edit or chmod the link itself (those follow it). The links are followed
+ * through renames and deletes; a link a shell step makes, or one already in the tree, is refused
+ * when the step runs (replay.ts).
+ */
+function assertNoStepThroughLinks(c: Cassette, what: string): void {
+  let links: string[] = [];
+  const below = (p: string, l: string) => p === l || p.startsWith(`${l}/`);
+  c.steps.forEach((step, i) => {
+    if (step.expect === 'denied') return;
+    const follows = step.action === 'write' || step.action === 'edit' || step.action === 'chmod';
+    for (const p of stepPaths(step)) {
+      const link = links.find((l) => p.startsWith(`${l}/`) || (follows && p === l));
+      if (link)
+        throw new PdbError(
+          'E_CASSETTE_INVALID',
+          `${what}: step ${i + 1} (${step.action}) path ${JSON.stringify(p)} goes through the link ${JSON.stringify(link)} an earlier step made`,
+          { hint: 'A step never passes through a link: name the directory the link points to by its own path in the root.' },
+        );
+    }
+    if (step.action === 'symlink') links.push(step.path);
+    else if (step.action === 'delete') links = links.filter((l) => !below(l, step.path));
+    else if (step.action === 'rename') links = links.map((l) => (below(l, step.from) ? step.to + l.slice(step.from.length) : l));
+  });
 }
 
 export async function loadCassette(file: string): Promise<LoadedCassette> {

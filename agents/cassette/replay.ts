@@ -3,7 +3,8 @@
 // can be compared with something the agent did not write. The semantics here are the cassette's
 // definition; the model server maps each step onto an agent's tools so that they come out the same.
 import { spawn } from 'node:child_process';
-import { chmod, lstat, mkdir, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
+import { chmod, lstat, mkdir, open, readFile, rename, rm, stat, symlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { PdbError } from '../../model/errors.js';
 import { describeStep, type Cassette, type CassetteStep } from './cassette.js';
@@ -42,18 +43,54 @@ function runShell(root: string, command: string): Promise<void> {
   });
 }
 
+/**
+ * Check that `path` in `root` reaches no link: each existing parent is lstat'ed and must be a real
+ * directory; with `final`, the entry itself must not be a link either (write, edit and chmod would
+ * follow it). A link there (the tree's own, or one a shell step made) is E_CASSETTE_INVALID: the
+ * step is refused before it writes. The steps run one at a time, so nothing swaps a parent between
+ * this check and the step but the cassette's own shell steps, which have finished by then.
+ */
+async function noLinkOnPath(root: string, path: string, final: boolean): Promise<void> {
+  const parts = path.split('/');
+  for (let i = 1; i <= parts.length; i++) {
+    if (i === parts.length && !final) break;
+    const sub = parts.slice(0, i).join('/');
+    const st = await lstat(join(root, sub)).catch(() => null);
+    if (!st) return; // made by the step itself, as a directory
+    if (st.isSymbolicLink())
+      throw new PdbError('E_CASSETTE_INVALID', `${path} goes through the link ${sub}: a step never passes through a link`, {
+        hint: 'Name the directory the link points to by its own path in the root.',
+      });
+    if (i < parts.length && !st.isDirectory()) throw stepError(`${sub} is not a directory`);
+  }
+}
+
+/** Write `content` to `file`, never through a link at its name (O_NOFOLLOW). */
+async function writeNoFollow(file: string, content: string): Promise<void> {
+  const fh = await open(file, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW, 0o666);
+  try {
+    await fh.writeFile(content);
+  } finally {
+    await fh.close();
+  }
+}
+
 /** Apply one step in `root` with the cassette's semantics; throws E_AGENT_STEP_FAILED when it cannot be done. */
 export async function applyStep(root: string, step: CassetteStep): Promise<void> {
   const at = (p: string) => join(root, p);
+  if (step.action !== 'shell') {
+    const follows = step.action === 'write' || step.action === 'edit' || step.action === 'chmod';
+    for (const p of step.action === 'rename' ? [step.from, step.to] : [step.path]) await noLinkOnPath(root, p, follows);
+  }
   switch (step.action) {
     case 'write':
       await mkdir(dirname(at(step.path)), { recursive: true });
-      return writeFile(at(step.path), step.content);
+      return writeNoFollow(at(step.path), step.content);
     case 'edit': {
       const text = await readFile(at(step.path), 'utf8');
       const n = countOccurrences(text, step.old);
       if (n !== 1) throw stepError(`the old text occurs ${n} times in ${step.path}, not once`);
-      return writeFile(
+      return writeNoFollow(
         at(step.path),
         text.replace(step.old, () => step.new),
       );

@@ -141,6 +141,8 @@ under --out, and prints the answer: the fastest correct backend here, with its r
 full-copy and CI, or "too few blocks to tell". Backends that do not reproduce the tree
 (git-worktree drops untracked and ignored files) show as mismatch with the first paths.
 Milestones, edits to observe and timeouts per step need a plan (plans/repo-example.json).
+The shipped plans are in the package's plans/ directory: plans/default.json in a clone,
+"$(npm root -g)/pdb-env/plans/default.json" in a global install.
 
 Exit status: 0 when no case mismatched, failed or timed out, 1 otherwise (the
 receipt is written either way), 2 on bad usage, 130 when interrupted (resumable).

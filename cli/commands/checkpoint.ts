@@ -19,12 +19,15 @@ async function runCheckpoint(given: string | undefined, o: CheapCall<'checkpoint
   const r = await (
     await openService(o.store)
   )
-    .checkpoint(name, { verify: o.verify === true, onProgress: progress.onProgress })
+    .checkpoint(name, { verify: o.verify === true, onProgress: progress.onProgress, ...(o.label === undefined ? {} : { label: o.label }) })
     .finally(progress.done);
   emit(
     json,
     r,
-    () => `checkpoint ${r.session}: ${r.changes} change(s)\n  base      ${r.base}\n  snapshot  ${r.snapshot}\n  changeset ${r.changeset}`,
+    () =>
+      `checkpoint ${r.number} of ${r.session}${r.label === null ? '' : ` (${r.label})`}: ${r.changes} change(s) since the base` +
+      (r.added === null ? '' : `, +${r.added} ~${r.modified} -${r.deleted} since the checkpoint before`) +
+      `\n  base      ${r.base}\n  snapshot  ${r.snapshot}\n  changeset ${r.changeset}`,
   );
 }
 
@@ -42,6 +45,9 @@ Every entry is stat'ed, so adds, deletes and retypes are always found; a file wh
 stat signature (inode, size, mtime, ctime, mode) is the one recorded at create or at
 the last checkpoint keeps its digest, unless it changed within 100 ms of that record
 (git's racy-clean rule). --verify reads and hashes every file.
+
+Each checkpoint is numbered in the session's log (pdb-env log NAME); --label names
+it there; pdb-env restore NAME --to N brings it back.
 
 Inside the session's own run or enter, NAME defaults to PDB_ENV_SESSION, and the
 run that waits for this checkpoint does not block it; anything else of the session

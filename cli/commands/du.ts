@@ -25,6 +25,14 @@ export function duText(r: DuResult): string {
         : [],
   );
   if (notes.length) lines.push('', ...notes);
+  const history = r.sessions.flatMap((s) =>
+    s.history && s.history.checkpoints > 0
+      ? [
+          `  ${s.name}: ${s.history.checkpoints} checkpoint(s), gc keeps the last ${s.history.kept}: ${s.history.objects} objects (${formatBytes(s.history.bytes)}) not in its base`,
+        ]
+      : [],
+  );
+  if (history.length) lines.push('', 'history (pdb-env log NAME):', ...history);
   const st = r.store;
   const families = st.bases.map(
     (b) =>

@@ -1,12 +1,35 @@
 // `pdb-env hook claude-code`: Claude Code's WorktreeCreate and WorktreeRemove hooks answered with
 // pdb-env sessions (sessions/hooks/claude-code.ts); --print-settings prints what installs them.
-import { resolve } from 'node:path';
+import { accessSync, constants, realpathSync } from 'node:fs';
+import { delimiter, join, resolve } from 'node:path';
 import { PdbError } from '../../model/errors.js';
-import { cliEntry } from '../../model/paths.js';
+import { cliEntry, packageFile } from '../../model/paths.js';
 import type { CommandDefinitions, DefineCommand } from '../context.js';
 
 /** A word for sh -c: bare when it is safe, single-quoted otherwise. */
 const shellWord = (s: string) => (/^[A-Za-z0-9_./:=@%+-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+
+/** Is the `pdb-env` that PATH finds first this install's own bin file (by real path)? */
+export function pdbEnvOnPath(pathVar: string, bin = packageFile('bin', 'pdb-env')): boolean {
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return null; // not there: the next PATH entry, or not on PATH at all
+    }
+  };
+  for (const dir of pathVar.split(delimiter).filter(Boolean)) {
+    const found = real(join(dir, 'pdb-env'));
+    if (!found) continue;
+    try {
+      accessSync(found, constants.X_OK);
+    } catch {
+      continue; // not executable: the shell would pass it by too
+    }
+    return found === real(bin);
+  }
+  return false;
+}
 
 async function readStdin(): Promise<string> {
   if (process.stdin.isTTY)
@@ -18,7 +41,7 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-const hook: DefineCommand<'hook'> = (cmd, _ctx, sub) => {
+const hook: DefineCommand<'hook'> = (cmd, ctx, sub) => {
   cmd.addHelpText('after', '\nIntegrations that run pdb-env from another tool: see pdb-env hook claude-code --help.');
   sub['claude-code']
     .addHelpText(
@@ -32,23 +55,48 @@ with pdb-env.json's "backend", or else the best available of btrfs-snapshot, ref
 full-copy (the choice is said on stderr). Only the session's root is printed on stdout.
 WorktreeRemove (worktree_path): the session is checkpointed, its Snapshot pinned (pdb-env
 create NAME --base DIGEST brings it back) and the session discarded; refused (exit 1)
-while another process works in it. Any other event or input: E_HOOK_INPUT, exit 1,
-nothing created. The store: --store, PDB_ENV_STORE or the project's default store.
+while another process works in it. UserPromptSubmit: a checkpoint labelled "before
+turn: PROMPT" of the session whose root holds "cwd", before Claude acts; Stop: one
+labelled "after turn: PROMPT" (pdb-env log NAME lists them, pdb-env restore NAME --to N
+goes back). Outside a session they do nothing (exit 0); a failure is said on stderr
+(exit 1) and never blocks the turn; nothing is printed on stdout. Any other event or
+input: E_HOOK_INPUT, exit 1, nothing created. The store: --store, PDB_ENV_STORE or the project's default store.
 
-Install (merge into the project's .claude/settings.json):
+Install (merge into the project's .claude/settings.json; it adds all four hooks). The
+command is "pdb-env hook claude-code" when the pdb-env on PATH is this install; otherwise
+node and this install by absolute path (said on stderr): print it again after moving either.
   pdb-env hook claude-code --print-settings > .claude/settings.json
   claude --worktree feature-x      # runs in the pdb-env session feature-x`,
     )
     .action(async (o, command) => {
       const g = command.optsWithGlobals();
-      const { hookCreate, hookRemove, hookSettings, parseHookInput } = await import('../../sessions/hooks/claude-code.js');
+      const { hookCreate, hookRemove, hookSettings, hookTurn, parseHookInput } = await import('../../sessions/hooks/claude-code.js');
       if (o.printSettings) {
-        const words = [process.execPath, cliEntry(), 'hook', 'claude-code', ...(g.store ? ['--store', resolve(g.store)] : [])];
+        // `pdb-env` from PATH survives a node upgrade or a reinstall elsewhere; absolute paths do not.
+        const onPath = pdbEnvOnPath(process.env.PATH ?? '');
+        const entry = onPath ? ['pdb-env'] : [process.execPath, cliEntry()];
+        if (!onPath)
+          process.stderr.write(
+            `pdb-env: this install is not the pdb-env on PATH, so the settings name node (${process.execPath}) and this install by absolute path: after moving or upgrading either, print the settings again (or put pdb-env on PATH and print them then)\n`,
+          );
+        const words = [...entry, 'hook', 'claude-code', ...(g.store ? ['--store', resolve(g.store)] : [])];
         process.stdout.write(`${JSON.stringify(hookSettings(words.map(shellWord).join(' ')), null, 2)}\n`);
         return;
       }
       const input = parseHookInput(await readStdin());
       const say = (line: string) => process.stderr.write(`${line}\n`);
+      if (input.event === 'UserPromptSubmit' || input.event === 'Stop') {
+        // Never on stdout (a UserPromptSubmit hook's stdout goes into the model's context), never
+        // exit 2 (it would block the prompt, or keep Claude from stopping): a failure is said on
+        // stderr with exit 1, which Claude Code shows and goes on.
+        try {
+          await hookTurn(input, { store: g.store, say });
+        } catch (err) {
+          say(`pdb-env: no checkpoint for this turn: ${(err as Error).message}`);
+          ctx.exitCode = 1;
+        }
+        return;
+      }
       if (input.event === 'WorktreeCreate') {
         const r = await hookCreate(input, { store: g.store, say });
         process.stdout.write(g.json ? `${JSON.stringify(r, null, 2)}\n` : `${r.root}\n`);

@@ -2,6 +2,7 @@ import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promi
 import { dirname, join, relative, resolve } from 'node:path';
 import { hasSchema, validateAgainst, formatIssues } from '../../model/schemas.js';
 import { inconsistencyError, receiptInconsistencies } from '../../harness/receipt/consistency.js';
+import { openReceipt, signersOf, type OpenedReceipt } from '../../harness/receipt/envelope.js';
 import type { Receipt } from '../../harness/receipt/receipt-types.js';
 import { PdbError } from '../../model/errors.js';
 import { analyzeReceipts } from '../../reports/analysis/analyze.js';
@@ -28,8 +29,17 @@ async function collectJson(dir: string): Promise<string[]> {
   return out;
 }
 
+/** Who signed one receipt: the keyids whose signatures verify, or 'unsigned' (a receipt written before signing). */
+export interface ReceiptSigners {
+  runId: string;
+  file: string;
+  signers: string[] | 'unsigned';
+}
+
 export interface LoadedReceipts {
   receipts: Receipt[];
+  /** Who signed each receipt, in the order of `receipts`. */
+  signers: ReceiptSigners[];
   /** JSON files inside directories that are not receipts (skipped, listed). */
   skipped: string[];
   /** Receipts read twice (same run id, same content), counted once. */
@@ -41,7 +51,7 @@ export interface LoadedReceipts {
  * receipt; inside a directory other JSON documents (plans, summaries) are skipped and listed.
  */
 export async function loadReceipts(args: string[]): Promise<LoadedReceipts> {
-  const receipts = new Map<string, { receipt: Receipt; text: string; from: string }>();
+  const receipts = new Map<string, { receipt: Receipt; json: string; from: string; signers: ReceiptSigners['signers'] }>();
   const skipped: string[] = [];
   const duplicates: string[] = [];
   for (const arg of args) {
@@ -58,12 +68,13 @@ export async function loadReceipts(args: string[]): Promise<LoadedReceipts> {
     const files = st.isDirectory() ? await collectJson(abs) : [abs];
     for (const file of files) {
       const text = await readFile(file, 'utf8');
-      let doc: unknown;
+      let opened: OpenedReceipt;
       try {
-        doc = JSON.parse(text);
+        opened = openReceipt(JSON.parse(text));
       } catch (err) {
         throw new PdbError('E_SCHEMA_INVALID', `${shown(file)} is not valid JSON: ${(err as Error).message}`, { cause: err });
       }
+      const doc = opened.document;
       const isReceipt = !!doc && typeof doc === 'object' && (doc as { kind?: unknown }).kind === 'pdb-env-receipt';
       if (!isReceipt) {
         if (st.isDirectory()) {
@@ -74,6 +85,7 @@ export async function loadReceipts(args: string[]): Promise<LoadedReceipts> {
           hint: 'pdb-env bench writes receipts under receipts/.',
         });
       }
+      if (opened.problems.length) throw signatureError(shown(file), opened.problems);
       if (hasSchema('receipt')) {
         const issues = validateAgainst('receipt', doc);
         if (issues.length > 0) {
@@ -90,7 +102,7 @@ export async function loadReceipts(args: string[]): Promise<LoadedReceipts> {
       }
       const seen = receipts.get(receipt.runId);
       if (seen) {
-        if (seen.text.trim() !== text.trim() && JSON.stringify(JSON.parse(seen.text)) !== JSON.stringify(doc)) {
+        if (seen.json !== JSON.stringify(doc)) {
           throw new PdbError('E_SCHEMA_INVALID', `${shown(file)} and ${seen.from} share run id ${receipt.runId} but differ`, {
             hint: 'Each run id must name one receipt; remove the stale copy.',
           });
@@ -98,10 +110,41 @@ export async function loadReceipts(args: string[]): Promise<LoadedReceipts> {
         duplicates.push(shown(file));
         continue;
       }
-      receipts.set(receipt.runId, { receipt, text, from: shown(file) });
+      receipts.set(receipt.runId, { receipt, json: JSON.stringify(doc), from: shown(file), signers: signersOf(opened) });
     }
   }
-  return { receipts: [...receipts.values()].map((x) => x.receipt), skipped, duplicates };
+  const kept = [...receipts.values()];
+  return {
+    receipts: kept.map((x) => x.receipt),
+    signers: kept.map((x) => ({ runId: x.receipt.runId, file: x.from, signers: x.signers })),
+    skipped,
+    duplicates,
+  };
+}
+
+/** E_RECEIPT_SIGNATURE: the receipt's envelope does not hold (a signature fails, or its unsigned copy differs). */
+export function signatureError(what: string, problems: string[]): PdbError {
+  return new PdbError('E_RECEIPT_SIGNATURE', `${what} fails its signature: ${problems.slice(0, 3).join('; ')}`, {
+    hint: 'A signed receipt is read only as it was written; one edited since fails. Use the receipt as it was written, or run the benchmark again.',
+  });
+}
+
+/** E_RECEIPT_SIGNER for every receipt not signed by a key the policy names (an unsigned one included). */
+export function requireSigners(signers: ReceiptSigners[], allowed: readonly string[], policyName: string): void {
+  const refused = signers.filter((s) => s.signers === 'unsigned' || !s.signers.some((k) => allowed.includes(k)));
+  if (refused.length === 0) return;
+  const who = (s: ReceiptSigners) =>
+    s.signers === 'unsigned' ? 'unsigned' : `signed by ${s.signers.map((k) => k.slice(0, 16)).join(', ') || 'no valid key'}`;
+  throw new PdbError(
+    'E_RECEIPT_SIGNER',
+    `policy ${policyName} takes receipts signed by ${allowed.map((k) => k.slice(0, 16)).join(', ')} only: ${refused
+      .slice(0, 5)
+      .map((s) => `${s.file} is ${who(s)}`)
+      .join('; ')}${refused.length > 5 ? ` (and ${refused.length - 5} more)` : ''}`,
+    {
+      hint: "pdb-env keys shows the keyid this host signs with; leave out the receipts of other signers, or name their keys in the policy's signers.",
+    },
+  );
 }
 
 export async function loadPolicy(file: string): Promise<Policy> {
@@ -136,7 +179,7 @@ const report: DefineCommand<'report'> = (cmd) =>
     .addHelpText(
       'after',
       `
-Reads receipts (schema version 1 or 2), keeps every testbed (host + store filesystem)
+Reads receipts (schema versions 1 to 4), keeps every testbed (host + store filesystem)
 and every fixture apart, and answers first, per testbed and fixture: which backends were
 correct there and the fastest correct one (ratio to full-copy and CI, or "too few
 blocks to tell"). Then the policy verdict, and per backend x workload x fixture x phase
@@ -159,6 +202,7 @@ Example:
       }
       const policy = o.policy ? await loadPolicy(o.policy) : null;
       const loaded = await loadReceipts(paths);
+      if (policy?.signers) requireSigners(loaded.signers, policy.signers, policy.name);
       if (loaded.receipts.length === 0) {
         throw new PdbError('E_RECEIPT_NOT_FOUND', `no receipts found in ${paths.join(', ')}`, {
           hint: 'npm run proof or pdb-env bench --plan FILE writes receipts under receipts/.',
@@ -166,7 +210,8 @@ Example:
       }
       const data = analyzeReceipts(loaded.receipts, { baseline: policy?.baseline, alpha: policy?.alpha, seed });
       const gate = policy ? evaluateGate(loaded.receipts, policy, { seed, analysis: data }) : null;
-      const input = { data, gate, policy };
+      const signers = Object.fromEntries(loaded.signers.map((x) => [x.runId, x.signers]));
+      const input = { data, gate, policy, signers };
       const written: string[] = [];
       if (o.out !== undefined || !json) {
         const out = resolve(o.out ?? join('reports', 'out'));
@@ -190,6 +235,8 @@ Example:
       lines.push(
         `${loaded.receipts.length} receipt(s), ${data.testbeds.length} testbed(s): ${data.testbeds.map((t) => `${t.id} ${t.os}/${t.storeFs}${t.synthetic ? ' (synthetic)' : ''}`).join(', ')}`,
       );
+      for (const s of loaded.signers)
+        lines.push(`  ${s.file}: ${s.signers === 'unsigned' ? 'unsigned' : `signed by ${s.signers.join(', ')}`}`);
       if (loaded.duplicates.length) lines.push(`counted once (same run id): ${loaded.duplicates.join(', ')}`);
       if (loaded.skipped.length) lines.push(`skipped (not receipts): ${loaded.skipped.join(', ')}`);
       if (gate) {

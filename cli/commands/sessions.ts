@@ -4,7 +4,7 @@ import type { Digest } from '../../model/canonical-json.js';
 import { PdbError } from '../../model/errors.js';
 import { SessionService, type CachedUsage, type SessionInfo } from '../../sessions/service.js';
 import { formatBytes } from '../../model/progress.js';
-import { findProjectRoot, resolveStoreDir } from '../../sessions/records/store-location.js';
+import { assertNotCapturedByAncestor, findProjectRoot, resolveStoreDir } from '../../sessions/records/store-location.js';
 import { emit, short, table } from '../output.js';
 import { openService, type CliContext, type CommandDefinitions, type DefineCommand } from '../context.js';
 import { createProgressReporter } from '../progress-line.js';
@@ -24,7 +24,10 @@ On a terminal, a create running longer than a second shows files and bytes done.
 From a subdirectory, DIR defaults to the project root: the nearest directory already
 imported, else the git top level. --base takes a unique digest prefix (7+ hex).
 
-Backends: ${BACKEND_NAMES.join(', ')}.
+Backends: ${BACKEND_NAMES.join(', ')}. Without --backend (or --backend-module),
+the project's pdb-env.json "backend" is used, else full-copy: it works on every
+filesystem, needs nothing remounted after a reboot, and is the oracle the others are
+checked against. pdb-env backends shows what runs here; npm run proof, which is fastest.
 
 Example:
   pdb-env create agent-a --from ~/src/app
@@ -36,13 +39,17 @@ Example:
       const named = o.store ?? process.env.PDB_ENV_STORE;
       const forked = o.fork ? (await SessionService.open(resolveStoreDir({ store: o.store }))).readSession(o.fork) : null;
       // From a subdirectory, the project root (the nearest imported directory, else the git top level).
-      const from = o.from ?? (await forked)?.sourceDir ?? findProjectRoot(process.cwd(), named);
+      const from =
+        o.from ?? (await forked)?.sourceDir ?? (named ? findProjectRoot(process.cwd(), named) : assertNotCapturedByAncestor(process.cwd()));
       const svc = await SessionService.open(resolveStoreDir({ store: o.store, sourceDir: from, forCreate: true }), { create: true });
+      // No --backend: the project's pdb-env.json "backend" (as the Claude Code hook takes it), else full-copy.
+      const configured =
+        (o.backend ?? o.backendModule) ? undefined : (await (await import('../../model/scan/scan.js')).readSourceConfig(from)).backend;
       const progress = createProgressReporter({ json: o.json === true });
       const r = await svc
         .create(name, {
           from,
-          backend: o.backend,
+          backend: o.backend ?? configured,
           backendModule: o.backendModule === undefined ? undefined : resolve(o.backendModule),
           env: o.env,
           base: o.base as Digest | undefined,
@@ -84,6 +91,33 @@ async function runIn(store: string | undefined, name: string, command: string, a
   return (await svc.run(name, command, args, purpose ? { purpose } : {})).exitCode;
 }
 
+/**
+ * `run --checkpoint`: run, then checkpoint when the command exits (whatever its status), labelled
+ * with the command line. The run's own status is kept; a checkpoint that fails is said on stderr
+ * and makes the exit status 1 only when the command itself succeeded.
+ */
+async function runThenCheckpoint(store: string | undefined, name: string, words: string[]): Promise<number> {
+  const svc = await openService(store);
+  let code: number;
+  try {
+    code = (await svc.run(name, words[0]!, words.slice(1))).exitCode;
+  } catch (err) {
+    await svc.checkpoint(name, { label: words.map(shellWord).join(' ') }).catch(() => undefined);
+    throw err;
+  }
+  try {
+    const k = await svc.checkpoint(name, { label: words.map(shellWord).join(' ') });
+    process.stderr.write(`pdb-env: checkpoint ${k.number} of ${name} (${short(k.snapshot)})\n`);
+  } catch (err) {
+    process.stderr.write(`pdb-env: the checkpoint after the command failed: ${(err as Error).message}\n`);
+    return code === 0 ? 1 : code;
+  }
+  return code;
+}
+
+/** A word as a shell would need it, for a label that reads as the command line. */
+const shellWord = (s: string) => (/^[A-Za-z0-9_./:=@%+,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+
 const run: DefineCommand<'run'> = (cmd, ctx) =>
   cmd
     .usage('[options] <name> -- <command> [args...]')
@@ -99,13 +133,18 @@ exit code through. It sets PDB_ENV_SESSION=NAME, PDB_ENV_ROOT, PORT (the first o
 the session's ports), PDB_ENV_PORT_BASE, PDB_ENV_PORTS and TMPDIR/TMP/TEMP (the
 session's private temp dir). A checkpoint is refused while it runs.
 A command that is not found exits 127, one that cannot be executed 126.
+--checkpoint checkpoints the session when CMD exits, labelled with the command line
+(any agent or script gets a checkpoint per call: pdb-env log lists them).
 
 Example:
-  pdb-env run agent-a -- npm test`,
+  pdb-env run agent-a -- npm test
+  pdb-env run agent-a --checkpoint -- codex exec "fix the tests"`,
     )
     .action(async (first, rest, _o, command) => {
       const { name, command: words } = splitRun(ctx, [first, ...rest]);
-      ctx.exitCode = await runIn(command.optsWithGlobals().store, name, words[0]!, words.slice(1));
+      const o = command.optsWithGlobals();
+      ctx.exitCode =
+        o.checkpoint === true ? await runThenCheckpoint(o.store, name, words) : await runIn(o.store, name, words[0]!, words.slice(1));
     });
 
 const enter: DefineCommand<'enter'> = (cmd, ctx) =>
@@ -209,10 +248,21 @@ const diff: DefineCommand<'diff'> = (cmd) =>
     .argument('<name>', 'the session')
     .addHelpText(
       'after',
-      '\nLists add, delete, modify, mode and retype changes by relative path.\n--patch and --stat need git.\n\nExample:\n  pdb-env diff agent-a\n  pdb-env diff agent-a --patch > agent-a.patch',
+      '\nLists add, delete, modify, mode and retype changes by relative path: of the root now\nagainst the base, or with --from/--to between two checkpoints (REF: a number from\npdb-env log, a digest prefix, base; --from defaults to base, --to to the last).\n--patch and --stat need git. What a tool wrote that is not the project work\n(node_modules/.cache/ after npm test) shows too: name it in the source\npdb-env.json, { "excludes": ["node_modules", ".cache"] }: sessions of the next import\nnever scan it.\n\nExample:\n  pdb-env diff agent-a\n  pdb-env diff agent-a --from 2 --to 5\n  pdb-env diff agent-a --patch > agent-a.patch',
     )
     .action(async (name, _o, command) => {
       const o = command.optsWithGlobals();
+      if (o.from !== undefined || o.to !== undefined) {
+        if (o.patch === true || o.stat === true || o.verify === true)
+          throw new PdbError('E_USAGE', 'diff --from/--to compares two checkpoints: --patch, --stat and --verify are for the live root');
+        const svc = await openService(o.store);
+        const to = o.to ?? String((await svc.log(name)).checkpoints.length || 'base');
+        const r = await svc.diffCheckpoints(name, o.from ?? 'base', to);
+        emit(o.json === true, r, () =>
+          r.changes.length ? r.changes.map((c) => `${c.kind.padEnd(6)} ${c.path}`).join('\n') : 'no changes',
+        );
+        return;
+      }
       const progress = createProgressReporter({ json: o.json === true });
       const options = { verify: o.verify === true, onProgress: progress.onProgress };
       if (o.patch === true || o.stat === true) {

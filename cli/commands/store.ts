@@ -1,6 +1,9 @@
-import { readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { PdbError } from '../../model/errors.js';
-import { ObjectStore, REPAIR_HINT } from '../../model/store/object-store.js';
+import { packageRoot } from '../../model/paths.js';
+import { ObjectStore, REPAIR_HINT, STORE_MARKER } from '../../model/store/object-store.js';
 import { formatBytes } from '../../model/progress.js';
 import { SessionService, type Finding, type VerifyResult } from '../../sessions/service.js';
 import { resolveStoreDir } from '../../sessions/records/store-location.js';
@@ -21,24 +24,42 @@ securityIsolation: false.`,
     .action(async (_o, command) => {
       const o = command.optsWithGlobals();
       const { listBackends, probeBackend } = await import('../../backends/registry.js');
-      const store = await ObjectStore.init(resolveStoreDir({ store: o.store, forCreate: true }));
-      const svc = new SessionService(store);
-      const reports = await Promise.all((await listBackends()).map((b) => probeBackend(b, svc.backendContext(process.cwd()))));
-      emit(
-        o.json === true,
-        { backends: reports },
-        () =>
-          table([
-            ['BACKEND', 'AVAILABLE', 'REASON', 'NOTE'],
-            ...reports.map((r) => [
-              r.name + (r.experimental ? ' (experimental)' : ''),
-              r.available ? 'yes' : 'no',
-              r.reason ?? '-',
-              r.detail,
-            ]),
-          ]) + '\n\nsecurityIsolation: false for every backend (workspace isolation for trusted agents, not a sandbox)',
-      );
+      // A read-only command makes no store (issue 41: one made here captured every later create below
+      // it): where none is yet, the probes run in a throw-away store beside where it would be, removed after.
+      const dir = resolveStoreDir({ store: o.store, forCreate: true });
+      const scratch = existsSync(join(dir, STORE_MARKER)) ? null : scratchDirBeside(dir);
+      try {
+        const svc = new SessionService(scratch ? await ObjectStore.init(scratch) : ObjectStore.open(dir));
+        const reports = await Promise.all((await listBackends()).map((b) => probeBackend(b, svc.backendContext(process.cwd()))));
+        emit(
+          o.json === true,
+          { backends: reports },
+          () =>
+            table([
+              ['BACKEND', 'AVAILABLE', 'REASON', 'NOTE'],
+              ...reports.map((r) => [
+                r.name + (r.experimental ? ' (experimental)' : ''),
+                r.available ? 'yes' : 'no',
+                r.reason ?? '-',
+                r.detail,
+              ]),
+            ]) + '\n\nsecurityIsolation: false for every backend (workspace isolation for trusted agents, not a sandbox)',
+        );
+      } finally {
+        if (scratch) rmSync(scratch, { recursive: true, force: true });
+      }
     });
+
+/** A fresh directory in the nearest existing ancestor of `dir` (the filesystem the store would be on), else in the temp dir. */
+function scratchDirBeside(dir: string): string {
+  let at = dirname(dir);
+  while (!existsSync(at) && dirname(at) !== at) at = dirname(at);
+  try {
+    return mkdtempSync(join(at, '.pdb-env-probe-'));
+  } catch {
+    return mkdtempSync(join(tmpdir(), 'pdb-env-probe-'));
+  }
+}
 
 const doctor: DefineCommand<'doctor'> = (cmd) =>
   cmd
@@ -79,15 +100,19 @@ it says so and prints only those lines; a directory that is not a store is refus
       const cliBundle = bundleState('cli');
       const { nativeOs, loadNativeAddon } = await import('../../model/os/native.js');
       const native = nativeOs() !== null;
+      // What a receipt records as provenance.buildDigest: a user compares it with a receipt's.
+      const { readBuildDigest } = await import('../../harness/receipt/provenance.js');
+      const buildDigest = readBuildDigest(packageRoot());
       const lines = [
         `commands: ${cliBundle.bundled ? 'bundle' : 'modules'} (${cliBundle.reason})`,
         `checkpoint: ${checkpointBundle.bundled ? 'bundle' : 'modules'} (${checkpointBundle.reason})`,
         `mounts and port probes: ${native ? 'system calls (native addon)' : `mount(8), umount(8) and net.Server (${process.env.PDB_ENV_NATIVE_OS === 'off' ? 'PDB_ENV_NATIVE_OS=off' : loadNativeAddon().reason})`}`,
         `scanner: ${scanner.scanner} (${scanner.scanner === 'native' ? `${scanner.reason}, ${scanner.threads} lstat threads` : scanner.reason === 'PDB_ENV_SCANNER=js' ? scanner.reason : `JavaScript fallback: ${scanner.reason}`})`,
+        `build: ${buildDigest ?? 'no build under dist/'} (dist/ modules, bundles and code caches, and the native addon that loads)`,
       ];
       emit(
         o.json === true,
-        { store: svc ? svc.store.paths.root : null, findings, checkpointBundle, cliBundle, nativeOs: native, scanner },
+        { store: svc ? svc.store.paths.root : null, findings, buildDigest, checkpointBundle, cliBundle, nativeOs: native, scanner },
         () => `${svc ? doctorText(findings) : `no store here yet (${dir}): pdb-env create NAME makes one`}\n\n${lines.join('\n')}`,
       );
     });

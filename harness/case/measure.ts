@@ -49,6 +49,7 @@ export function phaseRecord(
   p?: ProcessResult,
   milestones: Record<string, number> = {},
   harnessPeakRssBytes: number | null = null,
+  startMs?: number,
 ): PhaseRecord {
   return {
     name,
@@ -61,6 +62,7 @@ export function phaseRecord(
     timeoutMs,
     milestones,
     harnessPeakRssBytes,
+    ...(startMs === undefined ? {} : { startMs: Math.max(0, startMs) }),
   };
 }
 
@@ -94,8 +96,11 @@ export function createPhaseTimer(options: {
   onFailure(error: PdbError, phase: string): void;
   /** The harness's own peak RSS per phase (none: not recorded). */
   rss?: RssProbe;
+  /** The case's start (performance.now()): each phase records its start from it (none: not recorded). */
+  origin?: number;
 }): PhaseTimer {
-  const { signal } = options;
+  const { signal, origin } = options;
+  const at = (t0: number) => (origin === undefined ? undefined : t0 - origin);
   const rss = options.rss ?? { reset() {}, peak: () => null };
   const phases: PhaseRecord[] = [];
   let current = 'create';
@@ -118,12 +123,12 @@ export function createPhaseTimer(options: {
             });
       const out = await (limit ? Promise.race([work, limit]) : work);
       if (signal.aborted) throw new CaseAborted();
-      phases.push(phaseRecord(name, 'ok', performance.now() - t0, timeoutMs, out.process, out.milestones, rss.peak()));
+      phases.push(phaseRecord(name, 'ok', performance.now() - t0, timeoutMs, out.process, out.milestones, rss.peak(), at(t0)));
       return out.value;
     } catch (err) {
       const e = err instanceof CaseAborted ? new PdbError('E_TIMEOUT', 'the case timed out') : toPdbError(err);
       const outcome: PhaseOutcome = signal.aborted || e.code === 'E_TIMEOUT' ? 'timeout' : 'failed';
-      phases.push(phaseRecord(name, outcome, performance.now() - t0, timeoutMs, failedProcess(err), {}, rss.peak()));
+      phases.push(phaseRecord(name, outcome, performance.now() - t0, timeoutMs, failedProcess(err), {}, rss.peak(), at(t0)));
       if (signal.aborted) throw new CaseAborted();
       options.onFailure(e, name);
       throw e;
@@ -141,6 +146,7 @@ export function createPhaseTimer(options: {
       rss.reset();
       return performance.now();
     },
-    record: (name, outcome, t0) => void phases.push(phaseRecord(name, outcome, performance.now() - t0, null, undefined, {}, rss.peak())),
+    record: (name, outcome, t0) =>
+      void phases.push(phaseRecord(name, outcome, performance.now() - t0, null, undefined, {}, rss.peak(), at(t0))),
   };
 }

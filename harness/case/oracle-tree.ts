@@ -4,8 +4,8 @@
 // overlay), so a backend that writes wrong bytes under a valid signature passes a trusting
 // checkpoint. The oracle therefore scans every case's root anew, full-copy's included, hashing every
 // file, and it reads what the workload's scope adds to the source: the installed tree and the build
-// output that the Snapshot excludes. The projected tree is kept in the case's scratch directory
-// until the block's end, so a block holds at most two of them in memory at once.
+// output that the Snapshot excludes. The projected tree is kept in the run's oracle directory (never
+// given to a step) until the block's end, so a block holds at most two of them in memory at once.
 import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { scanTree } from '../../model/scan/scan.js';
@@ -13,6 +13,7 @@ import type { Entry } from '../../model/snapshot.js';
 import type { OracleScope, Workload } from '../../workloads/types.js';
 import type { OracleScopeName, ProjectionRecord } from '../receipt/receipt-types.js';
 import { sha256Digest } from '../../model/canonical-json.js';
+import { PdbError } from '../../model/errors.js';
 import { projectResult, volatileMatcher } from './projection.js';
 
 /** The oracle's scope when a workload declares none: the Snapshot's source files. */
@@ -68,8 +69,9 @@ export async function scanOracleTree(
   const entries = rootPathFiles?.length ? withRootPathReplaced(root, scan.entries, rootPathFiles) : scan.entries;
   const projected = projectResult(workload, params, entries);
   const files = countFiles(projected.entries);
-  // Nothing was trusted (no index was given), so every file of the projected tree was hashed.
-  const filesHashed = scan.filesTrusted === 0 ? files : Math.max(0, files - scan.filesTrusted);
+  // Counted, not derived: a projected file counts as hashed when the scan's reader digested its bytes.
+  let filesHashed = 0;
+  for (const e of projected.entries) if (e.kind === 'file' && scan.wasHashed(e.path)) filesHashed++;
   return { entries: projected.entries, files, filesHashed, scope: [...scope], projection: projected.record };
 }
 
@@ -94,11 +96,22 @@ export function trustedOracleTree(
   };
 }
 
-const TREE_FILE = '.pdb-oracle-tree.json';
-
-/** Keep the tree beside the case until its block ends; returns how to read it back. */
-export function keepOracleTree(scratchDir: string, tree: OracleTree): () => OracleTree {
-  const file = join(scratchDir, TREE_FILE);
-  writeFileSync(file, JSON.stringify(tree));
-  return () => JSON.parse(readFileSync(file, 'utf8')) as OracleTree;
+/**
+ * Keep the tree until its block ends, in `dir` (the run's oracle directory, which no step is given);
+ * returns how to read it back. What is read back must be what was written: its sha256 is held in
+ * memory, so a file changed in between (by anything) fails the read instead of judging the case.
+ */
+export function keepOracleTree(dir: string, caseId: string, tree: OracleTree): () => OracleTree {
+  const file = join(dir, `${caseId}.json`);
+  const bytes = Buffer.from(JSON.stringify(tree));
+  const digest = sha256Digest(bytes);
+  writeFileSync(file, bytes, { mode: 0o600, flag: 'wx' });
+  return () => {
+    const back = readFileSync(file);
+    if (sha256Digest(back) !== digest)
+      throw new PdbError('E_SOURCE_CHANGED', `the oracle's kept tree of case ${caseId} changed before its block ended`, {
+        hint: "Something wrote into the run's oracle directory while the block ran; run the bench again.",
+      });
+    return JSON.parse(back.toString('utf8')) as OracleTree;
+  };
 }

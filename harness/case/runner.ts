@@ -10,7 +10,15 @@ import type { Digest } from '../../model/canonical-json.js';
 import { toPdbError, type PdbErrorCode } from '../../model/errors.js';
 import type { Entry } from '../../model/snapshot.js';
 import type { Fixture, ProcessOptions, ProcessRunner, SessionHandle, StepContext, Workload } from '../../workloads/types.js';
-import { cleanupCheck, createdTreeCheck, verifyCase, type BaseInfo, type CheckEnv, type SiblingInfo } from './case-checks.js';
+import {
+  cleanupCheck,
+  createdTreeCheck,
+  projectedDigest,
+  verifyCase,
+  type BaseInfo,
+  type CheckEnv,
+  type SiblingInfo,
+} from './case-checks.js';
 import { CaseAborted, createPhaseTimer, diskGrowth, freeBytesAfterSync, mountsUnder, type PhaseTimer } from './measure.js';
 import { createCaseRunner, findCaseProcesses, killCaseProcesses, newCaseToken, type CaseProcessRegistry } from './processes.js';
 import { classifyCase, notJudgedReason } from './outcome.js';
@@ -26,6 +34,12 @@ export interface CaseEnv extends CheckEnv {
   proc: ProcessRunner;
   sharedDir: string;
   scratchRoot: string;
+  /**
+   * Where the oracle keeps each case's tree until its block ends: a directory no step is given
+   * (0700, outside the scratch, shared and session directories), each file checked against its
+   * digest when read back.
+   */
+  oracleDir: string;
   allowTestOnly: boolean;
   caseTimeoutMs: number;
   /** Prefix of session names (unique per run). */
@@ -107,6 +121,8 @@ interface CaseRun {
   projection: ProjectionRecord | null;
   /** Reads the oracle's tree of the case back, once it was made. */
   oracleTree: (() => OracleTree) | null;
+  /** Digest of the case's projected tree as the oracle read it, once it was made. */
+  projectedSnapshot: Digest | null;
   /** Why the case was stopped from outside, if it was. */
   stopped: 'timeout' | 'interrupted' | null;
   /** The real agents the workload ran, as it recorded them. */
@@ -115,7 +131,7 @@ interface CaseRun {
 
 export async function runCase(env: CaseEnv, input: CaseInput): Promise<CaseResult> {
   const started = performance.now();
-  const run = await startCase(env, input);
+  const run = await startCase(env, input, started);
   await withinCaseLimits(run, () => caseBody(run));
   await discardSessions(run);
   const record = caseRecord(run, performance.now() - started);
@@ -132,7 +148,7 @@ function fail(run: CaseRun, code: PdbErrorCode | string, phase: string, message:
   run.failures.push({ code, phase, message: scrubText(message) });
 }
 
-async function startCase(env: CaseEnv, input: CaseInput): Promise<CaseRun> {
+async function startCase(env: CaseEnv, input: CaseInput, origin: number): Promise<CaseRun> {
   const sc = input.scheduled;
   const token = newCaseToken();
   env.processes.add(token);
@@ -154,6 +170,7 @@ async function startCase(env: CaseEnv, input: CaseInput): Promise<CaseRun> {
     timer: createPhaseTimer({
       signal: abort.signal,
       rss: env.rss,
+      origin,
       onFailure: (e, phase) => {
         if (e.code === 'E_TIMEOUT') killCaseProcesses(token);
         run.recorded.add(e);
@@ -171,6 +188,7 @@ async function startCase(env: CaseEnv, input: CaseInput): Promise<CaseRun> {
     resultSnapshot: null,
     projection: null,
     oracleTree: null,
+    projectedSnapshot: null,
     stopped: null,
     agents: [],
   };
@@ -230,14 +248,18 @@ async function caseBody(run: CaseRun): Promise<void> {
   const cp = await timer.run('checkpoint', null, async () => ({ value: await env.svc.checkpoint(run.names[0]!) }));
   run.resultSnapshot = cp.snapshot;
   const { workload, params, fixture, base, expected, sibling } = input;
-  // Its own phase, so the price of hashing everything the oracle compares shows in the receipt.
-  const tree = await timer.run('oracle-scan', null, async () => ({
-    value:
+  // Its own phase, so the price of hashing everything the oracle compares shows in the receipt; the
+  // tree is kept (out of the steps' reach) and its projected digest recorded, so validate can hold
+  // an ok case's result to its reference.
+  const tree = await timer.run('oracle-scan', null, async () => {
+    const value =
       env.switches?.oracleHashing === false
         ? trustedOracleTree(env.svc.readSnapshot(cp.snapshot).entries, workload, params, cp.filesHashed)
-        : await scanOracleTree(env.svc.sessionRoot(run.names[0]!), workload, params, base.excludes, env.storeDir),
-  }));
-  run.oracleTree = keepOracleTree(run.scratchDir, tree);
+        : await scanOracleTree(env.svc.sessionRoot(run.names[0]!), workload, params, base.excludes, env.storeDir);
+    run.oracleTree = keepOracleTree(env.oracleDir, input.scheduled.id, value);
+    run.projectedSnapshot = projectedDigest(value.entries, base);
+    return { value };
+  });
   await timer.run('verify', null, async () => {
     const v = {
       workload,
@@ -265,13 +287,16 @@ async function createSessions(run: CaseRun): Promise<boolean> {
     backend: input.scheduled.backend,
     allowTestOnly: env.allowTestOnly,
   };
-  const free0 = await freeBytesAfterSync(env.storeDir);
+  // The syncs around create are timed as the phases `disk:before` and `disk:after` (the second one
+  // is create's own write-back: 1,530 ms of a 6,161 ms full-copy case on XFS was this, untimed).
+  const measureDisk = (name: string) => timer.run(name, null, async () => ({ value: await freeBytesAfterSync(env.storeDir) }));
+  const free0 = await measureDisk('disk:before');
   const made = await timer.run('create', null, async () => {
     const r = await env.svc.create(names[0]!, options);
     run.created.push(names[0]!);
     return { value: r };
   });
-  run.diskBytes = diskGrowth(free0, await freeBytesAfterSync(env.storeDir));
+  run.diskBytes = diskGrowth(free0, await measureDisk('disk:after'));
   run.cloneObserved = made.cloneObserved ?? null;
   // Beside the boolean, how much the create shared with its base (files cloned, bytes shared).
   if (made.cloneCounts) Object.assign(run.metrics, { cloneFiles: made.cloneCounts.files, cloneBytes: made.cloneCounts.bytes });
@@ -353,10 +378,20 @@ async function discardSessions(run: CaseRun): Promise<void> {
       run.timer.record('discard', 'failed', t0);
       fail(run, toPdbError(err).code, 'discard', toPdbError(err).message);
     }
-    for (const n of created.slice(1))
-      await discard(n).catch((err) => fail(run, toPdbError(err).code, 'discard:peers', toPdbError(err).message));
+    if (created.length > 1) {
+      // Timed like create:peers, so the harness's own work stays out of the case's overhead.
+      const t1 = run.timer.begin();
+      let peersFailed = false;
+      for (const n of created.slice(1))
+        await discard(n).catch((err) => {
+          peersFailed = true;
+          fail(run, toPdbError(err).code, 'discard:peers', toPdbError(err).message);
+        });
+      run.timer.record('discard:peers', peersFailed ? 'failed' : 'ok', t1);
+    }
   }
   // A session whose create failed half-way is removed by create itself; check every name anyway.
+  const t2 = run.timer.begin();
   const left = {
     sessionDirs: run.names.filter((n) => existsSync(env.svc.sessionDir(n))).length,
     mounts: run.names.reduce((sum, n) => sum + mountsUnder(env.svc.sessionDir(n)), 0),
@@ -365,6 +400,7 @@ async function discardSessions(run: CaseRun): Promise<void> {
   if (left.processes) killCaseProcesses(token);
   env.processes.remove(token);
   run.checks.push(cleanupCheck(left));
+  run.timer.record('verify:cleanup', 'ok', t2);
 }
 
 function caseRecord(run: CaseRun, wallMs: number): CaseRecord {
@@ -391,6 +427,7 @@ function caseRecord(run: CaseRun, wallMs: number): CaseRecord {
     cloneObserved: run.cloneObserved,
     resultSnapshot: run.resultSnapshot,
     oracleSnapshot: null,
+    projectedSnapshot: run.projection ? run.projectedSnapshot : null,
     wallMs,
     overheadMs: Math.max(0, wallMs - inPhases),
     metrics,

@@ -4,15 +4,12 @@
 // its overhead and its outcome to its own phases and checks, and each case sits where its block's
 // order says. `pdb-env validate` and `pdb-env report` refuse a receipt that disagrees.
 import { PdbError } from '../../model/errors.js';
+import type { Workload } from '../../workloads/types.js';
 import { summarize } from './receipt.js';
-import type { CaseRecord, Receipt } from './receipt-types.js';
+import { PLAN_IN_RECEIPT_SINCE_VERSION, type CaseRecord, type Receipt } from './receipt-types.js';
+import { planSourceOf, replayInconsistencies, type Inconsistency, type PlanSource } from './replay.js';
 
-export interface Inconsistency {
-  /** JSON pointer of the recorded field. */
-  pointer: string;
-  recorded: unknown;
-  recomputed: unknown;
-}
+export type { Inconsistency, PlanSource } from './replay.js';
 
 /**
  * How far a case's monotonic wall time may exceed its UTC start-to-finish span (clock resolution
@@ -32,24 +29,57 @@ function caseProblems(c: CaseRecord, i: number, r: Receipt): Inconsistency[] {
   const inPhases = c.phases.reduce((s, p) => s + p.durationMs, 0);
   const clock = Date.parse(c.finishedAt) - Date.parse(c.startedAt);
   if (c.wallMs > clock + WALL_SLACK_MS + WALL_SLACK_SHARE * Math.abs(clock))
-    out.push({ pointer: `${at}/wallMs`, recorded: c.wallMs, recomputed: `at most ${clock} (finishedAt - startedAt)` });
-  if (inPhases > c.wallMs + 1) out.push({ pointer: `${at}/wallMs`, recorded: c.wallMs, recomputed: `at least ${inPhases} (its phases)` });
+    out.push({
+      pointer: `${at}/wallMs`,
+      recorded: c.wallMs,
+      recomputed: `at most ${clock} (finishedAt - startedAt)`,
+      rule: 'the wall time fits between the case start and finish',
+    });
+  if (inPhases > c.wallMs + 1)
+    out.push({
+      pointer: `${at}/wallMs`,
+      recorded: c.wallMs,
+      recomputed: `at least ${inPhases} (its phases)`,
+      rule: 'the wall time holds its phases',
+    });
   const overhead = Math.max(0, c.wallMs - inPhases);
-  if (!near(c.overheadMs, overhead, 0.01)) out.push({ pointer: `${at}/overheadMs`, recorded: c.overheadMs, recomputed: overhead });
+  if (!near(c.overheadMs, overhead, 0.01))
+    out.push({
+      pointer: `${at}/overheadMs`,
+      recorded: c.overheadMs,
+      recomputed: overhead,
+      rule: 'overhead is the wall time minus every phase',
+    });
   if ((c.outcome === 'ok') !== (c.failure === null))
     out.push({
       pointer: `${at}/outcome`,
       recorded: c.outcome,
       recomputed: c.failure ? `not ok (failure ${c.failure.code})` : 'ok (no failure)',
+      rule: 'a case is ok exactly when it has no failure',
     });
   if (c.outcome === 'ok' && c.checks.some((k) => k.evaluated && !k.passed))
-    out.push({ pointer: `${at}/outcome`, recorded: 'ok', recomputed: 'not ok: an evaluated check failed' });
+    out.push({
+      pointer: `${at}/outcome`,
+      recorded: 'ok',
+      recomputed: 'not ok: an evaluated check failed',
+      rule: 'an ok case failed no check',
+    });
   for (const [j, k] of c.checks.entries()) {
     const total = k.counts ? Object.values(k.counts).reduce((s, n) => s + n, 0) : 0;
     if (k.mismatches !== null && k.counts !== null && k.mismatches !== total)
-      out.push({ pointer: `${at}/checks/${j}/mismatches`, recorded: k.mismatches, recomputed: total });
+      out.push({
+        pointer: `${at}/checks/${j}/mismatches`,
+        recorded: k.mismatches,
+        recomputed: total,
+        rule: 'mismatches are the sum of their counts',
+      });
     if (k.evaluated && k.mismatches !== null && k.passed !== (k.mismatches === 0))
-      out.push({ pointer: `${at}/checks/${j}/passed`, recorded: k.passed, recomputed: k.mismatches === 0 });
+      out.push({
+        pointer: `${at}/checks/${j}/passed`,
+        recorded: k.passed,
+        recomputed: k.mismatches === 0,
+        rule: 'a tree check passes exactly when nothing differs',
+      });
     for (const side of ['case', 'reference'] as const) {
       const files = k.files?.[side];
       const hashed = k.filesHashed?.[side];
@@ -58,6 +88,7 @@ function caseProblems(c: CaseRecord, i: number, r: Receipt): Inconsistency[] {
           pointer: `${at}/checks/${j}/filesHashed/${side}`,
           recorded: hashed,
           recomputed: `at most ${files} (the files compared)`,
+          rule: 'no more files hashed than compared',
         });
     }
   }
@@ -67,34 +98,111 @@ function caseProblems(c: CaseRecord, i: number, r: Receipt): Inconsistency[] {
       pointer: `${at}/position`,
       recorded: [c.block, c.position, c.backend],
       recomputed: block ? block.order[c.position] : 'no such block',
+      rule: "a case sits where its block's order puts it",
     });
   return out;
 }
 
-/** Every derived field of `r` that disagrees with what it derives from (empty: consistent). */
-export function receiptInconsistencies(r: Receipt): Inconsistency[] {
+/** The overhead per workload, compared as a list (an object field of the summary). */
+function overheadProblems(r: Receipt, summary: ReturnType<typeof summarize>): Inconsistency[] {
+  const want = summary.overheadByWorkload ?? [];
+  const got = r.summary.overheadByWorkload;
+  if (got === undefined) return r.schemaVersion >= PLAN_IN_RECEIPT_SINCE_VERSION ? [missing('/summary/overheadByWorkload', want)] : [];
+  const agrees =
+    got.length === want.length &&
+    got.every(
+      (g, i) =>
+        g.workload === want[i]!.workload &&
+        g.cases === want[i]!.cases &&
+        near(g.shareMedian, want[i]!.shareMedian) &&
+        near(g.shareMax, want[i]!.shareMax),
+    );
+  return agrees ? [] : [{ pointer: '/summary/overheadByWorkload', recorded: got, recomputed: want, rule: 'the summary counts the cases' }];
+}
+
+const missing = (pointer: string, recomputed: unknown): Inconsistency => ({
+  pointer,
+  recorded: 'absent',
+  recomputed,
+  rule: `a receipt of version ${PLAN_IN_RECEIPT_SINCE_VERSION} on records it`,
+});
+
+/** Every derived field of `r` that disagrees with what it derives from, itself alone (no plan). */
+function selfInconsistencies(r: Receipt): Inconsistency[] {
   const out: Inconsistency[] = [];
   const unavailable = new Set(r.backends.filter((b) => !b.available).map((b) => b.name));
   const slots = r.blocks.flatMap((b) => b.order);
   const summary = summarize(r.cases, slots.length, slots.filter((b) => unavailable.has(b)).length);
   for (const key of Object.keys(summary) as (keyof typeof summary)[]) {
+    if (key === 'overheadByWorkload') continue;
     if (!near(r.summary[key] as number | null, summary[key] as number | null))
-      out.push({ pointer: `/summary/${key}`, recorded: r.summary[key], recomputed: summary[key] });
+      out.push({ pointer: `/summary/${key}`, recorded: r.summary[key], recomputed: summary[key], rule: 'the summary counts the cases' });
   }
+  out.push(...overheadProblems(r, summary));
   if (Date.parse(r.finishedAt) < Date.parse(r.startedAt))
-    out.push({ pointer: '/finishedAt', recorded: r.finishedAt, recomputed: `after ${r.startedAt}` });
+    out.push({
+      pointer: '/finishedAt',
+      recorded: r.finishedAt,
+      recomputed: `after ${r.startedAt}`,
+      rule: 'a run finishes after it starts',
+    });
+  // Outside a git checkout nothing about the checkout is known; inside one, its state is.
+  const p = r.provenance;
+  if ((p.commit === null) !== (p.dirty === null) || (p.commit === null) !== (p.changedDuringRun === null))
+    out.push({
+      pointer: '/provenance',
+      recorded: { commit: p.commit, dirty: p.dirty, changedDuringRun: p.changedDuringRun },
+      recomputed: p.commit === null ? 'dirty and changedDuringRun null' : 'dirty and changedDuringRun known',
+      rule: "a checkout's state is known exactly when its commit is",
+    });
   r.cases.forEach((c, i) => out.push(...caseProblems(c, i, r)));
   return out;
 }
 
-/** E_RECEIPT_INCONSISTENT naming the first fields that disagree, with both values. */
+export interface ReceiptCheck {
+  /** Every field that disagrees, with both values and the rule. */
+  issues: Inconsistency[];
+  /** The plan the schedule was replayed from (none: not replayed). */
+  plan: PlanSource;
+}
+
+export interface ReceiptCheckOptions {
+  /** Where committed plans are looked up by digest (default: the package's plans/). */
+  plansDir?: string;
+  /** The workload registry (default: the built-in one); a workload it lacks skips its own rules. */
+  workloads?: Record<string, Workload>;
+}
+
+/**
+ * `r` held to itself, then replayed from its plan: its own (version 4 on), else the committed plan
+ * its planDigest names. A version 4 receipt without its plan is itself an inconsistency.
+ */
+export function checkReceipt(r: Receipt, options: ReceiptCheckOptions = {}): ReceiptCheck {
+  const issues = selfInconsistencies(r);
+  const plan = planSourceOf(r, options.plansDir);
+  if (plan.from !== 'none') issues.push(...replayInconsistencies(r, plan.plan, options.workloads));
+  if (r.schemaVersion >= PLAN_IN_RECEIPT_SINCE_VERSION) {
+    const projected = r.cases.findIndex((c) => c.projectedSnapshot === undefined);
+    if (projected >= 0) issues.push(missing(`/cases/${projected}/projectedSnapshot`, 'a digest or null'));
+  }
+  return { issues, plan };
+}
+
+/** Every derived field of `r` that disagrees with what it derives from or with its plan (empty: consistent). */
+export function receiptInconsistencies(r: Receipt, options: ReceiptCheckOptions = {}): Inconsistency[] {
+  return checkReceipt(r, options).issues;
+}
+
+/** One inconsistency in words: the field, both values and the rule. */
+export function describeInconsistency(i: Inconsistency): string {
+  return `${i.pointer} is ${JSON.stringify(i.recorded)}, recomputed ${JSON.stringify(i.recomputed)} (rule: ${i.rule})`;
+}
+
+/** E_RECEIPT_INCONSISTENT naming the first fields that disagree, with both values and the rule. */
 export function inconsistencyError(what: string, issues: Inconsistency[]): PdbError {
-  const shown = issues
-    .slice(0, 5)
-    .map((i) => `${i.pointer} is ${JSON.stringify(i.recorded)}, recomputed ${JSON.stringify(i.recomputed)}`)
-    .join('; ');
+  const shown = issues.slice(0, 5).map(describeInconsistency).join('; ');
   const more = issues.length > 5 ? ` (and ${issues.length - 5} more)` : '';
-  return new PdbError('E_RECEIPT_INCONSISTENT', `${what} disagrees with itself: ${shown}${more}`, {
-    hint: 'A receipt is written whole by pdb-env bench; one whose derived fields do not follow from its cases was edited. Use the receipt as it was written.',
+  return new PdbError('E_RECEIPT_INCONSISTENT', `${what} disagrees with itself or its plan: ${shown}${more}`, {
+    hint: 'A receipt is written whole by pdb-env bench; one whose derived fields do not follow from its cases, or whose cases are not what its plan and seed schedule, was edited. Use the receipt as it was written.',
   });
 }

@@ -50,21 +50,29 @@ export function findPathIssues(doc: unknown, options: PathFreeOptions = {}): Pat
     hostNames: options.hostNames ?? defaultHostNames(),
   };
   const issues: PathFreeIssue[] = [];
-  const visit = (v: unknown, pointer: string): void => {
+  // An explicit stack, not recursion: a document nested 5,000 deep overflowed the call stack (issue 41).
+  const stack: Array<[unknown, string]> = [[doc, '']];
+  while (stack.length > 0) {
+    const [v, pointer] = stack.pop()!;
     if (typeof v === 'string') {
       const why = pathFreeViolation(v, resolved);
       if (why) issues.push({ pointer, message: why });
     } else if (Array.isArray(v)) {
-      v.forEach((x, i) => visit(x, `${pointer}/${i}`));
+      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${pointer}/${i}`]);
     } else if (v && typeof v === 'object') {
-      for (const [k, x] of Object.entries(v)) {
+      const entries = Object.entries(v);
+      const keyIssues: PathFreeIssue[] = [];
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [k, x] = entries[i]!;
         const p = `${pointer}/${escapePointer(k)}`;
-        const why = pathFreeViolation(k, resolved);
-        if (why) issues.push({ pointer: p, message: `key ${why}` });
-        visit(x, p);
+        stack.push([x, p]);
       }
+      for (const [k] of entries) {
+        const why = pathFreeViolation(k, resolved);
+        if (why) keyIssues.push({ pointer: `${pointer}/${escapePointer(k)}`, message: `key ${why}` });
+      }
+      issues.push(...keyIssues);
     }
-  };
-  visit(doc, '');
+  }
   return issues;
 }

@@ -7,6 +7,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 import type { Digest } from '../../model/canonical-json.js';
 import { PdbError } from '../../model/errors.js';
+import { nativeAddonPath } from '../../model/os/native-addon-file.cjs';
 import { runTool } from '../../model/os/run-tool.js';
 import type { Provenance } from './receipt-types.js';
 
@@ -74,11 +75,18 @@ export function provenanceOf(
 
 /** The built package that runs, and whether it is older than its sources. */
 export interface BuildState {
-  /** sha256 over every .js file under dist/ but the tests (path and bytes, in path order) and package.json; null without a build. */
+  /**
+   * sha256 over everything that runs: every file under dist/ that can execute (.js, .mjs, .cjs and
+   * the bundles' V8 code caches), the tests left out, package.json, and the native addon that loads
+   * (path and bytes, in path order); null without a build.
+   */
   digest: Digest | null;
   /** The newest source file whose build output is missing or older than it; null when the build is fresh (or there are no sources). */
   stale: { source: string; sourceMtime: string; builtAt: string | null } | null;
 }
+
+/** What under dist/ can run: modules of any kind, and the code caches V8 compiles a bundle from (cli/bundle.cts). */
+const RUNS = /\.(?:js|mjs|cjs|cache)$/;
 
 const SOURCE_SKIP = new Set(['node_modules', 'dist', 'test', '.git', 'fixtures']);
 
@@ -97,6 +105,19 @@ function filesUnder(dir: string, keep: (name: string) => boolean, skip: Set<stri
   return out;
 }
 
+/** The digest of what runs of the package at `root` (BuildState.digest); `pdb-env doctor` prints it. */
+export function readBuildDigest(root: string): Digest | null {
+  const built = filesUnder(join(root, 'dist'), (n) => RUNS.test(n), new Set(['test']));
+  if (built.length === 0) return null;
+  const h = createHash('sha256');
+  const addon = nativeAddonPath(root);
+  for (const f of [...built, join(root, 'package.json'), ...(addon ? [addon] : [])])
+    h.update(`${relative(root, f).split(sep).join('/')}\0`)
+      .update(readFileSync(f))
+      .update('\0');
+  return `sha256:${h.digest('hex')}`;
+}
+
 /**
  * Read the build of the package at `root`: a digest of what runs, and the newest TypeScript source
  * (tests left out) whose compiled file in dist/ is missing or older than it. A package installed
@@ -104,16 +125,7 @@ function filesUnder(dir: string, keep: (name: string) => boolean, skip: Set<stri
  */
 export function readBuildState(root: string): BuildState {
   const dist = join(root, 'dist');
-  const built = filesUnder(dist, (n) => /\.m?js$/.test(n), new Set(['test']));
-  let digest: Digest | null = null;
-  if (built.length) {
-    const h = createHash('sha256');
-    for (const f of [...built, join(root, 'package.json')])
-      h.update(`${relative(root, f).split(sep).join('/')}\0`)
-        .update(readFileSync(f))
-        .update('\0');
-    digest = `sha256:${h.digest('hex')}`;
-  }
+  const digest = readBuildDigest(root);
   let stale: BuildState['stale'] = null;
   for (const src of filesUnder(root, (n) => n.endsWith('.ts') && !n.endsWith('.d.ts'), SOURCE_SKIP)) {
     const rel = relative(root, src);

@@ -6,14 +6,20 @@
 import type { Digest } from '../../model/canonical-json.js';
 import type { MismatchCounts } from '../../model/snapshot.js';
 import type { AgentRecord } from '../../workloads/types.js';
+import type { Plan } from '../plan/plan.js';
+
+/** A plan as a receipt carries it: without its store location (a local path). */
+export type ReceiptPlan = Omit<Plan, 'store'>;
 
 // A real agent's run is recorded by the workload that ran it (StepContext.recordAgent), so its record
 // is defined there, one layer down, and is part of this contract from there.
 export type { AgentFailureClass, AgentRecord } from '../../workloads/types.js';
 
-export const RECEIPT_SCHEMA_VERSION = 3 as const;
+export const RECEIPT_SCHEMA_VERSION = 4 as const;
 /** Version 2 receipts (read-only) were written before the oracle hashed both trees it compares. */
 export const ORACLE_HASHING_SINCE_VERSION = 3;
+/** Since version 4 a receipt carries the plan it ran, each case its projected digest and each phase its start. */
+export const PLAN_IN_RECEIPT_SINCE_VERSION = 4;
 
 export const CASE_OUTCOMES = ['ok', 'mismatch', 'failed', 'environment', 'timeout', 'unavailable'] as const;
 
@@ -123,6 +129,8 @@ export interface PhaseRecord {
   milestones: Record<string, number>;
   /** Peak RSS of the harness process itself during the phase in bytes (Linux: VmHWM, reset at the phase's start); null where it is not measured per phase. */
   harnessPeakRssBytes?: number | null;
+  /** When the phase started, in monotonic milliseconds since the case started (version 4 on). */
+  startMs?: number;
 }
 
 /** The case a comparison was made with. */
@@ -242,6 +250,8 @@ export interface CaseRecord {
   resultSnapshot: Digest | null;
   /** Digest of the projected result the oracle check compared with (the block's full-copy case), null when none. */
   oracleSnapshot: Digest | null;
+  /** Digest of this case's own projected result as the oracle read it from its bytes (version 4 on), null when it made none. */
+  projectedSnapshot?: Digest | null;
   /** Whole case wall time in milliseconds. */
   wallMs: number;
   /** The part of the case wall time not spent in any phase (harness overhead). */
@@ -290,6 +300,19 @@ export interface ReceiptSummary {
   overheadShareMedian: number | null;
   /** Largest share of case wall time not spent in phases. */
   overheadShareMax: number | null;
+  /** The same shares per workload, in the order the workloads first appear (version 4 on). */
+  overheadByWorkload?: WorkloadOverhead[];
+}
+
+export interface WorkloadOverhead {
+  /** Workload name. */
+  workload: string;
+  /** Cases of the workload with a wall time. */
+  cases: number;
+  /** Median share of case wall time not spent in phases. */
+  shareMedian: number;
+  /** Largest share of case wall time not spent in phases. */
+  shareMax: number;
 }
 
 export interface HarnessPhaseMemory {
@@ -311,8 +334,8 @@ export interface HarnessMemory {
 }
 
 export interface Receipt {
-  /** Receipt schema version: 3 since the oracle hashes both trees it compares from their bytes; 2 (written before, read-only) trusted what the checkpoint recorded. */
-  schemaVersion: typeof RECEIPT_SCHEMA_VERSION | 2;
+  /** Receipt schema version: 4 since it carries its plan; 3 since the oracle hashes both trees it compares from their bytes; 2 (written before, read-only) trusted what the checkpoint recorded. */
+  schemaVersion: typeof RECEIPT_SCHEMA_VERSION | 3 | 2;
   /** Document kind marker. */
   kind: 'pdb-env-receipt';
   /** The tool that wrote the receipt. */
@@ -325,6 +348,8 @@ export interface Receipt {
   planName: string;
   /** sha256 of the plan's canonical JSON. */
   planDigest: Digest;
+  /** The plan as it ran, path-free (its store location left out); its digest is planDigest. Validate replays the schedule from it (version 4 on). */
+  plan?: ReceiptPlan;
   /** Seed of the PRNG that shuffled every block; replays the order exactly. */
   seed: number;
   /** UTC time the run started. */

@@ -1,15 +1,14 @@
 // Receipts: built from a run's finished cases, summarized, checked against
 // schemas/receipt.schema.json (ajv strict) and the path-free rule, and only then written
-// (atomically). A receipt that fails either check is never written.
-import { randomBytes } from 'node:crypto';
-import { rename, unlink, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+// (atomically, signed: harness/receipt/envelope.ts). A receipt that fails either check is never written.
 import { median } from 'simple-statistics';
 import type { Digest } from '../../model/canonical-json.js';
 import { PdbError } from '../../model/errors.js';
 import { packageVersion } from '../../model/paths.js';
+import { loadSigningKey, type SigningKey } from '../../model/signing/key-store.js';
+import { writeSealedReceipt } from './envelope.js';
 import { findPathIssues, type PathFreeOptions } from './path-free.js';
-import type { Plan } from '../plan/plan.js';
+import { planDigest, type Plan } from '../plan/plan.js';
 import {
   RECEIPT_SCHEMA_VERSION,
   type BackendAvailability,
@@ -18,14 +17,31 @@ import {
   type HostFingerprint,
   type Provenance,
   type Receipt,
+  type ReceiptPlan,
   type ReceiptSummary,
+  type WorkloadOverhead,
 } from './receipt-types.js';
 import type { ScheduledBlock } from '../plan/scheduler.js';
 import { formatIssues, validateAgainst } from '../../model/schemas.js';
 
-export function summarize(cases: CaseRecord[], planned: number, skippedUnavailable: number): ReceiptSummary {
+const overheadShare = (c: CaseRecord): number => c.overheadMs / c.wallMs;
+
+/** Overhead shares per workload, in the order the workloads first appear among the cases. */
+export function overheadByWorkload(cases: CaseRecord[]): WorkloadOverhead[] {
+  const by = new Map<string, number[]>();
+  for (const c of cases) if (c.wallMs > 0) by.set(c.workload, [...(by.get(c.workload) ?? []), overheadShare(c)]);
+  return [...by].map(([workload, shares]) => ({
+    workload,
+    cases: shares.length,
+    shareMedian: median(shares),
+    shareMax: Math.max(...shares),
+  }));
+}
+
+/** The summary of `cases`; `perWorkload` adds the overhead per workload (receipts of version 4 on). */
+export function summarize(cases: CaseRecord[], planned: number, skippedUnavailable: number, perWorkload = true): ReceiptSummary {
   const count = (o: CaseRecord['outcome']) => cases.filter((c) => c.outcome === o).length;
-  const shares = cases.filter((c) => c.wallMs > 0).map((c) => c.overheadMs / c.wallMs);
+  const shares = cases.filter((c) => c.wallMs > 0).map(overheadShare);
   const oracle = cases.flatMap((c) => c.checks.filter((k) => k.name === 'oracle'));
   return {
     planned,
@@ -40,6 +56,7 @@ export function summarize(cases: CaseRecord[], planned: number, skippedUnavailab
     oracleNotEvaluated: oracle.filter((k) => !k.evaluated).length,
     overheadShareMedian: shares.length ? median(shares) : null,
     overheadShareMax: shares.length ? Math.max(...shares) : null,
+    ...(perWorkload ? { overheadByWorkload: overheadByWorkload(cases) } : {}),
   };
 }
 
@@ -68,6 +85,14 @@ export interface ReceiptInput {
   cases: Iterable<CaseRecord>;
   /** The harness process's own memory, when measured. */
   harness?: HarnessMemory;
+  /** What else counts as a path (the receipt's plan is left out when it holds one, rather than losing the receipt). */
+  pathFree?: PathFreeOptions;
+}
+
+/** The plan as a receipt carries it: path-free, so without its store location (which does not change the schedule). */
+export function receiptPlan(plan: Plan): ReceiptPlan {
+  const { store: _store, ...rest } = plan;
+  return rest;
 }
 
 /** The receipt of a run: its cases in schedule order, its blocks, and the summary; finishedAt is now. */
@@ -83,7 +108,10 @@ export function buildReceipt(r: ReceiptInput): Receipt {
     provenance: r.provenance,
     runId: r.runId,
     planName: r.plan.name,
-    planDigest: r.planDigest,
+    // The digest of the plan as carried: the one the run started with unless the plan named a store.
+    planDigest: r.plan.store === undefined ? r.planDigest : planDigest(receiptPlan(r.plan) as Plan),
+    // A plan holding a local path (a parameter given as one, not as a placeholder) stays out: validate then says so.
+    ...(findPathIssues(receiptPlan(r.plan), r.pathFree).length === 0 ? { plan: receiptPlan(r.plan) } : {}),
     seed: r.seed,
     startedAt: r.startedAt,
     finishedAt: new Date().toISOString(),
@@ -123,15 +151,16 @@ export function assertValidReceipt(receipt: unknown, pathFree: PathFreeOptions =
   }
 }
 
-/** Validate, then write `file` atomically (temp file in the same directory, then rename). */
-export async function writeReceipt(file: string, receipt: Receipt, pathFree: PathFreeOptions = {}): Promise<void> {
+/**
+ * Validate, then write `file` atomically as a DSSE envelope signed by `key` (default: this host's
+ * key, or CI's from PDB_ENV_SIGNING_KEY; harness/receipt/envelope.ts).
+ */
+export async function writeReceipt(
+  file: string,
+  receipt: Receipt,
+  pathFree: PathFreeOptions = {},
+  key: SigningKey = loadSigningKey(),
+): Promise<void> {
   assertValidReceipt(receipt, pathFree);
-  const tmp = join(dirname(file), `.${randomBytes(6).toString('hex')}.tmp`);
-  await writeFile(tmp, `${JSON.stringify(receipt, null, 2)}\n`, { flag: 'wx' });
-  try {
-    await rename(tmp, file);
-  } catch (err) {
-    await unlink(tmp).catch(() => {});
-    throw err;
-  }
+  await writeSealedReceipt(file, receipt, key);
 }

@@ -2,6 +2,7 @@
 // non-warm-up cases that ended ok), check results and failures. A pure function of the receipt.
 import { median } from 'simple-statistics';
 import type { CaseRecord, Receipt } from './receipt-types.js';
+import { EXPECTED_MISMATCH_WHY, isExpectedMismatch, partialBackends } from './expected-mismatch.js';
 
 const fmtMs = (ms: number): string =>
   ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : ms >= 100 ? `${Math.round(ms)} ms` : `${ms.toFixed(1)} ms`;
@@ -49,12 +50,16 @@ function overview(receipt: Receipt): string[] {
     '',
   );
   lines.push(
-    `Cases: ${s.planned} planned, ${s.ok} ok, ${s.mismatch} mismatch, ${s.failed} failed, ${s.environment} environment, ${s.timeout} timeout, ${s.unavailable} unavailable (a backend or a lane this host cannot run).`,
+    `Cases: ${s.planned} planned, ${s.planned - s.unavailable} ran (${s.ok} ok, ${s.mismatch} mismatch, ${s.failed} failed, ${s.environment} environment, ${s.timeout} timeout), ${s.unavailable} unavailable (a backend or a lane this host cannot run).`,
     `Oracle (each case against its block's full-copy case): ${s.oracleChecked} checked, ${s.oracleMismatches} mismatch(es), ${s.oracleNotEvaluated} not evaluated.`,
   );
   if (s.overheadShareMedian !== null)
     lines.push(
-      `Harness overhead: median ${(s.overheadShareMedian * 100).toFixed(1)} % of case wall time (max ${((s.overheadShareMax ?? 0) * 100).toFixed(1)} %).`,
+      `Harness overhead: median ${(s.overheadShareMedian * 100).toFixed(1)} % of case wall time (max ${((s.overheadShareMax ?? 0) * 100).toFixed(1)} %)${
+        s.overheadByWorkload?.length
+          ? `; by workload: ${s.overheadByWorkload.map((w) => `${w.workload} ${(w.shareMedian * 100).toFixed(1)} % (max ${(w.shareMax * 100).toFixed(1)} %)`).join(', ')}`
+          : ''
+      }.`,
     );
   lines.push('');
   return lines;
@@ -95,6 +100,7 @@ function durationTable(receipt: Receipt, w: string, backends: string[]): string[
 /** Checks passed / run for workload `w` (all cases, warm-up included), one column per backend. */
 function checkTable(receipt: Receipt, w: string, backends: string[]): string[] {
   const lines: string[] = [];
+  const partial = partialBackends(receipt);
   lines.push(`Checks (passed / evaluated, all cases incl. warm-up):`, '');
   const checkNames: string[] = [];
   for (const c of receipt.cases.filter((x) => x.workload === w))
@@ -103,15 +109,23 @@ function checkTable(receipt: Receipt, w: string, backends: string[]): string[] {
   lines.push(`| --- | ${backends.map(() => '---:').join(' | ')} |`);
   for (const k of checkNames) {
     const counts = backends.map((b) => {
-      const all = receipt.cases.filter((c) => c.workload === w && c.backend === b).flatMap((c) => c.checks.filter((x) => x.name === k));
+      const of = receipt.cases.filter((c) => c.workload === w && c.backend === b);
+      const all = of.flatMap((c) => c.checks.filter((x) => x.name === k).map((x) => ({ ...x, expected: isExpectedMismatch(partial, c) })));
       const rs = all.filter((x) => x.evaluated);
       const passed = rs.filter((x) => x.passed).length;
+      // Failed checks of an expected mismatch are said as such (the proof's rule), never as FAIL.
+      const expected = rs.filter((x) => !x.passed && x.expected).length;
+      const mark = passed + expected < rs.length ? ' **FAIL**' : expected ? ` (${expected} expected)` : '';
       const skipped = all.length - rs.length;
-      const shown = rs.length ? `${passed} / ${rs.length}${passed < rs.length ? ' **FAIL**' : ''}` : '-';
+      const shown = rs.length ? `${passed} / ${rs.length}${mark}` : '-';
       return skipped ? `${shown} (${skipped} not evaluated)` : shown;
     });
     lines.push(`| ${k} | ${counts.join(' | ')} |`);
   }
+  if (backends.some((b) => partial.has(b)))
+    lines.push(
+      `"expected": failed checks of a mismatch of ${backends.filter((b) => partial.has(b)).join(', ')}, expected: ${EXPECTED_MISMATCH_WHY}.`,
+    );
   lines.push('');
   return lines;
 }
@@ -119,6 +133,7 @@ function checkTable(receipt: Receipt, w: string, backends: string[]): string[] {
 function failures(receipt: Receipt): string[] {
   const bad = receipt.cases.filter((c) => c.outcome !== 'ok');
   if (!bad.length) return [];
+  const partial = partialBackends(receipt);
   const more = (c: Receipt['cases'][number]) =>
     c.failures.length > 1
       ? ` (and ${c.failures.length - 1} more: ${c.failures
@@ -131,7 +146,7 @@ function failures(receipt: Receipt): string[] {
     '',
     ...bad.map(
       (c) =>
-        `- ${c.id} ${c.backend} x ${c.workload}: ${c.outcome}, ${c.failure?.code ?? '?'} in ${c.failure?.phase ?? '?'}: ${c.failure?.message ?? ''}${more(c)}`,
+        `- ${c.id} ${c.backend} x ${c.workload}: ${c.outcome}${isExpectedMismatch(partial, c) ? ` (expected: ${EXPECTED_MISMATCH_WHY})` : ''}, ${c.failure?.code ?? '?'} in ${c.failure?.phase ?? '?'}: ${c.failure?.message ?? ''}${more(c)}`,
     ),
     '',
   ];

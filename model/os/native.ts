@@ -2,7 +2,9 @@
 // linux-arm64 and built by npm install where none fits and a C compiler is), loaded in one place:
 // the scanner's walk and Snapshot writer (model/scan/scanner.ts) and the system calls of
 // native/os.c (mount, umount, the port probe), each with the program or the Node API it replaces
-// as the fallback where no addon loads. Which file is tried first: native-addon-file.cts.
+// as the fallback where no addon loads; and the *at(2) calls on directory handles that
+// model/os/dir-handle.ts makes (native addon version 5 on), with /proc/self/fd paths or checked
+// paths as its fallback. Which file is tried first: native-addon-file.cts.
 import { createRequire } from 'node:module';
 import { constants } from 'node:os';
 import { packageFile, packageRoot } from '../paths.js';

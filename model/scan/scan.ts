@@ -20,7 +20,8 @@ import type { RawEntry, RawScan } from './tree-walk.js';
 /** Administrative roots that no scan ever includes. */
 export const ADMIN_ROOTS = ['.git', '.pdb', '.pdb-host'] as const;
 
-export const SOURCE_CONFIG = 'pdb-env.json';
+export { SOURCE_CONFIG } from '../paths.js';
+import { SOURCE_CONFIG } from '../paths.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -48,12 +49,13 @@ export async function readSourceConfig(root: string): Promise<{ excludes: string
     });
   }
   // "policy" is the workspace policy for agents (model/workspace-policy.ts checks it) and "backend"
-  // the backend `pdb-env hook claude-code` creates sessions with (sessions/hooks/claude-code.ts); the scan ignores both.
-  const unknownKeys = Object.keys(doc).filter((k) => !['excludes', '$schema', 'policy', 'backend'].includes(k));
+  // the backend `pdb-env hook claude-code` creates sessions with (sessions/hooks/claude-code.ts), "history"
+  // how many checkpoints gc keeps per session (sessions/history/keep.ts); the scan ignores them.
+  const unknownKeys = Object.keys(doc).filter((k) => !['excludes', '$schema', 'policy', 'backend', 'history'].includes(k));
   if (unknownKeys.length)
     throw new PdbError('E_CONFIG_INVALID', `${SOURCE_CONFIG} has unknown keys: ${unknownKeys.join(', ')}`, {
       path: SOURCE_CONFIG,
-      hint: 'Known keys: "excludes", "policy", "backend".',
+      hint: 'Known keys: "excludes", "policy", "backend", "history".',
     });
   const excludes = (doc as { excludes?: unknown }).excludes ?? [];
   if (!Array.isArray(excludes) || excludes.some((x) => typeof x !== 'string')) {
@@ -155,8 +157,11 @@ export interface ScanResult {
   extraExcludes: string[];
   files: number;
   bytes: number;
+  /** Files whose bytes a worker read and digested in this scan: counted from the digests that came back, not from what was asked. */
   filesHashed: number;
   filesTrusted: number;
+  /** Whether the file at a relative path was among those hashed in this scan. */
+  wasHashed(path: string): boolean;
   objectsInstalled: number;
   /** Rows of the index that no longer describe the tree as it is (touched or gone); 0: the index is exact. */
   stale: number;
@@ -191,6 +196,7 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
   const coarse = (h?.coarse ?? true) && allWholeSeconds(raw);
   const columns = () => (cols ??= nextColumns(trust?.cols ?? null, raw, (t) => hashed.content.get(t), coarse));
   let entries: Entry[] | null = null;
+  let hashedPaths: Set<string> | null = null;
   const same = trust !== null && changed!.size === 0;
   const stale = trust ? raw.touched.filter((t) => t.row >= 0).length + unseen(raw.status!).length : raw.touched.length;
   return {
@@ -201,8 +207,9 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
     extraExcludes: ex.extra,
     files: raw.files,
     bytes: raw.bytes,
-    filesHashed: toHash.length,
-    filesTrusted: raw.files - toHash.length,
+    filesHashed: hashed.content.size,
+    filesTrusted: raw.files - hashed.content.size,
+    wasHashed: (path) => (hashedPaths ??= new Set([...hashed.content.keys()].map((t) => t.path))).has(path),
     objectsInstalled: hashed.installed,
     stale,
     changedPaths: changed ? sortEntries([...changed.keys()].map((path) => ({ path }))).map((x) => x.path) : null,
@@ -342,6 +349,12 @@ async function hashFiles(
       });
     }
     if (r.installed) installedDigests.add(r.digest);
+    // Only a whole sha256 counts as hashed (a worker that answered without reading leaves a file unhashed).
+    if (typeof r.digest !== 'string' || !/^[0-9a-f]{64}$/.test(r.digest))
+      throw new PdbError('E_SOURCE_CHANGED', `"${f.path}" was not hashed (its worker returned no digest)`, {
+        path: f.path,
+        hint: 'This is a pdb-env bug: report it with the tree it happened on.',
+      });
     content.set(f, { digest: Buffer.from(r.digest, 'hex'), size: r.size });
   });
   return { content, installed: installedDigests.size };

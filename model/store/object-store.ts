@@ -19,6 +19,7 @@ import { canonicalSnapshot, type Snapshot } from '../snapshot.js';
 import { nodeCrypto, randomHex } from '../os/hash.js';
 import { tempPath } from '../os/temp-name.js';
 import { CHUNK_THRESHOLD, chunkParts, installChunked, readChunked, readChunkedRecord } from './chunks.js';
+import { makeReserve } from './reserve.js';
 
 /** The directory layout of a store. Paths only; what lives where is documented in DESIGN section 4. */
 export interface StorePaths {
@@ -139,7 +140,10 @@ export class ObjectStore {
       for (let i = 0; i < 256; i++) mkdirSync(join(paths.objects, i.toString(16).padStart(2, '0')), { recursive: true });
     }
     const marker = join(root, STORE_MARKER);
-    if (!existsSync(marker)) await writeFileAtomic(paths, marker, `${JSON.stringify({ kind: 'pdb-env-store', version: 1 })}\n`);
+    if (!existsSync(marker)) {
+      await writeFileAtomic(paths, marker, `${JSON.stringify({ kind: 'pdb-env-store', version: 1 })}\n`);
+      makeReserve(root); // room for gc on a full filesystem (reserve.ts)
+    }
     return new ObjectStore(paths);
   }
 

@@ -18,6 +18,7 @@ import {
   type Testbed,
 } from './report-data.js';
 import { buildTestbeds, isSyntheticReceipt, labelTestbeds, sortReceipts, testbedKey } from './testbeds.js';
+import { summarize } from './statistics.js';
 
 export interface AnalyzeOptions {
   /** The reference backend for paired ratios. */
@@ -92,6 +93,7 @@ export function analyzeReceipts(input: (AnyReceipt | ReportReceipt)[], options: 
       loadAverage: r.host.loadAverage,
       gateEvidence: r.gateEvidence.ok,
       gateEvidenceReason: r.gateEvidence.reason,
+      overheadByWorkload: overheadByWorkload(r.cases),
     })),
     testbeds,
     backends,
@@ -237,4 +239,16 @@ function analyzeGroup(g: Grid, rows: Rows, key: CellKey): void {
     rows.comparisons.push(cmp);
     if (phase === TOTAL_PHASE && cmp.blocks > 0 && cmp.blocks < MIN_BLOCKS_TO_TELL) rows.diagnostics.push(tooFewBlocks(cmp));
   }
+}
+
+/** Harness overhead shares (overheadMs / wallMs) per workload, in the order the workloads first appear. */
+function overheadByWorkload(cases: readonly { workload: string; wallMs: number; overheadMs: number }[]) {
+  const by = new Map<string, number[]>();
+  for (const c of cases) if (c.wallMs > 0) by.set(c.workload, [...(by.get(c.workload) ?? []), c.overheadMs / c.wallMs]);
+  return [...by].map(([workload, shares]) => ({
+    workload,
+    cases: shares.length,
+    shareMedian: summarize(shares).median!,
+    shareMax: Math.max(...shares),
+  }));
 }

@@ -155,7 +155,7 @@ export interface ReportData {
     finishedAt: string;
     cases: number;
     synthetic: boolean;
-    schemaVersion: 1 | 2 | 3;
+    schemaVersion: 1 | 2 | 3 | 4;
     /** The commit the run started at (version 1: the commit read when the receipt was written). */
     commit: string | null;
     /** os.loadavg() when the run started; null in version 1 receipts. */
@@ -163,6 +163,8 @@ export interface ReportData {
     /** Whether it may count as gate evidence, and why not. */
     gateEvidence: boolean;
     gateEvidenceReason: string | null;
+    /** Harness overhead (case wall time not in any timed phase) per workload: the median and the largest share. */
+    overheadByWorkload: { workload: string; cases: number; shareMedian: number; shareMax: number }[];
   }[];
   testbeds: Testbed[];
   backends: string[];

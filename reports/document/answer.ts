@@ -4,7 +4,7 @@
 import type { Block } from './block.js';
 import { fmtRatio as r3 } from '../analysis/format.js';
 import type { GateResult, Policy } from '../gate/gate-policy.js';
-import { MIN_BLOCKS_TO_TELL, type Answer, type ReportData, type Testbed } from '../analysis/report-data.js';
+import { MIN_BLOCKS_TO_TELL, type Answer, type BackendStanding, type ReportData, type Testbed } from '../analysis/report-data.js';
 
 function testbedTitle(t: Testbed): string {
   const load = t.loadAverages.length ? `; load at the start of its runs ${t.loadAverages.map((l) => l[0]!.toFixed(2)).join(', ')}` : '';
@@ -145,4 +145,49 @@ export function decisionBlocks(gate: GateResult, policy: Policy, data: ReportDat
     rows: findings.map((f) => [f.status.toUpperCase(), f.criterion, f.testbed ?? '-', f.message]),
   });
   return b;
+}
+
+/** Is a backend's "not correct" here made only of mismatches that the expected-mismatch rule expects? */
+export type ExpectedFn = (at: { testbed: string; workload: string; fixture: string }, backend: string) => boolean;
+
+/**
+ * The proof's closing answer, for a terminal: per testbed, workload and fixture, the fastest
+ * correct backend in the words of report.md's first table (the same `answers`, the same
+ * fastestText), then which backends were correct and not correct there; what could not run is
+ * said once at the end when it is the same everywhere. A not-correct backend whose failures are
+ * all expected mismatches (`expected`) is said to be expected, with `why`.
+ */
+export function closingLines(answers: Answer[], baseline: string, expected: ExpectedFn = () => false, why = ''): string[] {
+  if (answers.length === 0) return ['answer: no case ran'];
+  const testbeds = new Set(answers.map((a) => a.testbed));
+  const unavailable = (a: Answer) =>
+    a.backends
+      .filter((b) => b.status === 'unavailable')
+      .map((b) => `${b.backend} (${b.detail})`)
+      .join(', ');
+  const sameEverywhere = new Set(answers.map(unavailable)).size === 1;
+  const lines = [`answer (the first table of report.md; ratios are whole-case time against ${baseline}, the oracle):`];
+  for (const a of answers) {
+    const where = testbeds.size > 1 ? `${a.testbed} ` : '';
+    lines.push(`  ${where}${a.workload} (${a.fixture}): ${fastestText(a, baseline)}`);
+    const named = (status: BackendStanding['status']) => a.backends.filter((b) => b.status === status);
+    const notCorrect = named('incorrect').map((b) => `${b.backend} (${b.detail}${expected(a, b.backend) ? `, expected: ${why}` : ''})`);
+    const parts = [
+      `correct: ${
+        named('correct')
+          .map((b) => b.backend)
+          .join(', ') || 'none'
+      }`,
+      notCorrect.length ? `not correct: ${notCorrect.join(', ')}` : '',
+      named('not-judged').length
+        ? `not judged: ${named('not-judged')
+            .map((b) => `${b.backend} (${b.detail})`)
+            .join(', ')}`
+        : '',
+      !sameEverywhere && unavailable(a) ? `cannot run here: ${unavailable(a)}` : '',
+    ].filter(Boolean);
+    lines.push(`    ${parts.join('; ')}`);
+  }
+  if (sameEverywhere && unavailable(answers[0]!)) lines.push(`  cannot run here: ${unavailable(answers[0]!)}`);
+  return lines;
 }

@@ -14,6 +14,8 @@ export interface ReportInput {
   data: ReportData;
   gate: GateResult | null;
   policy: Policy | null;
+  /** Who signed each receipt, by run id (keyids whose signatures verify, or 'unsigned'), when the reader checked. */
+  signers?: Record<string, string[] | 'unsigned'>;
 }
 
 function fmtGiB(bytes: number): string {
@@ -33,7 +35,7 @@ export function buildDocument(input: ReportInput): Block[] {
     ...overview(data),
     ...answerBlocks(data),
     ...(gate && policy ? decisionBlocks(gate, policy, data) : []),
-    ...testbeds(data),
+    ...testbeds(data, input.signers),
     ...ratios(data, policy ? { backend: policy.candidate, ratio: policy.speedup.maxRatioUpper95 } : undefined),
     ...timings(data),
     ...rates(data),
@@ -57,7 +59,13 @@ function overview(data: ReportData): Block[] {
   ];
 }
 
-function testbeds(data: ReportData): Block[] {
+/** A receipt's signers as the Receipts table shows them: each keyid's first 16 hex digits, or "unsigned". */
+function signedBy(s: string[] | 'unsigned' | undefined): string {
+  if (s === undefined || s === 'unsigned') return 'unsigned';
+  return s.length ? s.map((k) => k.slice(0, 16)).join(', ') : 'no valid signature';
+}
+
+function testbeds(data: ReportData, signers?: ReportInput['signers']): Block[] {
   return [
     { kind: 'heading', level: 2, text: 'Testbeds' },
     {
@@ -91,24 +99,7 @@ function testbeds(data: ReportData): Block[] {
         t.unavailable.map((u) => `${u.backend} (${u.reason ?? '?'})`).join(', ') || '-',
       ]),
     },
-    { kind: 'heading', level: 2, text: 'Receipts' },
-    {
-      kind: 'table',
-      header: ['run', 'plan', 'testbed', 'started', 'finished', 'cases', 'schema', 'commit', 'load at start', 'gate evidence'],
-      rows: data.receipts.map((r) => [
-        r.runId,
-        r.planName,
-        r.testbed,
-        r.startedAt,
-        r.finishedAt,
-        String(r.cases),
-        `v${r.schemaVersion}`,
-        r.commit ? r.commit.slice(0, 12) : '-',
-        r.loadAverage ? r.loadAverage.map((x) => x.toFixed(2)).join(' / ') : '-',
-        r.gateEvidence ? 'yes' : `no: ${r.gateEvidenceReason ?? '?'}`,
-      ]),
-      align: ['l', 'l', 'l', 'l', 'l', 'r', 'l', 'l', 'r', 'l'],
-    },
+    ...receiptsTable(data, signers),
     {
       kind: 'table',
       header: ['fixture', 'workload', 'name', 'version', 'parameters', 'base Snapshot'],
@@ -124,6 +115,45 @@ function testbeds(data: ReportData): Block[] {
   ];
 }
 
+/** The Receipts table: each run, its schema, commit and load, whether it is gate evidence, its harness overhead and signers. */
+function receiptsTable(data: ReportData, signers?: ReportInput['signers']): Block[] {
+  return [
+    { kind: 'heading', level: 2, text: 'Receipts' },
+    {
+      kind: 'table',
+      header: [
+        'run',
+        'plan',
+        'testbed',
+        'started',
+        'finished',
+        'cases',
+        'schema',
+        'commit',
+        'load at start',
+        'gate evidence',
+        'harness overhead (median / max by workload)',
+        ...(signers ? ['signed by'] : []),
+      ],
+      rows: data.receipts.map((r) => [
+        r.runId,
+        r.planName,
+        r.testbed,
+        r.startedAt,
+        r.finishedAt,
+        String(r.cases),
+        `v${r.schemaVersion}`,
+        r.commit ? r.commit.slice(0, 12) : '-',
+        r.loadAverage ? r.loadAverage.map((x) => x.toFixed(2)).join(' / ') : '-',
+        r.gateEvidence ? 'yes' : `no: ${r.gateEvidenceReason ?? '?'}`,
+        r.overheadByWorkload.map((w) => `${w.workload} ${fmtPct(w.shareMedian)} / ${fmtPct(w.shareMax)}`).join(', ') || '-',
+        ...(signers ? [signedBy(signers[r.runId])] : []),
+      ]),
+      align: ['l', 'l', 'l', 'l', 'l', 'r', 'l', 'l', 'r', 'l', 'l', ...(signers ? (['l'] as const) : [])],
+    },
+  ];
+}
+
 function ratios(data: ReportData, threshold: { backend: string; ratio: number } | undefined): Block[] {
   const b: Block[] = [];
   b.push({ kind: 'heading', level: 2, text: `Ratio to ${data.baseline}, paired per block` });
@@ -134,17 +164,24 @@ function ratios(data: ReportData, threshold: { backend: string; ratio: number } 
       `Median ratio with a percentile bootstrap 95% CI resampling whole blocks (${data.bootstrapResamples} resamples, seed ${data.seed}); ` +
       `p from a paired sign-flip permutation test on log ratios (exact up to 16 blocks, else ${data.permutationDraws} Monte Carlo draws as (k+1)/(m+1)). ` +
       `Verdict: faster or slower when p < ${data.alpha} and the CI excludes 1; "no difference shown" otherwise; "too few blocks to tell" below 6 paired blocks. ` +
-      `The chart draws the policy's threshold only on a chart that holds its candidate.`,
+      `The chart draws the policy's threshold only on a chart that holds its candidate, ` +
+      `and leaves out a backend judged not correct for that workload and fixture (the first table): its speed answers nothing; its rows stay in the table.`,
   });
+  const incorrect = new Set(
+    data.answers.flatMap((a) =>
+      a.backends.filter((s) => s.status === 'incorrect').map((s) => `${a.testbed}\0${a.workload}\0${a.fixture}\0${s.backend}`),
+    ),
+  );
   for (const t of data.testbeds) {
     const cs = data.comparisons.filter((c) => c.testbed === t.id && c.blocks > 0);
     if (cs.length === 0) continue;
+    const drawn = cs.filter((c) => !incorrect.has(`${c.testbed}\0${c.workload}\0${c.fixture}\0${c.backend}`));
     b.push({ kind: 'heading', level: 3, text: `${t.id}: ${t.os} ${t.arch}, ${t.cpuModel}, store ${t.storeFs}` });
     b.push({
       kind: 'chart',
       name: `ratio-${slug(t.id)}`,
       title: `${t.id} ratio to ${data.baseline} (95% CI)`,
-      svg: ratioChart(`${t.id} (${t.storeFs}): ratio to ${data.baseline}, median and 95% bootstrap CI`, cs, data.backends, threshold),
+      svg: ratioChart(`${t.id} (${t.storeFs}): ratio to ${data.baseline}, median and 95% bootstrap CI`, drawn, data.backends, threshold),
     });
     b.push(comparisonTable(cs));
   }

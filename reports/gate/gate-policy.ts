@@ -18,6 +18,8 @@ export interface Policy {
   minFixtures: number;
   excludeSyntheticReceipts?: boolean;
   alpha?: number;
+  /** Keyids (sha256 of the public key's DER, hex) whose signatures a receipt needs to be read under this policy; absent: any signer, or none. */
+  signers?: string[];
   /** Judged per testbed and per fixture over measured cases; `pool` names fixtures judged as one. */
   correctness: { maxMismatches: number; maxMismatchUpper95: number; maxFailureUpper95: number; pool?: string[] };
   clone: { requireObserved: boolean; requireTypedFailures: boolean; requireFallbackEvidence: boolean };

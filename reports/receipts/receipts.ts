@@ -46,7 +46,7 @@ export interface GateEvidence {
 }
 
 export interface ReportReceipt extends Omit<Receipt, 'schemaVersion' | 'tool' | 'provenance' | 'host' | 'backends' | 'cases' | 'summary'> {
-  schemaVersion: 1 | 2 | 3;
+  schemaVersion: 1 | 2 | 3 | 4;
   tool: { name: 'pdb-env'; version: string };
   /** Null in version 1 receipts, which recorded no provenance. */
   provenance: Provenance | null;
@@ -66,7 +66,7 @@ export function fixtureKey(workload: string, name: string, paramsDigest: string 
 }
 
 /** Whether a receipt's version and provenance let it count as gate evidence. */
-export function gateEvidenceOf(p: Provenance | null, schemaVersion: 1 | 2 | 3 = 3): GateEvidence {
+export function gateEvidenceOf(p: Provenance | null, schemaVersion: 1 | 2 | 3 | 4 = 3): GateEvidence {
   if (p === null || schemaVersion === 1)
     return { ok: false, reason: 'schema version 1: no provenance recorded (its commit was read when the receipt was written)' };
   if (schemaVersion < ORACLE_HASHING_SINCE_VERSION)

@@ -134,11 +134,13 @@ ${body.join('\n')}
 
 export interface ReportJson extends ReportData {
   gate: GateResult | null;
+  /** Who signed each receipt, by run id (keyids, or "unsigned"); absent when the reader did not say. */
+  signers?: Record<string, string[] | 'unsigned'>;
 }
 
 /** The same numbers as the Markdown and HTML, as JSON. */
 export function renderJson(input: ReportInput): string {
-  const doc: ReportJson = { ...input.data, gate: input.gate };
+  const doc: ReportJson = { ...input.data, gate: input.gate, ...(input.signers ? { signers: input.signers } : {}) };
   return `${JSON.stringify(doc, null, 2)}\n`;
 }
 

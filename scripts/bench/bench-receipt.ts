@@ -1,9 +1,10 @@
 // The benchmark scripts' receipts: what ran (the command, path-free), on which host, at which commit
 // (read at the start, checked at the end), and every sample, validated against
-// schemas/bench-receipt.schema.json and the path-free rule before it is written, so any figure quoted
+// schemas/bench-receipt.schema.json and the path-free rule before it is written (signed: harness/receipt/envelope.ts), so any figure quoted
 // from a benchmark can cite a committed file. Default place: receipts/local/ (ignored by git).
-import { writeFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeSealedReceipt } from '../../harness/receipt/envelope.js';
 import { hostFingerprint } from '../../harness/receipt/host.js';
 import { findPathIssues } from '../../harness/receipt/path-free.js';
 import { provenanceOf, readCheckoutState, type CheckoutState } from '../../harness/receipt/provenance.js';
@@ -12,6 +13,7 @@ import { newRunId } from '../../harness/run-journal.js';
 import { formatIssues, validateAgainst } from '../../model/schemas.js';
 import { PdbError } from '../../model/errors.js';
 import { packageRoot, packageVersion } from '../../model/paths.js';
+import { loadSigningKey, type SigningKey } from '../../model/signing/key-store.js';
 import { median } from '../lib.js';
 
 export interface BenchRow {
@@ -87,6 +89,8 @@ export interface BenchStart {
   checkout: CheckoutState;
   host: HostFingerprint;
   outDir: string;
+  /** The key the receipt is signed with, read at the start: a benchmark without one fails before it measures. */
+  key: SigningKey;
 }
 
 export async function startBenchReceipt(dir: string, outDir: string): Promise<BenchStart> {
@@ -95,6 +99,7 @@ export async function startBenchReceipt(dir: string, outDir: string): Promise<Be
     checkout: await readCheckoutState(packageRoot(), [outDir]),
     host: await hostFingerprint(dir),
     outDir,
+    key: loadSigningKey(),
   };
 }
 
@@ -127,6 +132,6 @@ export async function writeBenchReceipt(
     );
   mkdirSync(start.outDir, { recursive: true });
   const file = join(start.outDir, `bench-${r.benchmark}-${newRunId()}.json`);
-  writeFileSync(file, `${JSON.stringify(receipt, null, 2)}\n`);
+  await writeSealedReceipt(file, receipt, start.key);
   return file;
 }

@@ -8,6 +8,7 @@ import { parseTempName, tempOwnerAlive } from '../../model/os/temp-name.js';
 import { isProcessAlive } from '../../model/os/proc.js';
 import { envHead, headRepair, snapshotProblem } from '../records/environments.js';
 import { checkReachable } from './integrity.js';
+import { untrustedIntent } from './intent-trust.js';
 import type { Intent } from '../records/journal.js';
 import { GARBAGE_GRACE_MS, inspectLock } from '../locks/lock.js';
 import { objectLeaseDir } from '../locks/object-lease.js';
@@ -17,6 +18,7 @@ import { SESSION_NAME_PATTERN } from '../records/names.js';
 export type FindingKind =
   | 'abandoned-intent'
   | 'bad-intent'
+  | 'untrusted-intent'
   | 'unfinished-session'
   | 'damaged-session'
   | 'orphan-session-dir'
@@ -72,6 +74,22 @@ async function journalFindings(ctx: StoreContext, intents: Live, bad: Array<{ fi
   );
   for (const i of intents) {
     if (i.live) continue;
+    const untrusted = await untrustedIntent(ctx, i);
+    if (untrusted) {
+      out.push(
+        finding(
+          'untrusted-intent',
+          i.id,
+          `${i.op} intent ${i.id} does not match what the store did (${untrusted}); it is never run`,
+          'gc',
+          {
+            session: i.session ?? null,
+            repair: `pdb-env gc moves it to the quarantine (${ctx.store.paths.quarantine}/journal) without running it`,
+          },
+        ),
+      );
+      continue;
+    }
     // gc tried and failed: say why, and what to fix before gc can finish it.
     const stuck = i.failure ? `; gc could not finish it: ${i.failure.code} ${i.failure.message}` : '';
     out.push(
@@ -90,7 +108,9 @@ async function sessionFinding(ctx: StoreContext, name: string, intents: Live): P
   const deadCreate = intents.some((i) => !i.live && i.op === 'create' && i.session === name);
   try {
     const rec = await readSession(ctx.store, name);
-    if (rec.state !== 'ready' && !live)
+    // A dead discard's intent finishes it (or, untrusted, is quarantined first and this is reported next time).
+    const deadDiscard = intents.some((i) => !i.live && i.op === 'discard' && i.session === name);
+    if (rec.state !== 'ready' && !live && !(rec.state === 'discarding' && deadDiscard))
       return [finding('unfinished-session', name, `state is ${rec.state} and no live process works on it`, 'gc', { session: name })];
     return [];
   } catch (err) {

@@ -21,6 +21,7 @@ import {
   type StoreContext,
 } from '../records/session-record.js';
 import { writeUsageCache } from './usage-cache.js';
+import { historyUsage, type HistoryUsage } from '../history/keep.js';
 
 /** One session's disk cost. The figures are null when it could not be measured (`reason` says why). */
 export interface SessionDiskUsage {
@@ -45,6 +46,8 @@ export interface SessionDiskUsage {
   /** What was measured and how, or why not, in one sentence. */
   detail: string;
   measuredAt: string;
+  /** Its checkpoint history (sessions/history/keep.ts): checkpoints, how many gc keeps, the objects only they hold; null when not measured. */
+  history?: HistoryUsage | null;
 }
 
 /** The materialized bases of one Snapshot. */
@@ -119,6 +122,7 @@ async function measureSession(ctx: StoreContext, s: SessionInfo, memo: UsageMemo
     reason: null,
     detail: u.detail,
     measuredAt: at,
+    history: historyUsage(ctx, s),
   };
   await writeUsageCache(ctx.store, s.name, { exclusiveBytes: out.exclusiveBytes!, sharedBytes: u.sharedBytes, measuredAt: at });
   return out;

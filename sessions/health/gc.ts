@@ -15,6 +15,7 @@ import { isPdbError, toPdbError, type PdbErrorCode } from '../../model/errors.js
 import { tempName } from '../../model/store/object-store.js';
 import { formatBytes } from '../../model/progress.js';
 import { removeTree } from '../../model/os/remove-tree.js';
+import { makeReserve, releaseReserve } from '../../model/store/reserve.js';
 import { doctor, type Finding } from './doctor.js';
 import type { Intent } from '../records/journal.js';
 import { tryAcquireLease } from '../locks/lease.js';
@@ -61,6 +62,7 @@ interface Pass {
   trash: string[];
   intents: Array<Intent & { live: boolean }>;
   failed: GcFailure[];
+  freed: GcResult['freed'];
 }
 
 /** Run one step; a failure is recorded (and kept in its intent, for doctor) and gc goes on. */
@@ -78,7 +80,34 @@ const findingName = (f: Finding) => `${f.kind} ${f.id}${f.session && f.session !
 
 /** Finish or remove what `doctor` found. With dryRun, only report. */
 export async function gc(ctx: StoreContext, options: { dryRun?: boolean } = {}): Promise<GcResult> {
-  const pass: Pass = { ctx, dryRun: options.dryRun ?? false, actions: [], notes: [], trash: [], intents: [], failed: [] };
+  const pass: Pass = {
+    ctx,
+    dryRun: options.dryRun ?? false,
+    actions: [],
+    notes: [],
+    trash: [],
+    intents: [],
+    failed: [],
+    freed: { objects: 0, bases: 0, bytes: 0 },
+  };
+  // Room first: on a full filesystem the lock, the sweep lease and the generation need the inodes
+  // and blocks the reserve kept aside (model/store/reserve.ts); it is made again once gc has swept.
+  if (!pass.dryRun) releaseReserve(ctx.store.paths.root);
+  try {
+    await collect(pass);
+  } finally {
+    if (!pass.dryRun) makeReserve(ctx.store.paths.root);
+  }
+  return {
+    actions: [...new Set(pass.actions)],
+    notes: pass.notes,
+    freed: pass.freed,
+    failed: pass.failed,
+  };
+}
+
+async function collect(pass: Pass): Promise<void> {
+  const { ctx } = pass;
   await withStoreLock(ctx.store, 'gc', async () => {
     pass.intents = await ctx.journal.list();
     for (const f of await doctor(ctx, { objects: false }))
@@ -99,12 +128,7 @@ export async function gc(ctx: StoreContext, options: { dryRun?: boolean } = {}):
   if (swept.skipped) pass.notes.push(`nothing swept: ${swept.skipped}`);
   if (swept.objects > 0) pass.actions.push(`remove ${swept.objects} unreachable objects (${formatBytes(swept.objectBytes)})`);
   if (swept.bases > 0) pass.actions.push(`remove ${swept.bases} materialized bases no root uses (${formatBytes(swept.baseBytes)})`);
-  return {
-    actions: [...new Set(pass.actions)],
-    notes: pass.notes,
-    freed: { objects: swept.objects, bases: swept.bases, bytes: swept.objectBytes + swept.baseBytes },
-    failed: pass.failed,
-  };
+  pass.freed = { objects: swept.objects, bases: swept.bases, bytes: swept.objectBytes + swept.baseBytes };
 }
 
 async function fix(pass: Pass, f: Finding): Promise<void> {
@@ -118,6 +142,12 @@ async function fix(pass: Pass, f: Finding): Promise<void> {
     case 'bad-intent':
       pass.actions.push(`quarantine journal entry ${f.id}`);
       if (!pass.dryRun) await ctx.journal.quarantine(f.id);
+      break;
+    case 'untrusted-intent':
+      // Never run: what it names is not what the store did (sessions/health/intent-trust.ts).
+      pass.actions.push(`quarantine intent ${f.id}, not run`);
+      pass.notes.push(`intent ${f.id} was not run: ${f.detail}; it is in ${ctx.store.paths.quarantine}/journal`);
+      if (!pass.dryRun) await ctx.journal.quarantine(`${f.id}.json`);
       break;
     case 'unfinished-session':
     case 'orphan-session-dir':
@@ -164,6 +194,9 @@ async function recover(pass: Pass, intent: Intent): Promise<void> {
       return;
     }
   }
+  // restore: roll forward to its target (sessions/history/restore.ts); one that wrote nothing is dropped.
+  if (intent.op === 'restore')
+    pass.actions.push(await (await import('../history/restore.js')).recoverRestore(pass.ctx, intent, pass.dryRun));
   if (intent.op === 'export') pass.actions.push(await (await import('../way-back/patch.js')).recoverExport(intent, pass.dryRun));
   pass.actions.push(`drop intent ${intent.id} (${intent.op})`);
   if (!pass.dryRun) await pass.ctx.journal.remove(intent.id);

@@ -2,7 +2,8 @@
 //
 // - every environment's head and its published history (`<env>.history.jsonl`, append-only: every
 //   head it ever had, so published work is never collected; the `previous` of the head file too);
-// - every session's base, last checkpoint and earlier checkpoints (`checkpoints.jsonl`);
+// - every session's base, last checkpoint and its last `history.keep` checkpoints (`checkpoints.jsonl`,
+//   sessions/history/keep.ts; default 100; a pdb-env.json that cannot be read keeps them all);
 // - the last import of every source (its tree index), so `create --from` of an unchanged source
 //   stays a stat walk after a gc;
 // - the base of a create still running (its intent), and the Changeset of an apply not yet finished;
@@ -17,6 +18,7 @@ import { isDigest, type Digest } from '../../model/canonical-json.js';
 import { isPdbError } from '../../model/errors.js';
 import { readTreeIndex } from '../../model/scan/tree-index.js';
 import { envFile, envHead, historyFile } from '../records/environments.js';
+import { historyKeep } from '../history/keep.js';
 import { listPins } from './pins.js';
 import { readCheckpointLog, readSession, type StoreContext } from '../records/session-record.js';
 import { SESSION_NAME_PATTERN } from '../records/names.js';
@@ -88,7 +90,13 @@ async function sessionRoots(ctx: StoreContext, out: Roots): Promise<void> {
       out.roots.push({ digest: rec.lastCheckpoint.snapshot, ref: `session ${name} (checkpoint)`, keepsBases: false });
       out.roots.push({ digest: rec.lastCheckpoint.changeset, ref: `session ${name} (changeset)`, keepsBases: false });
     }
-    for (const d of await readCheckpointLog(ctx.store, name))
+    let keep: number;
+    try {
+      keep = historyKeep(rec.sourceDir);
+    } catch {
+      keep = Infinity; // a history.keep that is not a number: nothing of the history is collected
+    }
+    for (const d of await readCheckpointLog(ctx.store, name, keep))
       out.roots.push({ digest: d, ref: `session ${name} (earlier checkpoint)`, keepsBases: false });
   }
 }
@@ -116,6 +124,11 @@ export async function collectRoots(ctx: StoreContext): Promise<Roots> {
     // An apply, running or unfinished, needs its Changeset and the bytes on both sides of it (to finish or to roll back).
     if (i.op === 'apply' && isDigest(i.detail.changeset))
       out.roots.push({ digest: i.detail.changeset, ref: `an unfinished apply (${i.id})`, keepsBases: false });
+    // A restore, running or unfinished, needs the tree it restores to (and the one it left, its safety checkpoint).
+    if (i.op === 'restore')
+      for (const k of ['target', 'safety'])
+        if (isDigest(i.detail[k]))
+          out.roots.push({ digest: i.detail[k] as Digest, ref: `an unfinished restore (${i.id})`, keepsBases: false });
   }
   for (const digest of await listPins(ctx.store)) out.roots.push({ digest, ref: 'a pin', keepsBases: true });
   return out;

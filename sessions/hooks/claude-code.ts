@@ -16,9 +16,12 @@ import { ancestorPids, processesInDir } from '../../model/os/proc.js';
 import { SOURCE_CONFIG, readSourceConfig } from '../../model/scan/scan.js';
 import { SESSION_NAME_PATTERN } from '../records/names.js';
 import { SessionService } from '../service.js';
-import { findEnclosingStore, findProjectRoot, resolveStoreDir } from '../records/store-location.js';
+import { PROJECT_MARKERS, findEnclosingStore, findProjectRoot, isProjectRoot, resolveStoreDir } from '../records/store-location.js';
+import { realpathOr } from '../../model/paths.js';
 
-export const HOOK_EVENTS = ['WorktreeCreate', 'WorktreeRemove'] as const;
+export const HOOK_EVENTS = ['WorktreeCreate', 'WorktreeRemove', 'UserPromptSubmit', 'Stop'] as const;
+/** The turn events: a checkpoint before Claude acts on a prompt, and one when it stops. */
+export const TURN_EVENTS = ['UserPromptSubmit', 'Stop'] as const;
 export type HookEvent = (typeof HOOK_EVENTS)[number];
 
 export interface HookInput {
@@ -32,7 +35,7 @@ export const HOOK_BACKEND_ORDER = hookOrder();
 
 const bad = (message: string, hint?: string) =>
   new PdbError('E_HOOK_INPUT', message, {
-    hint: hint ?? 'pdb-env hook claude-code reads the JSON Claude Code sends a WorktreeCreate or WorktreeRemove hook on stdin.',
+    hint: hint ?? `pdb-env hook claude-code reads the JSON Claude Code sends a ${HOOK_EVENTS.join(', ')} hook on stdin.`,
   });
 
 /** The hook's stdin as an event and its fields; E_HOOK_INPUT for anything else. */
@@ -50,8 +53,8 @@ export function parseHookInput(text: string): HookInput {
   if (typeof event !== 'string') throw bad('the input has no "hook_event_name"');
   if (!(HOOK_EVENTS as readonly string[]).includes(event))
     throw bad(
-      `unknown hook event "${event}": pdb-env answers ${HOOK_EVENTS.join(' and ')}`,
-      'Install the hook for those two events only (pdb-env hook claude-code --print-settings).',
+      `unknown hook event "${event}": pdb-env answers ${HOOK_EVENTS.slice(0, -1).join(', ')} and ${HOOK_EVENTS.at(-1)}`,
+      'Install the hook for those events only (pdb-env hook claude-code --print-settings).',
     );
   return { event: event as HookEvent, raw };
 }
@@ -143,6 +146,16 @@ export async function hookCreate(input: HookInput, o: HookOptions): Promise<Hook
   } catch (err) {
     throw new PdbError('E_SOURCE_MISSING', `the hook's cwd ${cwd} cannot be read: ${(err as Error).message}`, { path: cwd });
   }
+  // Only a project it recognises (issue 41: the hook started importing a parent directory of 600 MB of disk images).
+  if (!isProjectRoot(projectRoot) && process.env.PDB_ENV_HOOK_ANY_SOURCE !== '1')
+    throw new PdbError(
+      'E_USAGE',
+      `${projectRoot} is not a repository or a project root pdb-env recognises (no ${PROJECT_MARKERS.join(', ')}): the hook imports nothing from it`,
+      {
+        path: projectRoot,
+        hint: `Start Claude Code in the project (a git work tree, or a directory with package.json or ${SOURCE_CONFIG}); to import this directory anyway, set PDB_ENV_HOOK_ANY_SOURCE=1 in the hook's environment.`,
+      },
+    );
   const store = resolveStoreDir({ store: o.store, sourceDir: projectRoot, forCreate: true });
   const svc = await SessionService.open(store, { create: true });
   const backend = await chooseBackend(svc, projectRoot, o.say);
@@ -210,9 +223,68 @@ export async function hookRemove(input: HookInput, o: HookOptions): Promise<Hook
   return { session: at.name, store: at.store, snapshot: k.snapshot, changes: k.changes, discarded: d.discarded };
 }
 
-/** The .claude/settings.json fragment that installs both hooks, running this pdb-env by absolute path. */
+/** The .claude/settings.json fragment that installs the hooks, running this pdb-env by absolute path. */
 export function hookSettings(command: string): Record<string, unknown> {
   const entry = (timeout: number) => [{ hooks: [{ type: 'command', command, timeout }] }];
   // A create copies the project (full-copy on a plain filesystem): more than Claude Code's default minute on a large tree.
-  return { hooks: { WorktreeCreate: entry(600), WorktreeRemove: entry(600) } };
+  // A turn's checkpoint is a stat walk (0.15 s on a 24,600-entry monorepo, issue 38): a minute is room enough.
+  return { hooks: { WorktreeCreate: entry(600), WorktreeRemove: entry(600), UserPromptSubmit: entry(60), Stop: entry(60) } };
+}
+
+export interface TurnResult {
+  event: (typeof TURN_EVENTS)[number];
+  /** The session checkpointed, or null when the hook's cwd is in none (nothing was done). */
+  session: string | null;
+  number?: number;
+  snapshot?: string;
+  label?: string;
+}
+
+/** The session whose root holds `dir` (its root or below), or null: a user's other projects are not sessions. */
+export function sessionHolding(dir: string, storeOption?: string): { store: string; name: string } | null {
+  let real: string;
+  try {
+    real = realpathSync(dir);
+  } catch {
+    return null;
+  }
+  for (const store of [storeOption ? realpathOr(storeOption) : null, findEnclosingStore(real)]) {
+    if (!store) continue;
+    const rel = relative(store, real).split(sep);
+    if (rel.length >= 3 && rel[0] === 'sessions' && rel[2] === 'root' && SESSION_NAME_PATTERN.test(rel[1]!))
+      return { store, name: rel[1]! };
+  }
+  return null;
+}
+
+/** A prompt as a one-line label: its first line, at most 72 characters. */
+export function promptLabel(prompt: unknown): string {
+  const line = (typeof prompt === 'string' ? prompt : '').trim().split('\n')[0]!.replace(/\s+/g, ' ');
+  return line.length > 72 ? `${line.slice(0, 71)}…` : line;
+}
+
+/**
+ * UserPromptSubmit: a checkpoint labelled "before turn: PROMPT" before Claude acts; Stop: one
+ * labelled "after turn: PROMPT" (the prompt of the turn's "before" checkpoint). Outside a session:
+ * nothing. The caller prints nothing on stdout (Claude Code adds a UserPromptSubmit hook's stdout
+ * to the model's context) and never exits 2 (which would block the prompt or keep Claude going).
+ */
+export async function hookTurn(input: HookInput, o: HookOptions): Promise<TurnResult> {
+  const event = input.event as TurnResult['event'];
+  const cwd = text(input.raw.cwd);
+  const at = cwd && isAbsolute(cwd) ? sessionHolding(cwd, o.store) : null;
+  if (!at) return { event, session: null };
+  const svc = await SessionService.open(at.store);
+  let label: string;
+  if (event === 'UserPromptSubmit') label = `before turn: ${promptLabel(input.raw.prompt)}`;
+  else {
+    const { readLogLines } = await import('../history/log.js');
+    const before = readLogLines(svc.store, at.name)
+      .reverse()
+      .find((l) => l.label?.startsWith('before turn: '));
+    label = before ? `after turn: ${before.label!.slice('before turn: '.length)}` : 'after turn';
+  }
+  const k = await svc.checkpoint(at.name, { label });
+  o.say(`pdb-env: checkpoint ${k.number} of ${at.name} (${label})`);
+  return { event, session: at.name, number: k.number, snapshot: k.snapshot, label };
 }

@@ -28,12 +28,20 @@ import { ancestorPids } from '../../model/os/proc.js';
 import { openOperation } from '../locks/operation.js';
 import type { LockOwner } from '../locks/lock.js';
 import { appendCheckpointLog, readSession, sessionIndexFile, writeSession, type StoreContext } from '../records/session-record.js';
+import { changeCounts } from '../history/log.js';
 import { resumeSession, type OpenSession } from './open.js';
 
 export interface CheckpointOptions {
   /** Re-hash every file instead of trusting recorded signatures. */
   verify?: boolean;
   onProgress?: ProgressFn;
+  /** A name for it in the log (`checkpoint --label`, a hook's turn, a run's command line). */
+  label?: string;
+}
+
+/** What only a restore records with its checkpoints: the checkpoint number it brought back. */
+export interface RecordOptions extends CheckpointOptions {
+  restoredFrom?: number;
 }
 
 export interface CheckpointResult {
@@ -51,6 +59,12 @@ export interface CheckpointResult {
   dirsRead: number;
   /** The stat walk that ran: the native scanner or the JavaScript one. */
   scanner: 'native' | 'js';
+  /** Its number in the session's log (1 = the first), its label, and the paths added, modified and deleted since the checkpoint before. */
+  number: number;
+  label: string | null;
+  added: number | null;
+  modified: number | null;
+  deleted: number | null;
 }
 
 /** The tree index that describes this session: its own (create or last checkpoint), else its base's. */
@@ -131,6 +145,7 @@ export async function checkpointSession(ctx: StoreContext, name: string, options
     lease: { kind: 'exclusive', purpose: 'checkpoint', tolerate },
     check: async () => {
       if (inside) await assertOnlyAncestors(ctx, name, ancestors);
+      await assertNoUnfinishedRestore(ctx, name);
     },
     objects: `checkpoint ${name}`,
     // Not synced: the intent only lets doctor report a checkpoint that died; the objects such a
@@ -148,8 +163,17 @@ export async function checkpointSession(ctx: StoreContext, name: string, options
   }
 }
 
+/** E_SESSION_BUSY while a restore of the session that was killed is not finished: the root may be half restored. */
+export async function assertNoUnfinishedRestore(ctx: StoreContext, name: string): Promise<void> {
+  const left = (await ctx.journal.list()).find((i) => i.op === 'restore' && i.session === name);
+  if (left)
+    throw new PdbError('E_SESSION_BUSY', `session "${name}" has an unfinished restore (intent ${left.id}): its root may be half restored`, {
+      hint: left.live ? 'Wait for it to finish.' : "pdb-env gc finishes it (the root becomes the restore's target); then try again.",
+    });
+}
+
 /** E_SESSION_BUSY naming what of the session runs besides this process and its ancestors. */
-async function assertOnlyAncestors(ctx: StoreContext, name: string, ancestors: ReadonlySet<number>): Promise<void> {
+export async function assertOnlyAncestors(ctx: StoreContext, name: string, ancestors: ReadonlySet<number>): Promise<void> {
   const { trackedProcesses, describe } = await import('../runtime/processes.js');
   const others = (await trackedProcesses(ctx.store, name))
     .map((t) => ({ ...t, procs: t.procs.filter((p) => !ancestors.has(p.pid) && p.pid !== process.pid) }))
@@ -164,7 +188,29 @@ async function assertOnlyAncestors(ctx: StoreContext, name: string, ancestors: R
     );
 }
 
-async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: string, options: CheckpointOptions): Promise<CheckpointResult> {
+/** Paths added, modified and deleted since the checkpoint before (or the base); null when that Snapshot is gone. */
+function countsSincePrevious(ctx: StoreContext, s: OpenSession, prev: Digest, { scan, index }: SessionScan) {
+  if (index && index.header.snapshot === prev && scan.changedEntries) {
+    const inIndex = (path: string): Entry | null => {
+      const i = index.position(path);
+      return i === undefined ? null : index.entry(i);
+    };
+    const changes: Change[] = [];
+    for (const [path, after] of scan.changedEntries) {
+      const c = changeOf(path, inIndex(path), after);
+      if (c) changes.push(c);
+    }
+    return changeCounts(changes);
+  }
+  if (!ctx.store.has(prev)) return { added: null, modified: null, deleted: null };
+  return changeCounts(diffEntries(ctx.store.getDocument<Snapshot>(prev, 'Snapshot').entries, scan.entries));
+}
+
+/**
+ * Scan and record a checkpoint of a session whose operation handle the caller holds (checkpoint's
+ * own, or restore's: its safety checkpoint and the one of the tree it restored).
+ */
+export async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: string, options: RecordOptions): Promise<CheckpointResult> {
   const scanned = await scanSession(ctx, s, true, options);
   const { scan, index } = scanned;
   const h = index?.header;
@@ -190,8 +236,15 @@ async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: string,
   }
   crashPoint('checkpoint:after-objects');
   const rec = await readSession(ctx.store, name);
+  const counts = countsSincePrevious(ctx, s, rec.lastCheckpoint?.snapshot ?? s.rec.base, scanned);
   rec.lastCheckpoint = { snapshot, changeset, at: new Date().toISOString() };
-  await appendCheckpointLog(ctx.store, name, rec.lastCheckpoint);
+  const label = options.label ?? null;
+  const number = await appendCheckpointLog(ctx.store, name, {
+    ...rec.lastCheckpoint,
+    ...(label === null ? {} : { label }),
+    ...Object.fromEntries(Object.entries(counts).filter(([, v]) => v !== null)),
+    ...(options.restoredFrom === undefined ? {} : { restoredFrom: options.restoredFrom }),
+  });
   await writeSession(ctx.store, rec);
   crashPoint('checkpoint:after-record');
   await writeSessionIndex(ctx, s, scanned, { snapshot, changeset, changes });
@@ -207,6 +260,9 @@ async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: string,
     filesTrusted: scan.filesTrusted,
     dirsRead: scan.raw.dirsRead,
     scanner: scan.raw.scanner,
+    number,
+    label,
+    ...counts,
   };
 }
 

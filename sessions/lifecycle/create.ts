@@ -70,8 +70,8 @@ export interface CreateResult {
 interface Request {
   name: string;
   backend: Backend;
-  /** The module file of a user's own backend, null for a built-in one. */
-  module: string | null;
+  /** The module file of a user's own backend and its sha256 (a later process loads only those bytes), null for a built-in one. */
+  module: { file: string; digest: string } | null;
   sourceDir: string | null;
   bctx: BackendContext;
   options: CreateOptions;
@@ -110,7 +110,8 @@ async function checkRequest(store: ObjectStore, name: string, options: CreateOpt
   // Early and cheap, so a taken name is not found only after a long import; claimName decides.
   if (await lstat(sessionDir(store, name)).catch(() => null)) throw sessionExists(name);
   // A module backend loaded earlier in this process (a bench's) is recorded by its file too, so a later process can load it.
-  return { name, backend, module: module?.file ?? moduleBackend(backend.name)?.file ?? null, sourceDir, bctx, options };
+  const from = module ?? moduleBackend(backend.name);
+  return { name, backend, module: from ? { file: from.file, digest: from.digest } : null, sourceDir, bctx, options };
 }
 
 /**
@@ -178,9 +179,15 @@ async function claimName(ctx: StoreContext, req: Request, base: Digest, op: Oper
   });
 }
 
-function newRecord(name: string, backend: AnyBackendName, base: Digest, sourceDir: string | null, module: string | null): SessionRecord {
+function newRecord(
+  name: string,
+  backend: AnyBackendName,
+  base: Digest,
+  sourceDir: string | null,
+  module: Request['module'],
+): SessionRecord {
   return {
-    ...(module ? { backendModule: module } : {}),
+    ...(module ? { backendModule: module.file, backendModuleDigest: module.digest } : {}),
     version: 1,
     name,
     backend,

@@ -4,6 +4,7 @@ import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PdbError } from '../../model/errors.js';
+import { closeDir, dirHandleWay, handlePath, openRoot, type DirHandle } from '../../model/os/dir-handle.js';
 import { isProcessAlive } from '../../model/os/proc.js';
 import { breakStale, inspectLock, tryLock, type HeldLock, type LockOwner } from './lock.js';
 import { ensureRealDir } from './safe-fs.js';
@@ -154,9 +155,37 @@ export const DISCARD_PEER_WAIT_MS = 120_000;
  */
 export async function acquireDiscardLease(dir: string, session: string): Promise<Lease> {
   const deadline = Date.now() + DISCARD_PEER_WAIT_MS;
-  for (let pause = 10; ; pause = Math.min(pause * 2, 200)) {
-    const r = await tryAcquireLease(join(dir, 'lease'), 'exclusive', 'discard');
-    if (r.lease) return r.lease;
+  for (let pause = 10, links = 0; ; pause = Math.min(pause * 2, 200)) {
+    // The session directory as a handle (opened without following a link), the lease written
+    // through it: a session directory swapped for a link is never written through (issue 41).
+    const h = openSessionDir(dir);
+    if (h === 'gone') throw gone(session);
+    if (h === 'link') {
+      if (++links > 20)
+        throw new PdbError('E_LEASE_BUSY', `session "${session}" is busy: ${dir} keeps turning into a link; discard was refused`, {
+          hint: 'Something replaces the session directory; stop it, then discard again.',
+        });
+      await sleep(pause);
+      continue;
+    }
+    let r: LeaseAttempt;
+    try {
+      r = await tryAcquireLease(join(handlePath(h), 'lease'), 'exclusive', 'discard');
+    } catch (err) {
+      closeDir(h);
+      throw err;
+    }
+    if (r.lease) {
+      const held = r.lease;
+      // The path way checks the directory before each call only: once more after it, or let go and try again.
+      if (dirHandleWay() !== 'path' || sameDir(dir, h))
+        // Released through the same handle: its /proc/self/fd name must not be another directory's by then.
+        return { kind: held.kind, release: () => held.release().finally(() => closeDir(h)) };
+      await held.release().catch(() => undefined);
+      closeDir(h);
+      continue;
+    }
+    closeDir(h);
     if (r.gone || !(await lstat(dir).catch(() => null))) throw gone(session);
     const peerDiscards = r.holder?.purpose === 'discard' && isProcessAlive(r.holder.pid, r.holder.pidStart);
     if (!peerDiscards || Date.now() > deadline) {
@@ -169,4 +198,21 @@ export async function acquireDiscardLease(dir: string, session: string): Promise
     }
     await sleep(pause);
   }
+}
+
+/** The session directory opened without following a link; 'link' when a link or file is in its place now, 'gone' when nothing is. */
+function openSessionDir(dir: string): DirHandle | 'link' | 'gone' {
+  try {
+    return openRoot(dir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return 'gone';
+    if (code === 'ELOOP' || code === 'ENOTDIR') return 'link';
+    throw err;
+  }
+}
+
+function sameDir(dir: string, h: DirHandle): boolean {
+  const st = lstatSync(dir, { bigint: true, throwIfNoEntry: false });
+  return !!st && st.isDirectory() && st.dev === h.dev && st.ino === h.ino;
 }

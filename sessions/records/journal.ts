@@ -12,7 +12,7 @@ import { writeFileAtomic, type StorePaths } from '../../model/store/object-store
 import { isProcessAlive, processStartTime } from '../../model/os/proc.js';
 import { SESSION_NAME_PATTERN } from './names.js';
 
-export const INTENT_OPS = ['create', 'checkpoint', 'discard', 'publish', 'apply', 'export'] as const;
+export const INTENT_OPS = ['create', 'checkpoint', 'discard', 'publish', 'apply', 'export', 'restore'] as const;
 export type IntentOp = (typeof INTENT_OPS)[number];
 
 export interface Intent {

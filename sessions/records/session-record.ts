@@ -36,6 +36,8 @@ export interface SessionRecord {
   index?: string | null;
   /** The module the backend was loaded from, for a user's own backend (its real path, store-local; never in receipts). */
   backendModule?: string | null;
+  /** sha256 of that module's bytes when the session was made: another file is refused unrun (E_BACKEND_MODULE_CHANGED). */
+  backendModuleDigest?: string | null;
 }
 
 interface SessionPlace {
@@ -90,28 +92,52 @@ export function checkpointLogFile(store: ObjectStore, name: string): string {
   return join(sessionDir(store, name), 'checkpoints.jsonl');
 }
 
-export async function appendCheckpointLog(store: ObjectStore, name: string, cp: { snapshot: Digest; changeset: Digest; at: string }) {
+/**
+ * Append one checkpoint's line to the session's log; its number (1 = the first line that reads).
+ * A line cut short by a crash gets its newline first, so the new line is never glued to it.
+ */
+export async function appendCheckpointLog(
+  store: ObjectStore,
+  name: string,
+  /** The checkpoint's line: its digests and time, and (sessions/history/log.ts) its label, counts and restoredFrom. */
+  cp: { snapshot: Digest; changeset: Digest; at: string; label?: string; restoredFrom?: number; [count: string]: unknown },
+): Promise<number> {
   const file = checkpointLogFile(store, name);
   try {
-    appendFileSync(file, `${JSON.stringify(cp)}\n`); // synchronous: one line, once per checkpoint
+    let text = '';
+    try {
+      text = readFileSync(file, 'utf8'); // synchronous: one small file, once per checkpoint
+    } catch (err) {
+      if (osErrorCode(err) !== 'ENOENT') throw err;
+    }
+    const cut = text !== '' && !text.endsWith('\n');
+    appendFileSync(file, `${cut ? '\n' : ''}${JSON.stringify(cp)}\n`);
+    let n = 1;
+    for (const line of text.split('\n')) if (lineNames(line)) n++;
+    return n;
   } catch (err) {
     throw toPdbError(err, 'E_IO', { action: `recording a checkpoint of session ${name}`, path: file });
   }
 }
 
-/** The digests a session's checkpoint log names (a line cut short by a crash is skipped). */
-export async function readCheckpointLog(store: ObjectStore, name: string): Promise<Digest[]> {
-  const text = await readFile(checkpointLogFile(store, name), 'utf8').catch(() => '');
-  const out: Digest[] = [];
-  for (const line of text.split('\n')) {
-    try {
-      const cp = JSON.parse(line) as { snapshot?: unknown; changeset?: unknown };
-      for (const d of [cp.snapshot, cp.changeset]) if (isDigest(d)) out.push(d);
-    } catch {
-      // an empty or half-written line: its checkpoint is also in session.json if it finished
-    }
+/** The Snapshot and Changeset a log line names, or null for a line that does not read (empty, cut short). */
+export function lineNames(line: string): [Digest, Digest] | null {
+  try {
+    const cp = JSON.parse(line) as { snapshot?: unknown; changeset?: unknown };
+    return cp && isDigest(cp.snapshot) && isDigest(cp.changeset) ? [cp.snapshot, cp.changeset] : null;
+  } catch {
+    return null;
   }
-  return out;
+}
+
+/**
+ * The digests a session's checkpoint log names (a line cut short by a crash is skipped); with
+ * `keep`, only those of its last `keep` checkpoints (gc's history rule).
+ */
+export async function readCheckpointLog(store: ObjectStore, name: string, keep = Infinity): Promise<Digest[]> {
+  const text = await readFile(checkpointLogFile(store, name), 'utf8').catch(() => '');
+  const lines = text.split('\n').flatMap((l) => lineNames(l) ?? []);
+  return keep >= lines.length / 2 ? lines : lines.slice(lines.length - 2 * keep);
 }
 
 /** How to get work out of a session whose record is damaged (doctor, gc and the error hint say it). */
@@ -160,6 +186,8 @@ function recordProblem(doc: unknown, name: string): string | null {
   if (!STATES.includes(r.state as SessionState)) return `unknown state ${JSON.stringify(r.state)}`;
   if (!r.backendState || typeof r.backendState !== 'object') return 'no backend state';
   if (r.backendModule !== undefined && r.backendModule !== null && typeof r.backendModule !== 'string') return 'a malformed backend module';
+  if (r.backendModuleDigest !== undefined && r.backendModuleDigest !== null && !isDigest(r.backendModuleDigest))
+    return 'a malformed backend module digest';
   const cp = r.lastCheckpoint as SessionRecord['lastCheckpoint'] | undefined;
   if (cp !== null && (typeof cp !== 'object' || !isDigest(cp?.snapshot) || !isDigest(cp?.changeset))) return 'a malformed last checkpoint';
   return null;

@@ -7,22 +7,57 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
+import { PdbError } from '../../model/errors.js';
 import { STORE_MARKER } from '../../model/store/object-store.js';
 import { sourceKey } from '../../model/os/hash.js';
-import { realpathOr } from '../../model/paths.js';
+import { realpathOr, SOURCE_CONFIG } from '../../model/paths.js';
 import { readSourceGit } from '../way-back/source-git.js';
 
 /** The source root that `cwd` belongs to (see above); `storeDir` is a store named by --store or PDB_ENV_STORE. */
 export function findProjectRoot(cwd: string, storeDir?: string): string {
+  return projectRootOf(cwd, storeDir).root;
+}
+
+/** The source root of `cwd` and why it is that one: a directory already imported (and the store that says so), the git top level, or `cwd` itself. */
+export function projectRootOf(
+  cwd: string,
+  storeDir?: string,
+): { root: string; why: 'imported'; store: string } | { root: string; why: 'git' | 'cwd' } {
   const start = realpathOr(resolve(cwd));
   for (let cur = start; ;) {
-    if (storeDir && existsSync(join(storeDir, 'sources', `${sourceKey(cur)}.index`))) return cur;
-    if (existsSync(defaultStoreFor(cur))) return cur;
+    if (storeDir && existsSync(join(storeDir, 'sources', `${sourceKey(cur)}.index`)))
+      return { root: cur, why: 'imported', store: storeDir };
+    if (existsSync(defaultStoreFor(cur))) return { root: cur, why: 'imported', store: defaultStoreFor(cur) };
     const up = dirname(cur);
     if (up === cur) break;
     cur = up;
   }
-  return readSourceGit(start)?.topLevel ?? start;
+  const top = readSourceGit(start)?.topLevel;
+  return top ? { root: top, why: 'git' } : { root: start, why: 'cwd' };
+}
+
+/** What marks a directory as a project root pdb-env recognises (the Claude Code hook imports nothing else unless configured). */
+export const PROJECT_MARKERS = ['.git', 'package.json', SOURCE_CONFIG] as const;
+
+export function isProjectRoot(dir: string): boolean {
+  return PROJECT_MARKERS.some((m) => existsSync(join(dir, m)));
+}
+
+/**
+ * Refuse a create whose source would be an ancestor of `cwd` only because a store was made for it
+ * (issue 41: after `backends` made a store for /tmp/t10, `create` in /tmp/t10/proj imported all of
+ * /tmp/t10). A directory that is a recognised project root (a git work tree, package.json,
+ * pdb-env.json) is the project the documentation promises, and is kept.
+ */
+export function assertNotCapturedByAncestor(cwd: string, storeDir?: string): string {
+  const found = projectRootOf(cwd, storeDir);
+  const here = realpathOr(resolve(cwd));
+  if (found.why !== 'imported' || found.root === here || isProjectRoot(found.root)) return found.root;
+  throw new PdbError(
+    'E_USAGE',
+    `create here would import ${found.root} whole: the store ${found.store} was made for it, and ${here} is below it (${found.root} has no ${PROJECT_MARKERS.join(', ')})`,
+    { hint: `Say which: pdb-env create NAME --from ${here} (this directory alone), or --from ${found.root} (all of it), or --store DIR.` },
+  );
 }
 
 /** The per-source default store: `$XDG_DATA_HOME/pdb-env/stores/<name>-<hash of the source path>`. */

@@ -11,6 +11,7 @@ import { sessionDamaged, sessionDir, sessionRoot } from '../records/session-reco
 import { SESSION_NAME_PATTERN } from '../records/names.js';
 import { withStoreLock } from '../locks/store-lock.js';
 import { allocatePortBlock, portConfig, type PortProbe } from './ports.js';
+import { ensureGitStop, gitCeiling } from './git-stop.js';
 
 export interface SessionRuntime {
   version: 1;
@@ -71,12 +72,14 @@ async function ensureTmpDir(store: ObjectStore, name: string, tmpDir: string): P
 }
 
 /**
- * The session's runtime, made on first need: a port block allocated under the store lock and the
- * private temp dir. Idempotent; a session that already has one keeps its ports.
+ * The session's runtime, made on first need: a port block allocated under the store lock, the
+ * private temp dir and the marker where git's discovery stops. Idempotent; a session that already
+ * has one keeps its ports.
  */
 export async function ensureRuntime(store: ObjectStore, name: string, probe?: PortProbe): Promise<SessionRuntime> {
   const have = await readRuntime(store, name);
   const tmpDir = sessionTmpDir(store, name);
+  await ensureGitStop(sessionDir(store, name)); // a session made before the marker existed gets it at its next run
   if (have) {
     await ensureTmpDir(store, name, tmpDir); // tmp cleaners may remove an empty one
     return { ...have, tmpDir }; // the store's own path, whatever the record says (a moved store, an edited record)
@@ -92,8 +95,13 @@ export async function ensureRuntime(store: ObjectStore, name: string, probe?: Po
   });
 }
 
-/** The variables `run` and `enter` give a session's processes. */
-export function runtimeEnv(store: ObjectStore, name: string, rt: SessionRuntime): Record<string, string> {
+/** The variables `run` and `enter` give a session's processes; `inheritedCeiling` is the caller's GIT_CEILING_DIRECTORIES. */
+export function runtimeEnv(
+  store: ObjectStore,
+  name: string,
+  rt: SessionRuntime,
+  inheritedCeiling: string | undefined = process.env.GIT_CEILING_DIRECTORIES,
+): Record<string, string> {
   if (rt.ports.length === 0) throw new PdbError('E_INTERNAL', `session ${name} has no ports`);
   return {
     PDB_ENV_SESSION: name,
@@ -104,5 +112,7 @@ export function runtimeEnv(store: ObjectStore, name: string, rt: SessionRuntime)
     TMPDIR: rt.tmpDir,
     TMP: rt.tmpDir,
     TEMP: rt.tmpDir,
+    // git stops below the session directory without reading its marker: the usual "not a git repository" message
+    GIT_CEILING_DIRECTORIES: gitCeiling(sessionDir(store, name), inheritedCeiling),
   };
 }

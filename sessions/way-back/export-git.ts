@@ -1,6 +1,6 @@
 // `export NAME --git`: the session's last checkpoint as a commit on a branch of its source
 // repository, made with plumbing only. The commit's parent is the HEAD the source had at import
-// time; its tree is that HEAD's tree (read into a TEMPORARY index) with the session's changes,
+// time; its tree is that HEAD's tree (read into a TEMPORARY index) with the session's own changes,
 // except paths git ignores (they are not tracked, so their changes are not exported). The branch
 // moves by `update-ref NEW OLD`, a compare-and-set, and only forward. The user's work tree, index,
 // HEAD and current branch are never touched.
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { PdbError } from '../../model/errors.js';
 import { tempName } from '../../model/store/object-store.js';
 import type { Digest } from '../../model/canonical-json.js';
-import { diffEntries, type Change, type Entry, type Snapshot } from '../../model/snapshot.js';
+import { diffEntries, sortEntries, type Change, type Entry, type Snapshot } from '../../model/snapshot.js';
 import type { ProgressFn } from '../../model/progress.js';
 import { blobCounter, git, gitCode, updateIndex, writeBlobs } from './git-plumbing.js';
 import { lastCheckpointChanges } from './patch.js';
@@ -86,6 +86,22 @@ export async function checkBranchName(branch: string, gitDir: string): Promise<v
   if (r.code !== 0 || r.stdout.toString('utf8').trim() !== branch) throw refuse('git check-ref-format --branch refuses it');
 }
 
+/**
+ * The session's own changes (its last checkpoint's Changeset) laid on the Snapshot its root was
+ * made from, as changes from the Snapshot imported at HEAD. After `publish --rebase` the
+ * Changeset runs from the head it merged onto, which holds other sessions' work: only its
+ * changes are carried, as diff, export --patch and apply carry them (docs/way-back.md).
+ */
+export function changesFromImport(ctx: StoreContext, imported: Digest, rootBase: Digest, own: Change[]): Change[] {
+  const entries = (d: Digest) => ctx.store.getDocument<Snapshot>(d, 'Snapshot').entries;
+  const tree = new Map(entries(rootBase).map((e) => [e.path, e]));
+  for (const c of own) {
+    if (c.after) tree.set(c.path, c.after);
+    else tree.delete(c.path);
+  }
+  return diffEntries(entries(imported), sortEntries([...tree.values()]));
+}
+
 const inRepo = (prefix: string, e: Entry | null): Entry | null => (e && prefix ? { ...e, path: `${prefix}/${e.path}` } : e);
 
 /** Export the last checkpoint of `name` as a commit on `branch` (default pdb-env/NAME) of its source repository. */
@@ -107,11 +123,9 @@ export async function exportGit(
   const branch = options.branch ?? `pdb-env/${name}`;
   await checkBranchName(branch, src.gitDir);
   const of = await lastCheckpointChanges(ctx, name);
-  // A fork's or a rebased checkpoint's base is not what was imported at HEAD: carry the changes from that import.
-  if (src.base && of.result && src.base !== of.base) {
-    const entries = (d: Digest) => ctx.store.getDocument<Snapshot>(d, 'Snapshot').entries;
-    of.changes = diffEntries(entries(src.base), entries(of.result));
-  }
+  // The commit's parent is the HEAD imported, so a root made from something else (a fork's
+  // checkpoint, an environment head) brings what lies between; a rebase's head never does.
+  if (src.base && of.result && src.base !== of.base) of.changes = changesFromImport(ctx, src.base, rec.base, of.changes);
   const changes: Change[] = of.changes
     .filter((c) => c.before?.kind !== 'dir' || c.after?.kind !== 'dir')
     .map((c) => ({

@@ -4,7 +4,7 @@
 // module is refused outside plans that allow it; a session made by a module is discarded by a later
 // process that loads the module again from the session's record.
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -12,6 +12,7 @@ import { contractProblems, loadBackendModule } from '../../backends/module.js';
 import { isPdbError } from '../../model/errors.js';
 import { REPO_ROOT, cli, cliJson, tempDir, writeTree } from '../helpers/index.js';
 import { controlModule } from '../helpers/controls/run-controls.js';
+import { readReceiptFile } from '../../harness/receipt/envelope.js';
 
 const t = tempDir('pdb-module-');
 test.after(() => t.cleanup());
@@ -50,14 +51,14 @@ test('bench --backend-module: the example is benched against the oracle; the rec
     '--store',
     t.dir,
   ]);
-  const receipt = JSON.parse(readFileSync(r.receipt, 'utf8'));
+  const receipt = readReceiptFile(r.receipt).document as any;
   const mine = receipt.cases.find((c: { backend: string }) => c.backend === 'my-copy');
   assert.is(mine.outcome, 'ok', JSON.stringify(mine.failures));
   const oracle = mine.checks.find((k: { name: string }) => k.name === 'oracle');
   assert.ok(oracle.evaluated && oracle.passed);
   const entry = receipt.backends.find((b: { name: string }) => b.name === 'my-copy');
   assert.is(entry.module.digest, `sha256:${createHash('sha256').update(readFileSync(EXAMPLE)).digest('hex')}`);
-  assert.not.ok(readFileSync(r.receipt, 'utf8').includes('copy-backend.mjs'), 'the module path is not in the receipt');
+  assert.not.ok(JSON.stringify(readReceiptFile(r.receipt).document).includes('copy-backend.mjs'), 'the module path is not in the receipt');
 });
 
 test('a module that misses the contract is E_BACKEND_MODULE_INVALID listing every problem', async () => {
@@ -96,9 +97,10 @@ test('a test-only module (a negative control) is refused in a plan that does not
   const r = cli(['bench', '--plan', plan, '--out', join(t.dir, 'refused')]);
   assert.is(r.code, 1);
   assert.match(r.stderr, 'is a test-only backend');
+  // validate runs no module (issue 41): it hashes it and says bench checks what the module declares.
   const v = cli(['validate', plan]);
-  assert.is(v.code, 1);
-  assert.match(v.stdout, 'test-only backend');
+  assert.is(v.code, 0, v.stdout);
+  assert.match(v.stdout, /control-extra-file.*comes from a backend module validate does not run/);
 });
 
 test('a plan naming a backend no module declares is E_PLAN_INVALID, before any filesystem work', () => {
@@ -124,6 +126,53 @@ test('create --backend-module makes a session; a later process loads the module 
   assert.is(cp.changes, 1);
   const gone = cli(['discard', 's1', '--store', store]);
   assert.is(gone.code, 0, gone.stderr);
+});
+
+/** A module that, when imported, leaves a file behind: proof that code from a record or plan ran. */
+function evilModule(name: string): { file: string; ran: string } {
+  const ran = join(t.dir, `${name}.ran`);
+  const file = join(t.dir, `${name}.mjs`);
+  writeFileSync(file, `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(ran)}, 'ran');\nexport default {};\n`);
+  return { file, ran };
+}
+
+test('a session record naming another module is refused before it is imported (E_BACKEND_MODULE_CHANGED)', () => {
+  const src = join(t.dir, 'src-tamper');
+  writeTree(src, { 'a.txt': 'a\n' });
+  const store = join(t.dir, 'store-tamper');
+  cliJson(['create', 'plain', '--from', src, '--store', store]);
+  const evil = evilModule('evil-record');
+  const recFile = join(store, 'sessions', 'plain', 'session.json');
+  writeFileSync(recFile, JSON.stringify({ ...JSON.parse(readFileSync(recFile, 'utf8')), backendModule: evil.file }));
+  const r = cli(['discard', 'plain', '--store', store]);
+  assert.not.ok(existsSync(evil.ran), 'the module named by the record ran');
+  assert.is(r.code, 1, r.stdout);
+  assert.match(r.stderr, 'E_BACKEND_MODULE_CHANGED');
+  // A session made by a module: the module's file changed since is refused too, unrun.
+  const mod = join(t.dir, 'copy-backend-copy.mjs');
+  writeFileSync(mod, readFileSync(EXAMPLE));
+  cliJson(['create', 'bymod', '--from', src, '--backend-module', mod, '--store', store]);
+  const rec = JSON.parse(readFileSync(join(store, 'sessions', 'bymod', 'session.json'), 'utf8'));
+  assert.is(rec.backendModuleDigest, `sha256:${createHash('sha256').update(readFileSync(EXAMPLE)).digest('hex')}`);
+  const changed = evilModule('evil-changed');
+  writeFileSync(mod, readFileSync(changed.file));
+  const again = cli(['discard', 'bymod', '--store', store]);
+  assert.not.ok(existsSync(changed.ran), 'the changed module ran');
+  assert.match(again.stderr, 'E_BACKEND_MODULE_CHANGED');
+});
+
+test("validate hashes a plan's backend modules and never imports them; a missing one is a problem", () => {
+  const evil = evilModule('evil-plan');
+  const plan = join(t.dir, 'evil-plan.json');
+  const doc = JSON.parse(readFileSync(join(REPO_ROOT, 'plans', 'default.json'), 'utf8'));
+  writeFileSync(plan, JSON.stringify({ ...doc, backendModules: [evil.file] }));
+  const v = cli(['validate', plan]);
+  assert.not.ok(existsSync(evil.ran), "validate ran the plan's module");
+  assert.is(v.code, 0, v.stdout + v.stderr);
+  writeFileSync(plan, JSON.stringify({ ...doc, backendModules: [join(t.dir, 'nope.mjs')] }));
+  const missing = cli(['validate', plan]);
+  assert.is(missing.code, 1);
+  assert.match(missing.stdout, /backendModules.*nope\.mjs/);
 });
 
 test.run();

@@ -4,7 +4,15 @@
 // configured from the same declarations; anything else goes to commander.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { COMMANDS, GLOBAL_OPTIONS, cheapCall, commandRow, optionKey, type CommandName } from '../../cli/command-table.cjs';
+import {
+  COMMANDS,
+  GLOBAL_OPTIONS,
+  cheapCall,
+  commandRow,
+  optionKey,
+  type CommandName,
+  type OptionDecls,
+} from '../../cli/command-table.cjs';
 import { commandStub, rootCommand, type CliContext } from '../../cli/context.js';
 import { createProgram } from '../../cli/program.js';
 
@@ -99,7 +107,9 @@ test("the cheap path reads the same declarations: a repeatable option stays a li
     ['checkpoint'],
   );
   // Every option checkpoint declares is taken by a plain call.
-  const own = Object.keys(COMMANDS.checkpoint.options).map((long) => `--${long}`);
+  const own = Object.entries(COMMANDS.checkpoint.options as OptionDecls).flatMap(([long, d]) =>
+    d.type === 'string' ? [`--${long}`, 'value'] : [`--${long}`],
+  );
   assert.equal(Object.keys(cheapCall(['checkpoint', 'a', ...own])!.options), Object.keys(COMMANDS.checkpoint.options).map(optionKey));
 });
 

@@ -5,7 +5,8 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { cli, cliJson, tempDir, writeTree } from '../helpers/index.js';
+import { readBuildDigest } from '../../harness/receipt/provenance.js';
+import { cli, cliJson, REPO_ROOT, tempDir, writeTree } from '../helpers/index.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());
@@ -57,6 +58,9 @@ test('doctor where no store is yet says so and how this install runs (exit 0, no
   const j = cliJson(['doctor', '--store', none]);
   assert.equal([j.store, j.findings], [null, []]);
   assert.ok(['native', 'js'].includes(j.scanner.scanner));
+  // The digest a receipt records as provenance.buildDigest, so a user can compare the two.
+  assert.is(j.buildDigest, readBuildDigest(REPO_ROOT));
+  assert.match(out.stdout, new RegExp(`^build: ${j.buildDigest} \\(`, 'm'));
   mkdirSync(join(t.dir, 'empty'));
   assert.is(cliJson(['doctor', '--store', join(t.dir, 'empty')]).store, null, 'an empty directory holds no store either');
   const other = join(t.dir, 'other');

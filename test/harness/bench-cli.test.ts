@@ -7,6 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Receipt } from '../../harness/receipt/receipt-types.js';
 import { CLI, cli, tempDir } from '../helpers/index.js';
+import { readReceiptFile } from '../../harness/receipt/envelope.js';
 
 const PLAN = {
   kind: 'pdb-env-plan',
@@ -61,7 +62,7 @@ test('SIGINT leaves a resumable run; --resume finishes it without repeating fini
     const started = second.stderr.match(/^case \d+ of 4: .*elapsed/gm) ?? [];
     assert.is(started.length, 4 - done, `cases started on resume:\n${started.join('\n')}`);
     const receiptFile = readdirSync(out).find((f) => f.endsWith('.json'))!;
-    const receipt = JSON.parse(readFileSync(join(out, receiptFile), 'utf8')) as Receipt;
+    const receipt = readReceiptFile(join(out, receiptFile)).document as Receipt;
     assert.is(receipt.runId, runId);
     assert.equal(
       receipt.cases.map((c) => c.id),

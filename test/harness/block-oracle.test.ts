@@ -2,7 +2,6 @@
 // is compared with its block's full-copy case; the hard-link farm (the negative control) is caught in
 // the first block it runs in, by the oracle and by its own backend's sibling; a block whose full-copy
 // case failed judges nothing; a registry failure is environment, unless the base was damaged too.
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -12,6 +11,7 @@ import { buildSchedule } from '../../harness/plan/scheduler.js';
 import { validateAgainst } from '../../model/schemas.js';
 import { tempDir } from '../helpers/index.js';
 import { base, failing, workloads } from '../helpers/bench-workloads.js';
+import { readReceiptFile } from '../../harness/receipt/envelope.js';
 
 const check = (c: CaseRecord, name: string) => c.checks.find((k) => k.name === name);
 
@@ -26,7 +26,7 @@ test('the hard-link farm is caught in the first block it runs in: by the oracle 
       blocks: 1,
     });
     const { receipt, receiptPath } = await runBench({ plan, outDir: join(t.dir, 'out'), storeParent: t.dir, workloads });
-    const onDisk = JSON.parse(readFileSync(receiptPath, 'utf8')) as Receipt;
+    const onDisk = readReceiptFile(receiptPath).document as Receipt;
     assert.equal(validateAgainst('receipt', onDisk), []);
     const full = onDisk.cases.find((c) => c.backend === 'full-copy')!;
     const farm = onDisk.cases.find((c) => c.backend === 'hardlink-farm')!;

@@ -4,12 +4,13 @@
 // ok, the overlay case checked against its block's full-copy case, a receipt and a report, and the
 // answer printed. Needs the npm registry (or a warm npm cache) and, for overlay, root.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Receipt } from '../../harness/receipt/receipt-types.js';
 import { REPO_ROOT, cli, hasCommand, isRoot, skipPart, skipTest, tempDir } from '../helpers/index.js';
+import { readReceiptFile } from '../../harness/receipt/envelope.js';
 
 /** The checkout as a user has it, without what is ignored (node_modules, dist, local receipts). */
 function copyCheckout(dest: string): void {
@@ -60,7 +61,7 @@ test('pdb-env bench --source <this repository> --step install --step build --ste
       { env: { npm_config_update_notifier: 'false' } },
     );
     const doc = JSON.parse(r.stdout) as { receipt: string; report: { dir: string; answer: string[] }; summary: Receipt['summary'] };
-    const receipt = JSON.parse(readFileSync(join(process.cwd(), doc.receipt), 'utf8')) as Receipt;
+    const receipt = readReceiptFile(join(process.cwd(), doc.receipt)).document as Receipt;
     const stopped = receipt.cases.filter((c) => c.outcome === 'environment' && c.failure?.code === 'E_REGISTRY_UNREACHABLE');
     if (stopped.length)
       return skipTest('self-bench', 'registry', 'npm ci could not reach the registry (and the npm cache lacked a package)');

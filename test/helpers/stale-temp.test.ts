@@ -1,6 +1,6 @@
 // A test process killed mid-run leaves its temp dir, and with it mounts and loop devices: the
 // runner's sweep releases and deletes them, and never touches a live owner's dir.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -46,7 +46,7 @@ test("the dir of a killed test process is swept; a live owner's dir is not", asy
     assert.ok(existsSync(dead));
     assert.ok(staleTempDirs().includes(dead), 'a dead owner makes its dir stale');
     assert.not.ok(staleTempDirs().includes(live.dir), 'a live owner keeps its dir');
-    const r = sweepStaleTempDirs();
+    const r = await sweepStaleTempDirs();
     assert.ok(r.dirs.includes(dead));
     assert.not.ok(existsSync(dead));
     assert.ok(existsSync(live.dir));
@@ -62,12 +62,23 @@ test("mounts (nested) and loop devices under a killed test's dir are released be
   assert.is(loopDevicesUnder(dead).length, 1);
   // A file on the inner mount must not be deleted through the mount: it goes with the tmpfs.
   writeFileSync(join(dead, 'mnt', 'inner', 'x'), 'x');
-  const r = sweepStaleTempDirs();
+  const r = await sweepStaleTempDirs();
   assert.equal(r.unmounted, [join(dead, 'mnt', 'inner'), join(dead, 'mnt')]);
   assert.is(r.detached.length, 1);
   assert.equal(mountsUnder(dead), []);
   assert.equal(loopDevicesUnder(dead), []);
   assert.not.ok(existsSync(dead));
+});
+
+test('a killed test left a tree deeper than a path can name: the sweep removes it and the runner goes on', async () => {
+  const dead = await killedOwner(false);
+  // Made by relative steps: no path of it fits PATH_MAX (rmSync's recursion overflowed here once).
+  const code = `process.chdir(${JSON.stringify(dead)}); const fs = require('node:fs'); for (let i = 0; i < 6000; i++) { fs.mkdirSync('q'); process.chdir('q'); } fs.writeFileSync('leaf', 'x');`;
+  const made = spawnSync(process.execPath, ['-e', code], { encoding: 'utf8' });
+  assert.is(made.status, 0, made.stderr);
+  const r = await sweepStaleTempDirs();
+  assert.ok(r.dirs.includes(dead));
+  assert.not.ok(existsSync(dead), 'the deep tree is gone');
 });
 
 test.run();

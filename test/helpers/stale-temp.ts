@@ -8,6 +8,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mountTable } from '../../model/os/mounts.js';
+import { removeTree } from '../../model/os/remove-tree.js';
 import { isProcessAlive, processStartTime } from '../../model/os/proc.js';
 
 const OWNER_SUFFIX = '.pdb-test-owner';
@@ -69,8 +70,12 @@ export interface SweepResult {
   kept: string[];
 }
 
-/** Release and delete the temp dirs of dead owners. */
-export function sweepStaleTempDirs(root = tmpdir()): SweepResult {
+/**
+ * Release and delete the temp dirs of dead owners. A dir may hold a tree deeper than a path can
+ * name (a test of a 10,000-level tree killed before its cleanup): removeTree falls back to directory
+ * handles there, where rmSync's recursion overflowed the stack and stopped the whole runner.
+ */
+export async function sweepStaleTempDirs(root = tmpdir()): Promise<SweepResult> {
   const result: SweepResult = { dirs: [], unmounted: [], detached: [], kept: [] };
   for (const dir of staleTempDirs(root)) {
     for (const m of mountsUnder(dir)) {
@@ -99,7 +104,7 @@ export function sweepStaleTempDirs(root = tmpdir()): SweepResult {
       result.kept.push(dir);
       continue;
     }
-    if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
+    if (existsSync(dir)) await removeTree(dir);
     removeOwner(dir);
     result.dirs.push(dir);
   }

@@ -32,7 +32,7 @@ test('a crash point kills the process with SIGKILL only when PDB_ENV_CRASH_AT na
 
 test('the crash points are unique and name their operation', () => {
   assert.is(new Set(CRASH_POINTS).size, CRASH_POINTS.length);
-  for (const p of CRASH_POINTS) assert.match(p, /^(create|checkpoint|publish|discard|apply):after-[a-z-]+$/);
+  for (const p of CRASH_POINTS) assert.match(p, /^(create|checkpoint|publish|discard|apply|restore):after-[a-z-]+$/);
 });
 
 test.run();

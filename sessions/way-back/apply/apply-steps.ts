@@ -9,15 +9,37 @@
 // done; backward, a path still as the base is done, a path as the result is put back to the base
 // (from what was moved aside, or from the store's bytes), and a path someone else changed is left
 // as it is and reported.
-import { link, mkdir, readdir, rename, rmdir, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
 import { crashPoint } from '../../../model/crash-point.js';
 import { PdbError, osErrorCode } from '../../../model/errors.js';
+import {
+  closeDir,
+  linkAt,
+  listAt,
+  mkdirAt,
+  openDirAt,
+  renameAt,
+  rmdirAt,
+  statAt,
+  unlinkAt,
+  type DirHandle,
+} from '../../../model/os/dir-handle.js';
 import type { ObjectStore } from '../../../model/store/object-store.js';
 import type { Entry } from '../../../model/snapshot.js';
 import type { Step } from './plan.js';
-import { clearStaged, copyOut, displacedFile, holds, keepAside, stagedFile, type Staging } from './staging.js';
-import { keyOf, lstatOr, recheckTarget, stateAt, targetError, type Target } from './target.js';
+import {
+  clearStaged,
+  copyOut,
+  displacedFile,
+  handles,
+  holds,
+  keepAside,
+  markPlaced,
+  stagedFile,
+  wasPlaced,
+  type Slot,
+  type Staging,
+} from './staging.js';
+import { entryIn, keyOf, parentAt, recheckTarget, targetError, type PathState, type Target } from './target.js';
 
 export interface StepRun {
   store: ObjectStore;
@@ -35,6 +57,8 @@ const same = (a: Entry | null, b: Entry | null) => keyOf(a) === keyOf(b);
 const describe = (e: Entry | null) =>
   e === null ? 'absent' : e.kind === 'dir' ? 'a directory' : e.kind === 'file' ? 'a file' : 'a symlink';
 
+const pathOf = (at: Slot) => `${at.h.path}/${at.name}`;
+
 function conflict(run: StepRun, st: Step, why: string): PdbError {
   return new PdbError('E_APPLY_CONFLICT', `${st.path} in ${run.t.dir} changed while the apply ran: ${why}`, {
     path: st.path,
@@ -42,41 +66,43 @@ function conflict(run: StepRun, st: Step, why: string): PdbError {
   });
 }
 
-/** Look, then rename: where link(2) cannot be used (the one window left is between the two). */
-async function renameIfAbsent(t: Target, from: string, to: string): Promise<boolean> {
-  if (await lstatOr(to)) return false;
-  await rename(from, to).catch((e: unknown) => {
-    throw targetError(t, e, 'moving a staged entry into place', to);
-  });
-  return true;
-}
-
-/** Move `from` to `to` unless `to` exists (a link never replaces). False when `to` is there. */
-async function linkInto(t: Target, from: string, to: string): Promise<boolean> {
-  // link(2) of a symlink makes a link to the symlink on Linux only; elsewhere it may follow it.
-  if (process.platform !== 'linux' && (await lstatOr(from))?.isSymbolicLink()) return renameIfAbsent(t, from, to);
+/** Move `from` to `to` unless `to` exists (a link never replaces; renameat2 RENAME_NOREPLACE where links cannot be). False when `to` is there. */
+function linkInto(t: Target, from: Slot, to: Slot): boolean {
+  // link(2) of a symlink makes a link to the symlink on Linux; elsewhere, a rename that never replaces.
+  const viaRename = process.platform !== 'linux' && statAt(from.h, from.name)?.isSymbolicLink();
+  if (!viaRename)
+    try {
+      linkAt(from.h, from.name, to.h, to.name);
+      try {
+        unlinkAt(from.h, from.name);
+      } catch (err) {
+        if (osErrorCode(err) !== 'ENOENT') throw targetError(t, err, 'clearing the staging', pathOf(from));
+      }
+      return true;
+    } catch (err) {
+      const code = osErrorCode(err) ?? '';
+      if (code === 'EEXIST') return false;
+      if (!['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EMLINK'].includes(code))
+        throw targetError(t, err, 'moving a staged entry into place', pathOf(to));
+      // a filesystem without hard links: the rename below
+    }
   try {
-    await link(from, to);
+    renameAt(from.h, from.name, to.h, to.name, { noReplace: true });
+    return true;
   } catch (err) {
-    const code = osErrorCode(err) ?? '';
-    if (code === 'EEXIST') return false;
-    if (!['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EMLINK'].includes(code)) throw targetError(t, err, 'moving a staged entry into place', to);
-    return renameIfAbsent(t, from, to); // a filesystem without hard links
+    if (osErrorCode(err) === 'EEXIST') return false;
+    throw targetError(t, err, 'moving a staged entry into place', pathOf(to));
   }
-  await unlink(from).catch((err: unknown) => {
-    if (osErrorCode(err) !== 'ENOENT') throw targetError(t, err, 'clearing the staging', from);
-  });
-  return true;
 }
 
 /** Keep what is at `from` in DIR/.pdb/kept, and say so. */
-async function keep(run: StepRun, from: string, st: Step, why: string): Promise<void> {
+async function keep(run: StepRun, from: Slot, st: Step, why: string): Promise<void> {
   run.kept.push(`${st.path}: ${why}; kept as ${await keepAside(run.t, run.s, from, st.index)}`);
 }
 
 /** Put a moved-aside entry back at `to`; if something took its place meanwhile, keep it, and say so. */
-async function putBack(run: StepRun, from: string, to: string, st: Step): Promise<void> {
-  if (!(await linkInto(run.t, from, to))) await keep(run, from, st, 'changed twice meanwhile, the version moved aside');
+async function putBack(run: StepRun, from: Slot, to: Slot, st: Step): Promise<void> {
+  if (!linkInto(run.t, from, to)) await keep(run, from, st, 'changed twice meanwhile, the version moved aside');
 }
 
 /**
@@ -85,87 +111,120 @@ async function putBack(run: StepRun, from: string, to: string, st: Step): Promis
  * link and an unlink). Anything else was moved aside from the path just before a crash (an edit
  * of someone else's): it is kept, never deleted.
  */
-async function freeSlot(run: StepRun, slot: string, st: Step, known: Entry | null): Promise<void> {
-  const there = await lstatOr(slot);
+async function freeSlot(run: StepRun, slot: Slot, at: Slot | null, st: Step, known: Entry | null): Promise<void> {
+  const there = statAt(slot.h, slot.name);
   if (!there) return;
-  const at = await lstatOr(join(run.t.dir, st.path));
-  const sameFile = at !== null && at.dev === there.dev && at.ino === there.ino;
+  const now = at && statAt(at.h, at.name);
+  const sameFile = !!now && now.dev === there.dev && now.ino === there.ino;
   if (sameFile || (known && (await holds(slot, known)))) await clearStaged(run.t, slot);
   else await keep(run, slot, st, 'found in the staging, not what the apply put there');
 }
 
 /** Take the base's entry away: a directory is removed (it must be empty), a file or symlink moved aside and checked. */
-async function displace(run: StepRun, st: Step): Promise<void> {
-  const p = join(run.t.dir, st.path);
+async function displace(run: StepRun, st: Step, at: Slot): Promise<void> {
   if (st.pre!.kind === 'dir') {
     try {
-      await rmdir(p);
+      rmdirAt(at.h, at.name);
     } catch (err) {
       const code = osErrorCode(err);
       if (code === 'ENOENT') return;
-      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw targetError(run.t, err, 'removing a directory the changes remove', p);
-      throw conflict(run, st, `it holds ${(await readdir(p)).join(', ')}, which the changes do not name`);
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw targetError(run.t, err, 'removing a directory the changes remove', pathOf(at));
+      throw conflict(run, st, `it holds ${namesOf(at).join(', ')}, which the changes do not name`);
     }
     return;
   }
   const d = displacedFile(run.s, st.index);
-  await freeSlot(run, d, st, st.pre);
+  await freeSlot(run, d, at, st, st.pre);
   try {
-    await rename(p, d);
+    renameAt(at.h, at.name, d.h, d.name);
   } catch (err) {
     if (osErrorCode(err) === 'ENOENT') throw conflict(run, st, 'it was removed just now');
-    throw targetError(run.t, err, 'moving a path aside', p);
+    throw targetError(run.t, err, 'moving a path aside', pathOf(at));
   }
   if (await holds(d, st.pre!)) return;
-  await putBack(run, d, p, st);
+  await putBack(run, d, at, st);
   throw conflict(run, st, 'it was changed just now');
 }
 
-/** Make the directory `p`; false when something else is there (a directory already there is fine: that is the goal). */
-async function makeDir(run: StepRun, p: string): Promise<boolean> {
+function namesOf(at: Slot): string[] {
+  let h: DirHandle | null = null;
   try {
-    await mkdir(p);
+    h = openDirAt(at.h, at.name);
+    return listAt(h);
+  } catch {
+    return ['(something it could not list)'];
+  } finally {
+    closeDir(h);
+  }
+}
+
+/** Make the directory; false when something else is there (a directory already there is fine: that is the goal). */
+function makeDir(run: StepRun, at: Slot): boolean {
+  try {
+    mkdirAt(at.h, at.name);
     return true;
   } catch (err) {
-    if (osErrorCode(err) !== 'EEXIST') throw targetError(run.t, err, 'making a directory', p);
-    return (await lstatOr(p))?.isDirectory() === true;
+    if (osErrorCode(err) !== 'EEXIST') throw targetError(run.t, err, 'making a directory', pathOf(at));
+    return statAt(at.h, at.name)?.isDirectory() === true;
   }
 }
 
 /** Bring the result's entry: a directory made, a file or symlink linked in from the staging (staged anew when it does not match). */
-async function place(run: StepRun, st: Step): Promise<void> {
-  const p = join(run.t.dir, st.path);
+async function place(run: StepRun, st: Step, at: Slot): Promise<void> {
   const e = st.post!;
   if (e.kind === 'dir') {
-    if (!(await makeDir(run, p))) throw conflict(run, st, 'something was put there just now');
+    if (!makeDir(run, at)) throw conflict(run, st, 'something was put there just now');
     return;
   }
   // The staged bytes are checked again right before they go in: the staging is in DIR, where anything may touch it.
   const f = stagedFile(run.s, st.index);
   if (!(await holds(f, e))) {
-    await freeSlot(run, f, st, null);
-    await copyOut(run.store, run.t, run.s.files, [{ entry: e, name: String(st.index) }]);
+    await freeSlot(run, f, null, st, null);
+    await copyOut(run.store, run.t, handles(run.s).files, [{ entry: e, name: String(st.index) }]);
   }
-  if (!(await linkInto(run.t, f, p))) throw conflict(run, st, 'something was put there just now');
+  markPlaced(run.t, run.s, st.index);
+  if (!linkInto(run.t, f, at)) throw conflict(run, st, 'something was put there just now');
+}
+
+/**
+ * Did the apply put its result at this step's path already (marked placed, and its staged file or
+ * symlink no longer in the staging)? Then an absent path is one someone removed or renamed since.
+ */
+function placedAlready(run: StepRun, st: Step): boolean {
+  return !!st.post && st.post.kind !== 'dir' && wasPlaced(run.s, st.index);
+}
+
+/** Open the step's parent (from DIR's handle, no link followed) and read what is at its path; run `fn` with both, then close the parent. */
+async function atStep<T>(run: StepRun, st: Step, fn: (cur: PathState, at: Slot | null) => Promise<T>): Promise<T> {
+  const p = parentAt(run.t, st.path, run.retyped);
+  if (!('parent' in p)) return fn(p, null);
+  try {
+    return await fn(entryIn(run.t, p.parent, p.name, st.path), { h: p.parent, name: p.name });
+  } finally {
+    closeDir(p.parent);
+  }
 }
 
 /** One step forward; true when it changed something. */
 async function forward(run: StepRun, st: Step): Promise<boolean> {
   await recheckTarget(run.t);
-  const cur = await stateAt(run.t, st.path, run.retyped);
-  if ('blocked' in cur) throw conflict(run, st, cur.blocked);
-  if (same(cur.entry, st.final) || same(cur.entry, st.post)) return false;
-  if (same(cur.entry, st.pre)) {
-    if (st.pre) await displace(run, st);
-  } else if (!(cur.entry === null && st.pre && (await holds(displacedFile(run.s, st.index), st.pre)))) {
-    // (absent, with the base's entry in the staging: moved aside by this apply before a crash)
-    throw conflict(run, st, `it is ${describe(cur.entry)} now, where the base had ${describe(st.pre)}`);
-  }
-  if (st.post) {
-    if (cur.parentGone) throw conflict(run, st, 'its parent directory is gone');
-    await place(run, st);
-  }
-  return true;
+  return atStep(run, st, async (cur, at) => {
+    if ('blocked' in cur) throw conflict(run, st, cur.blocked);
+    if (same(cur.entry, st.final) || same(cur.entry, st.post)) return false;
+    if (cur.entry === null && placedAlready(run, st)) {
+      throw conflict(run, st, 'it was removed or renamed after the apply put it there');
+    } else if (same(cur.entry, st.pre)) {
+      if (st.pre) await displace(run, st, at!);
+    } else if (!(cur.entry === null && st.pre && (await holds(displacedFile(run.s, st.index), st.pre)))) {
+      // (absent, with the base's entry in the staging: moved aside by this apply before a crash)
+      throw conflict(run, st, `it is ${describe(cur.entry)} now, where the base had ${describe(st.pre)}`);
+    }
+    if (st.post) {
+      if (cur.entry === null && cur.parentGone) throw conflict(run, st, 'its parent directory is gone');
+      await place(run, st, at!);
+    }
+    return true;
+  });
 }
 
 /** Every step forward, in order. Throws at the first conflict or failure (the caller rolls back). */
@@ -187,66 +246,70 @@ export async function runForward(run: StepRun): Promise<{ written: number; delet
 }
 
 /** Take the result's entry away again; false when it is not the result any more (left as it is). */
-async function unplace(run: StepRun, st: Step): Promise<boolean> {
-  const p = join(run.t.dir, st.path);
+async function unplace(run: StepRun, st: Step, at: Slot): Promise<boolean> {
   if (st.post!.kind === 'dir') {
     try {
-      await rmdir(p);
+      rmdirAt(at.h, at.name);
       return true;
     } catch (err) {
       const code = osErrorCode(err);
       if (code === 'ENOENT') return true;
       if (code === 'ENOTEMPTY' || code === 'EEXIST') return false;
-      throw targetError(run.t, err, 'removing a directory the apply made', p);
+      throw targetError(run.t, err, 'removing a directory the apply made', pathOf(at));
     }
   }
   const f = stagedFile(run.s, st.index);
-  await freeSlot(run, f, st, st.post);
+  await freeSlot(run, f, at, st, st.post);
   try {
-    await rename(p, f);
+    renameAt(at.h, at.name, f.h, f.name);
   } catch (err) {
     if (osErrorCode(err) === 'ENOENT') return true;
-    throw targetError(run.t, err, 'moving a path aside', p);
+    throw targetError(run.t, err, 'moving a path aside', pathOf(at));
   }
   if (await holds(f, st.post!)) return true; // the result's bytes are in the store: nothing to keep
-  await putBack(run, f, p, st);
+  await putBack(run, f, at, st);
   return false;
 }
 
 /** Bring the base's entry back: from what was moved aside when it still matches, else from the store's bytes. */
-async function restore(run: StepRun, st: Step): Promise<void> {
-  const p = join(run.t.dir, st.path);
+async function restore(run: StepRun, st: Step, at: Slot): Promise<void> {
   const e = st.pre!;
   if (e.kind === 'dir') {
-    if (!(await makeDir(run, p))) run.kept.push(`${st.path}: made by someone else meanwhile, left as it is`);
+    if (!makeDir(run, at)) run.kept.push(`${st.path}: made by someone else meanwhile, left as it is`);
     return;
   }
   const d = displacedFile(run.s, st.index);
   if (!(await holds(d, e))) {
-    await freeSlot(run, d, st, null);
-    await copyOut(run.store, run.t, run.s.displaced, [{ entry: e, name: String(st.index) }]);
+    await freeSlot(run, d, null, st, null);
+    await copyOut(run.store, run.t, handles(run.s).displaced, [{ entry: e, name: String(st.index) }]);
   }
-  if (!(await linkInto(run.t, d, p))) run.kept.push(`${st.path}: made by someone else meanwhile, left as it is`);
+  if (!linkInto(run.t, d, at)) run.kept.push(`${st.path}: made by someone else meanwhile, left as it is`);
 }
 
-/** One step back. */
+/** One step back: a compare-and-set per path, so a path is put back only while it holds what the apply put there. */
 async function backward(run: StepRun, st: Step): Promise<void> {
-  const cur = await stateAt(run.t, st.path, run.retyped);
-  if ('blocked' in cur) {
-    run.kept.push(`${st.path}: left as it is (${cur.blocked})`);
-    return;
-  }
-  if (same(cur.entry, st.pre)) return;
-  if (cur.entry !== null && !(st.post && same(cur.entry, st.post) && (await unplace(run, st)))) {
-    run.kept.push(`${st.path}: changed by someone else since, left as it is`);
-    return;
-  }
-  if (!st.pre) return;
-  if (cur.parentGone && cur.entry === null) {
-    run.kept.push(`${st.path}: its parent directory is gone, so it stays absent`);
-    return;
-  }
-  await restore(run, st);
+  await atStep(run, st, async (cur, at) => {
+    if ('blocked' in cur) {
+      run.kept.push(`${st.path}: left as it is (${cur.blocked})`);
+      return;
+    }
+    if (same(cur.entry, st.pre)) return;
+    if (cur.entry !== null && !(st.post && same(cur.entry, st.post) && (await unplace(run, st, at!)))) {
+      run.kept.push(`${st.path}: changed by someone else since, left as it is`);
+      return;
+    }
+    if (!st.pre) return;
+    if (cur.entry === null && cur.parentGone) {
+      run.kept.push(`${st.path}: its parent directory is gone, so it stays absent`);
+      return;
+    }
+    if (cur.entry === null && placedAlready(run, st)) {
+      // A delete (or rename) is an edit: what the user removed after the apply put it there is not brought back.
+      run.kept.push(`${st.path}: removed or renamed by someone else after the apply put it there, so it stays absent`);
+      return;
+    }
+    await restore(run, st, at!);
+  });
 }
 
 /** Every step back, last first: DIR ends as the base had it, except paths someone else changed (returned, with why). */
@@ -256,4 +319,15 @@ export async function rollBack(run: StepRun): Promise<string[]> {
     await backward(run, st);
   }
   return run.kept;
+}
+
+/** Did change `index`'s path end as planned: `final` going forward, the base's entry after a rollback? */
+export function settledAs(run: StepRun, direction: 'forward' | 'backward'): (index: number) => Promise<boolean> {
+  return async (index) => {
+    const st = run.steps.find((x) => x.index === index && x.pre !== null);
+    if (!st) return false;
+    const cur = await atStep(run, st, async (c) => c);
+    if ('blocked' in cur) return false;
+    return same(cur.entry, direction === 'forward' ? st.final : st.pre);
+  };
 }

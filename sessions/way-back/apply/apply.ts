@@ -16,9 +16,9 @@ import type { Intent } from '../../records/journal.js';
 import { readSession, type StoreContext } from '../../records/session-record.js';
 import { lastCheckpointChanges } from '../patch.js';
 import { applyDetail, applySteps, type ApplyPhase, type Step } from './plan.js';
-import { copyOut, openStaging, removeStaging, stagingOf } from './staging.js';
-import { rollBack, runForward, type StepRun } from './apply-steps.js';
-import { checkTarget, openTarget, retypedPaths, withTargetLock, type Target } from './target.js';
+import { closeStaging, copyOut, handles, openStaging, removeStaging, stagingOf } from './staging.js';
+import { rollBack, runForward, settledAs, type StepRun } from './apply-steps.js';
+import { checkTarget, closeTarget, openTarget, retypedPaths, withTargetLock, type Target } from './target.js';
 
 export interface ApplyResult {
   session: string;
@@ -66,7 +66,7 @@ function conflictError(name: string, dir: string, bad: string[]): PdbError {
 async function stageAll(run: StepRun, onProgress?: ProgressFn): Promise<void> {
   await openStaging(run.t, run.s, true);
   const items = run.steps.flatMap((st: Step) => (st.post && st.post.kind !== 'dir' ? [{ entry: st.post, name: String(st.index) }] : []));
-  await copyOut(run.store, run.t, run.s.files, items, onProgress);
+  await copyOut(run.store, run.t, handles(run.s).files, items, onProgress);
 }
 
 /** A failure part way: roll back what was done and drop the intent, or keep it for gc when the rollback fails too. */
@@ -77,13 +77,15 @@ async function undo(ctx: StoreContext, run: StepRun, op: Operation, err: unknown
   try {
     kept = await rollBack(run);
   } catch (again) {
+    closeStaging(run.s);
     const e = again as Error;
     throw new PdbError(isPdbError(err) ? err.code : 'E_IO', `${(err as Error).message}; rolling back failed too: ${e.message}`, {
       cause: err,
       hint: 'pdb-env gc finishes the rollback once the cause is fixed (pdb-env doctor shows it).',
     });
   }
-  await removeStaging(run.t, run.s).catch(() => undefined); // what is left there is bytes only; doctor does not need it
+  // Bytes only are left there; a base entry moved aside for a path not as before is kept, not deleted.
+  await removeStaging(run.t, run.s, settledAs(run, 'backward'), kept).catch(() => undefined);
   await op.finish();
   if (kept.length === 0 || !isPdbError(err)) throw err;
   throw new PdbError(err.code, `${err.message}; left as they are: ${kept.join('; ')}`, { cause: err, hint: err.hint, path: err.path });
@@ -100,16 +102,20 @@ export async function applySession(
   if (!wanted)
     throw new PdbError('E_USAGE', `session "${name}" has no source directory to apply to`, { hint: `pdb-env apply ${name} --to DIR` });
   const t = await openTarget(wanted, name);
-  const of = await lastCheckpointChanges(ctx, name);
-  const steps = applySteps(of.changes);
-  return withTargetLock(ctx, t, async () => {
-    await refuseUnfinished(ctx, t);
-    const check = await checkTarget(t, of.changes, options.onProgress);
-    if (check.conflicts.length > 0) throw conflictError(name, t.dir, check.conflicts);
-    const result = { session: name, dir: t.dir, changes: of.changes.length, written: 0, deleted: 0, alreadyApplied: check.done };
-    if (check.done) return result;
-    return { ...result, ...(await applyChanges(ctx, name, t, of.changeset!, steps, retypedPaths(of.changes), options.onProgress)) };
-  });
+  try {
+    const of = await lastCheckpointChanges(ctx, name);
+    const steps = applySteps(of.changes);
+    return await withTargetLock(ctx, t, async () => {
+      await refuseUnfinished(ctx, t);
+      const check = await checkTarget(t, of.changes, options.onProgress);
+      if (check.conflicts.length > 0) throw conflictError(name, t.dir, check.conflicts);
+      const result = { session: name, dir: t.dir, changes: of.changes.length, written: 0, deleted: 0, alreadyApplied: check.done };
+      if (check.done) return result;
+      return { ...result, ...(await applyChanges(ctx, name, t, of.changeset!, steps, retypedPaths(of.changes), options.onProgress)) };
+    });
+  } finally {
+    closeTarget(t);
+  }
 }
 
 /** Stage, move the phase to applying, run every step; a failure part way is rolled back. */
@@ -145,7 +151,7 @@ async function applyChanges(
   } catch (err) {
     return undo(ctx, run, op, err);
   }
-  await removeStaging(t, run.s);
+  await removeStaging(t, run.s, settledAs(run, 'forward'), run.kept);
   await op.finish();
   return counts;
 }

@@ -12,9 +12,9 @@ import type { Intent } from '../../records/journal.js';
 import type { StoreContext } from '../../records/session-record.js';
 import { setPhase } from './apply.js';
 import { readApplyIntent, type ApplyDetail } from './plan.js';
-import { openStaging, removeStaging, stagingOf } from './staging.js';
-import { rollBack, runForward, type StepRun } from './apply-steps.js';
-import { lstatOr, retypedPaths, withTargetLock, type Target } from './target.js';
+import { closeStaging, openStaging, removeStaging, stagingOf } from './staging.js';
+import { rollBack, runForward, settledAs, type StepRun } from './apply-steps.js';
+import { closeTarget, lstatOr, openTargetHandle, retypedPaths, withTargetLock, type Target } from './target.js';
 
 export interface ApplyRecovery {
   /** What was done (or, dry run, would be), one line. */
@@ -45,16 +45,23 @@ async function targetOf(detail: ApplyDetail, id: string): Promise<Target | 'gone
       },
     );
   if (!st.isDirectory() || String(st.ino) !== detail.ino) return 'replaced';
-  return { dir: detail.dir, dev: st.dev, ino: st.ino, filesystem: mountContaining(detail.dir)?.mountPoint ?? detail.dir };
+  const root = openTargetHandle(detail.dir, st.dev, st.ino);
+  if (!root) return 'replaced';
+  return { dir: detail.dir, dev: st.dev, ino: st.ino, filesystem: mountContaining(detail.dir)?.mountPoint ?? detail.dir, root };
 }
 
-/** Forward; on a conflict or failure, roll back instead. Returns what happened. */
-async function finish(ctx: StoreContext, intent: Intent, run: StepRun, who: string): Promise<ApplyRecovery> {
+/** Forward; on a conflict or failure, roll back instead. Returns what happened, and which way the steps went. */
+async function finish(
+  ctx: StoreContext,
+  intent: Intent,
+  run: StepRun,
+  who: string,
+): Promise<ApplyRecovery & { went: 'forward' | 'backward' }> {
   try {
     await openStaging(run.t, run.s, true);
     await runForward(run);
     const kept = run.kept.length ? { note: `the apply of ${who} into ${run.t.dir} is finished; ${run.kept.join('; ')}` } : {};
-    return { action: `finish apply of ${who} into ${run.t.dir}`, ...kept };
+    return { action: `finish apply of ${who} into ${run.t.dir}`, ...kept, went: 'forward' };
   } catch (err) {
     if (!(err instanceof PdbError) || err.code === 'E_BAD_PATH' || err.code === 'E_CROSS_DEVICE') throw err; // the staging is not ours to use
     await setPhase(ctx, intent, 'rolling-back');
@@ -63,6 +70,7 @@ async function finish(ctx: StoreContext, intent: Intent, run: StepRun, who: stri
     return {
       action: `roll back apply of ${who} into ${run.t.dir} (${why})`,
       note: `the apply of ${who} into ${run.t.dir} could not be finished and was rolled back (${why}); run it again once that is fixed`,
+      went: 'backward',
     };
   }
 }
@@ -81,25 +89,36 @@ export async function recoverApply(ctx: StoreContext, intent: Intent, dryRun: bo
     return { action: `quarantine apply intent ${intent.id}: ${why}; nothing was run`, quarantine: why };
   }
   const verbs = { staging: 'remove the staging of', applying: 'finish', 'rolling-back': 'finish rolling back' } as const;
-  if (dryRun) return { action: `${verbs[detail.phase]} apply of ${who} into ${t.dir}` };
-  return withTargetLock(
-    ctx,
-    t,
-    async () => {
-      const run: StepRun = { store: ctx.store, t, s: stagingOf(t, intent.id), steps, retyped: retypedPaths(changes), kept: [] };
-      let out: ApplyRecovery;
-      if (detail.phase === 'staging') out = { action: `remove the staging of an apply into ${t.dir}` };
-      else if (detail.phase === 'applying') out = await finish(ctx, intent, run, who);
-      else {
-        await openStaging(t, run.s, true);
-        const kept = await rollBack(run);
-        out = {
-          action: `finish rolling back apply of ${who} into ${t.dir}${kept.length ? ` (left as they are: ${kept.join('; ')})` : ''}`,
-        };
-      }
-      await removeStaging(t, run.s);
-      return out;
-    },
-    0,
-  );
+  try {
+    if (dryRun) return { action: `${verbs[detail.phase]} apply of ${who} into ${t.dir}` };
+    return await withTargetLock(
+      ctx,
+      t,
+      async () => {
+        const run: StepRun = { store: ctx.store, t, s: stagingOf(t, intent.id), steps, retyped: retypedPaths(changes), kept: [] };
+        try {
+          let out: ApplyRecovery;
+          let went: 'forward' | 'backward' = 'backward';
+          if (detail.phase === 'staging') out = { action: `remove the staging of an apply into ${t.dir}` };
+          else if (detail.phase === 'applying') ({ went, ...out } = await finish(ctx, intent, run, who));
+          else {
+            await openStaging(t, run.s, true);
+            const kept = await rollBack(run);
+            out = {
+              action: `finish rolling back apply of ${who} into ${t.dir}${kept.length ? ` (left as they are: ${kept.join('; ')})` : ''}`,
+            };
+          }
+          // A base entry moved aside whose path did not end as planned is kept in DIR/.pdb/kept, never deleted.
+          const moved: string[] = [];
+          await removeStaging(t, run.s, settledAs(run, went), moved);
+          return moved.length ? { ...out, note: [out.note, moved.join('; ')].filter(Boolean).join('; ') } : out;
+        } finally {
+          closeStaging(run.s);
+        }
+      },
+      0,
+    );
+  } finally {
+    closeTarget(t);
+  }
 }

@@ -4,137 +4,280 @@
 // model's verified copy); `displaced/<i>` the base's entry moved aside, kept until the apply
 // commits so a rollback can put it back; `DIR/.pdb/kept/` what could not be put back and is
 // not known bytes (a user's edit moved aside just before a crash), kept and reported, never
-// deleted. Every staging directory is lstat'ed before use: a link,
-// a file or another device in its place is refused, never followed. What recovery finds there is
-// checked against the Changeset again, and staged anew from the store when it does not match.
-import { mkdir, readlink, rename, rmdir, symlink, unlink } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+// deleted. Each staging directory is opened from DIR's handle without following a link and held
+// open (model/os/dir-handle.ts): a link, a file or another device in its place is refused, and a
+// link swapped in later is never written through. What recovery finds there is checked against
+// the Changeset again, and staged anew from the store when it does not match. A base entry moved
+// aside is deleted only once its path ended as planned; otherwise it is kept.
+import { join } from 'node:path';
+import type { Digest } from '../../../model/canonical-json.js';
 import { PdbError, isPdbError, osErrorCode } from '../../../model/errors.js';
-import { removeTree } from '../../../model/os/remove-tree.js';
-import { hashPaths } from '../../../model/scan/scan.js';
+import {
+  closeDir,
+  handlePath,
+  hashFileAt,
+  listAt,
+  mkdirAt,
+  openDirAt,
+  readlinkAt,
+  renameAt,
+  rmdirAt,
+  rmTreeAt,
+  statAt,
+  symlinkAt,
+  writeFileAt,
+  type DirHandle,
+} from '../../../model/os/dir-handle.js';
 import type { ProgressFn } from '../../../model/progress.js';
 import type { ObjectStore } from '../../../model/store/object-store.js';
 import type { Entry } from '../../../model/snapshot.js';
 import { copyObjectsOut, type ObjectCopy } from '../copy-out.js';
-import { lstatOr, targetError, type Target } from './target.js';
+import { targetError, type Target } from './target.js';
 
 export const STAGING_ROOT = '.pdb';
 
+/** The handles of an open staging. */
+interface StagingHandles {
+  root: DirHandle;
+  dir: DirHandle;
+  files: DirHandle;
+  displaced: DirHandle;
+  /** `placed/<i>`: an empty mark made before change i's staged entry is linked into place (absent in a staging made before it was kept). */
+  placed: DirHandle | null;
+}
+
 export interface Staging {
-  /** DIR/.pdb, DIR/.pdb/apply-<id>, and its two halves. */
+  /** DIR/.pdb, DIR/.pdb/apply-<id>, and its two halves (paths: for messages). */
   root: string;
   dir: string;
   files: string;
   displaced: string;
   /** DIR/.pdb/kept: what an apply moved aside and could not put back (never deleted by pdb-env). */
   kept: string;
+  /** The name of DIR/.pdb/apply-<id>. */
+  name: string;
+  /** Set by openStaging; closeStaging lets them go. */
+  h: StagingHandles | null;
 }
 
 export function stagingOf(t: Target, intentId: string): Staging {
   const root = join(t.dir, STAGING_ROOT);
-  const dir = join(root, `apply-${intentId}`);
-  return { root, dir, files: join(dir, 'files'), displaced: join(dir, 'displaced'), kept: join(root, 'kept') };
+  const name = `apply-${intentId}`;
+  const dir = join(root, name);
+  return { root, dir, name, files: join(dir, 'files'), displaced: join(dir, 'displaced'), kept: join(root, 'kept'), h: null };
 }
-
-export const stagedFile = (s: Staging, index: number) => join(s.files, String(index));
-export const displacedFile = (s: Staging, index: number) => join(s.displaced, String(index));
 
 /**
- * Check each staging directory is a real directory on DIR's device (E_BAD_PATH for a link or a
- * file, E_CROSS_DEVICE for a mount); with `make`, make the missing ones. False when one is missing.
+ * Mark change i as linked into place (before the link: a crash after the mark and before the link
+ * leaves the staged entry, which says it was not).
  */
-export async function openStaging(t: Target, s: Staging, make: boolean): Promise<boolean> {
-  return realDirs(t, [s.root, s.dir, s.files, s.displaced], make);
-}
-
-async function realDirs(t: Target, dirs: string[], make: boolean): Promise<boolean> {
-  for (const d of dirs) {
-    let st = await lstatOr(d);
-    if (!st && make) {
-      await mkdir(d).catch((err: unknown) => {
-        if (osErrorCode(err) !== 'EEXIST') throw targetError(t, err, 'making the staging of the apply', d);
-      });
-      st = await lstatOr(d);
-    }
-    if (!st) return false;
-    if (!st.isDirectory())
-      throw new PdbError(
-        'E_BAD_PATH',
-        `${d} is ${st.isSymbolicLink() ? 'a symlink' : 'not a directory'}: apply stages only in a directory of its own and never follows a link`,
-        {
-          path: d,
-          hint: `Move ${d} away (pdb-env's staging: nothing else belongs in ${STAGING_ROOT}), then apply again; pdb-env gc then finishes an interrupted apply.`,
-        },
-      );
-    if (st.dev !== t.dev)
-      throw new PdbError('E_CROSS_DEVICE', `${d} is on another filesystem than ${t.dir}: staged files could not be renamed into place`, {
-        path: d,
-        hint: `Unmount or move ${d} away, then apply again (pdb-env gc finishes an interrupted apply).`,
-      });
-  }
-  return true;
-}
-
-/** Move `from` into DIR/.pdb/kept under a name of its own (apply-<id>.<change index>[.n]); where it went. */
-export async function keepAside(t: Target, s: Staging, from: string, index: number): Promise<string> {
-  await realDirs(t, [s.root, s.kept], true);
-  for (let n = 0; ; n++) {
-    const to = join(s.kept, `${basename(s.dir)}.${index}${n ? `.${n}` : ''}`);
-    if (await lstatOr(to)) continue;
-    await rename(from, to).catch((err: unknown) => {
-      throw targetError(t, err, 'keeping an entry the apply moved aside', from);
-    });
-    return to;
+export function markPlaced(t: Target, s: Staging, index: number): void {
+  const h = handles(s).placed;
+  if (!h) return;
+  try {
+    writeFileAt(h, String(index), '');
+  } catch (err) {
+    if (osErrorCode(err) !== 'EEXIST') throw targetError(t, err, 'marking a change as placed', join(s.dir, 'placed', String(index)));
   }
 }
 
-/** Remove the staging (when it is still ours: real directories of DIR), and DIR/.pdb once it is empty. */
-export async function removeStaging(t: Target, s: Staging): Promise<void> {
-  if (await realDirs(t, [s.root, s.dir], false)) await removeTree(s.dir);
-  await rmdir(s.root).catch(() => undefined); // not empty (another apply, a user's file) or gone: left as it is
+/** Was change i's staged entry linked into place (its mark made and the staged entry gone)? */
+export function wasPlaced(s: Staging, index: number): boolean {
+  const h = handles(s);
+  return !!h.placed && statAt(h.placed, String(index)) !== null && statAt(h.files, String(index)) === null;
 }
 
-/** Does `file` hold `e` (kind, bytes, exec bit; a symlink's target)? Never follows a link. */
-export async function holds(file: string, e: Entry): Promise<boolean> {
-  const st = await lstatOr(file);
-  if (!st) return false;
-  if (e.kind === 'symlink') return st.isSymbolicLink() && (await readlink(file)) === e.target;
-  if (e.kind !== 'file' || !st.isFile() || Number(st.size) !== e.size || ((st.mode & 0o111n) !== 0n) !== e.exec) return false;
-  return (await hashPaths([file]))[0] === e.digest;
+/** A slot of the staging: a directory handle and a name in it. */
+export interface Slot {
+  h: DirHandle;
+  name: string;
 }
 
-/** Remove whatever is at a staging path (a stale or tampered copy), never following it. */
-export async function clearStaged(t: Target, file: string): Promise<void> {
-  const st = await lstatOr(file);
-  if (!st) return;
-  await (st.isDirectory() ? removeTree(file) : unlink(file)).catch((err: unknown) => {
-    if (osErrorCode(err) !== 'ENOENT') throw targetError(t, err, 'clearing the staging', file);
+/** The handles of an open staging (openStaging first). */
+export function handles(s: Staging): StagingHandles {
+  if (!s.h) throw new PdbError('E_INTERNAL', `the staging ${s.dir} is not open`);
+  return s.h;
+}
+
+export const stagedFile = (s: Staging, index: number): Slot => ({ h: handles(s).files, name: String(index) });
+export const displacedFile = (s: Staging, index: number): Slot => ({ h: handles(s).displaced, name: String(index) });
+
+function badPath(d: string, what: string): PdbError {
+  return new PdbError('E_BAD_PATH', `${d} is ${what}: apply stages only in a directory of its own and never follows a link`, {
+    path: d,
+    hint: `Move ${d} away (pdb-env's staging: nothing else belongs in ${STAGING_ROOT}), then apply again; pdb-env gc then finishes an interrupted apply.`,
   });
 }
 
 /**
- * Copy the bytes of `items` (files and symlinks) out of the store into their staging paths; files
- * hashed on the way (copy-out.ts): E_OBJECT_CORRUPT or E_OBJECT_MISSING names the path.
+ * Open (with `make`, make) the directory `name` in `parent` as a real directory on DIR's device,
+ * never following a link: E_BAD_PATH for a link or a file, E_CROSS_DEVICE for a mount. Null when
+ * it is missing (and not made).
+ */
+function realDir(t: Target, parent: DirHandle, name: string, path: string, make: boolean): DirHandle | null {
+  if (make)
+    try {
+      mkdirAt(parent, name);
+    } catch (err) {
+      if (osErrorCode(err) !== 'EEXIST') throw targetError(t, err, 'making the staging of the apply', path);
+    }
+  const st = statAt(parent, name);
+  if (!st) return null;
+  if (!st.isDirectory()) throw badPath(path, st.isSymbolicLink() ? 'a symlink' : 'not a directory');
+  let h: DirHandle;
+  try {
+    h = openDirAt(parent, name);
+  } catch (err) {
+    const code = osErrorCode(err);
+    if (code === 'ENOENT') return null;
+    if (code === 'ELOOP' || code === 'ENOTDIR') throw badPath(path, 'a symlink or file now');
+    throw targetError(t, err, 'opening the staging of the apply', path);
+  }
+  if (h.dev !== t.dev) {
+    closeDir(h);
+    throw new PdbError('E_CROSS_DEVICE', `${path} is on another filesystem than ${t.dir}: staged files could not be renamed into place`, {
+      path,
+      hint: `Unmount or move ${path} away, then apply again (pdb-env gc finishes an interrupted apply).`,
+    });
+  }
+  return h;
+}
+
+/**
+ * Open each staging directory from DIR's handle (E_BAD_PATH for a link or a file, E_CROSS_DEVICE
+ * for a mount); with `make`, make the missing ones. False when one is missing. Open already: true.
+ */
+export async function openStaging(t: Target, s: Staging, make: boolean): Promise<boolean> {
+  if (s.h) return true;
+  const got: DirHandle[] = [];
+  try {
+    const root = realDir(t, t.root, STAGING_ROOT, s.root, make);
+    if (root) got.push(root);
+    const dir = root && realDir(t, root, s.name, s.dir, make);
+    if (dir) got.push(dir);
+    const files = dir && realDir(t, dir, 'files', s.files, make);
+    if (files) got.push(files);
+    const displaced = dir && realDir(t, dir, 'displaced', s.displaced, make);
+    if (displaced) got.push(displaced);
+    if (!root || !dir || !files || !displaced) {
+      got.forEach(closeDir);
+      return false;
+    }
+    const placed = realDir(t, dir, 'placed', join(s.dir, 'placed'), make);
+    s.h = { root, dir, files, displaced, placed };
+    return true;
+  } catch (err) {
+    got.forEach(closeDir);
+    throw err;
+  }
+}
+
+/** Let go of the staging's handles. */
+export function closeStaging(s: Staging): void {
+  if (!s.h) return;
+  for (const h of Object.values(s.h)) closeDir(h as DirHandle | null);
+  s.h = null;
+}
+
+/** Move the slot into DIR/.pdb/kept under a name of its own (apply-<id>.<change index>[.n]); where it went. */
+export async function keepAside(t: Target, s: Staging, from: Slot, index: number): Promise<string> {
+  const root = handles(s).root;
+  const kept = realDir(t, root, 'kept', s.kept, true)!;
+  try {
+    for (let n = 0; ; n++) {
+      const name = `${s.name}.${index}${n ? `.${n}` : ''}`;
+      if (statAt(kept, name)) continue;
+      try {
+        renameAt(from.h, from.name, kept, name, { noReplace: true });
+      } catch (err) {
+        if (osErrorCode(err) === 'EEXIST') continue;
+        throw targetError(t, err, 'keeping an entry the apply moved aside', join(from.h.path, from.name));
+      }
+      return join(s.kept, name);
+    }
+  } finally {
+    closeDir(kept);
+  }
+}
+
+/**
+ * Remove the staging (when it is still ours: real directories of DIR), and DIR/.pdb once it is
+ * empty. `settled(i)` says whether change i's path ended as planned: a base entry moved aside for
+ * one that did not is kept in DIR/.pdb/kept (with why in `kept`), never deleted.
+ */
+export async function removeStaging(
+  t: Target,
+  s: Staging,
+  settled: (index: number) => Promise<boolean> = async () => true,
+  kept: string[] = [],
+): Promise<void> {
+  try {
+    if (!(await openStaging(t, s, false))) return;
+    const h = handles(s);
+    for (const name of listAt(h.displaced)) {
+      const index = Number(name);
+      if (Number.isInteger(index) && String(index) === name && (await settled(index))) continue;
+      kept.push(
+        `change ${name}: the base's entry moved aside, its path not as planned; kept as ${await keepAside(t, s, { h: h.displaced, name }, Number.isInteger(index) ? index : -1)}`,
+      );
+    }
+    rmTreeAt(h.root, s.name);
+  } finally {
+    const root = s.h?.root;
+    if (root)
+      try {
+        rmdirAt(t.root, STAGING_ROOT);
+      } catch {
+        // not empty (another apply, kept entries, a user's file) or gone: left as it is
+      }
+    closeStaging(s);
+  }
+}
+
+/** Does the slot hold `e` (kind, bytes, exec bit; a symlink's target)? Never follows a link. */
+export async function holds(slot: Slot, e: Entry): Promise<boolean> {
+  const st = statAt(slot.h, slot.name);
+  if (!st) return false;
+  if (e.kind === 'symlink') return st.isSymbolicLink() && readlinkAt(slot.h, slot.name) === e.target;
+  if (e.kind !== 'file' || !st.isFile() || st.size !== e.size || ((st.mode & 0o111) !== 0) !== e.exec) return false;
+  const hex = hashFileAt(slot.h, slot.name);
+  return hex !== null && (`sha256:${hex}` as Digest) === e.digest;
+}
+
+/** Remove whatever is at a staging slot (a stale or tampered copy), never following it. */
+export async function clearStaged(t: Target, slot: Slot): Promise<void> {
+  try {
+    rmTreeAt(slot.h, slot.name);
+  } catch (err) {
+    if (osErrorCode(err) !== 'ENOENT') throw targetError(t, err, 'clearing the staging', join(slot.h.path, slot.name));
+  }
+}
+
+/**
+ * Copy the bytes of `items` (files and symlinks) out of the store into the staging directory
+ * `dir`; files hashed on the way (copy-out.ts), written through the directory's handle:
+ * E_OBJECT_CORRUPT or E_OBJECT_MISSING names the path.
  */
 export async function copyOut(
   store: ObjectStore,
   t: Target,
-  dir: string,
+  dir: DirHandle,
   items: Array<{ entry: Entry; name: string }>,
   onProgress?: ProgressFn,
 ): Promise<void> {
   const files: ObjectCopy[] = [];
   for (const { entry: e, name } of items) {
-    const dst = join(dir, name);
     if (e.kind === 'symlink')
-      await symlink(e.target, dst).catch((err: unknown) => {
-        throw targetError(t, err, `staging ${e.path}`, dst);
-      });
+      try {
+        symlinkAt(e.target, dir, name);
+      } catch (err) {
+        throw targetError(t, err, `staging ${e.path}`, join(dir.path, name));
+      }
     else if (e.kind === 'file') files.push({ path: e.path, digest: e.digest, size: e.size, exec: e.exec, name });
   }
-  await copyObjectsOut(store, dir, files, onProgress).catch((err: unknown) => {
+  await copyObjectsOut(store, handlePath(dir), files, onProgress).catch((err: unknown) => {
     throw isPdbError(err, 'E_OBJECT_CORRUPT') || isPdbError(err, 'E_OBJECT_MISSING')
       ? err
-      : targetError(t, err, 'staging the changes', dir);
+      : targetError(t, err, 'staging the changes', dir.path);
   });
 }

@@ -1,16 +1,29 @@
 // The directory an apply writes into, and what is at a path in it. DIR is a real directory outside
 // every store (not a session root, not the store); it is named by its real path and bound to its
-// device and inode, so recovery can tell it from a directory put in its place. A path's state is
-// read without following anything: every parent must be a real directory on DIR's device (a
-// symlink, a file or a mount in the way is a conflict, never written through), and the entry
-// itself is lstat'ed, its bytes hashed by the model's hasher.
-import { lstat, readdir, readlink, realpath } from 'node:fs/promises';
+// device and inode, so recovery can tell it from a directory put in its place, and held open as a
+// directory handle (model/os/dir-handle.ts) that every read and write of a step starts from. A
+// path's state is read without following anything: every parent is opened from the one before
+// with O_NOFOLLOW and must be a directory on DIR's device (a symlink, a file or a mount in the way
+// is a conflict, never written through, even when it is swapped in between the look and the
+// open), and the entry itself is looked at in its parent's handle, its bytes hashed from there.
+import { lstat, realpath } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { BigIntStats } from 'node:fs';
+import type { Digest } from '../../../model/canonical-json.js';
 import { PdbError, isPdbError, osErrorCode, toPdbError } from '../../../model/errors.js';
+import {
+  closeDir,
+  hashFileAt,
+  listAt,
+  openDirAt,
+  openRoot,
+  readlinkAt,
+  statAt,
+  type AtStat,
+  type DirHandle,
+} from '../../../model/os/dir-handle.js';
 import { mountContaining } from '../../../model/os/mounts.js';
 import { progressCounter, type ProgressFn } from '../../../model/progress.js';
-import { hashPaths } from '../../../model/scan/scan.js';
 import { entryKey, type Change, type Entry } from '../../../model/snapshot.js';
 import { SHORT_LOCK_WAIT_MS, tryLock } from '../../locks/lock.js';
 import { ensureRealDir } from '../../locks/safe-fs.js';
@@ -24,6 +37,26 @@ export interface Target {
   ino: bigint;
   /** The mount point DIR is on (an E_NO_SPACE hint names it). */
   filesystem: string;
+  /** DIR opened as a directory handle: every step's parents are opened from it. closeTarget() lets it go. */
+  root: DirHandle;
+}
+
+/** Let go of DIR's handle. */
+export function closeTarget(t: Target | null | undefined): void {
+  if (t) closeDir(t.root);
+}
+
+/** Open `dir` as a target's handle, and check it is the directory named (device and inode); null when it is not. */
+export function openTargetHandle(dir: string, dev: bigint, ino: bigint): DirHandle | null {
+  let h: DirHandle;
+  try {
+    h = openRoot(dir);
+  } catch {
+    return null; // a link, no directory, gone: not the directory the apply is for
+  }
+  if (h.dev === dev && h.ino === ino) return h;
+  closeDir(h);
+  return null;
 }
 
 /** What is at a path: an entry, nothing (`absent`: also below a parent that is gone), or something the contract cannot hold. */
@@ -67,7 +100,12 @@ export async function openTarget(wanted: string, name: string): Promise<Target> 
         hint: `Apply into a directory outside the store (pdb-env apply ${name} --to DIR); to change another session, work in it.`,
       },
     );
-  return { dir, dev: st.dev, ino: st.ino, filesystem: mountContaining(dir)?.mountPoint ?? dir };
+  const root = openTargetHandle(dir, st.dev, st.ino);
+  if (!root)
+    throw new PdbError('E_SOURCE_MISSING', `${dir} changed while it was opened (moved or replaced)`, {
+      hint: `pdb-env apply ${name} --to DIR`,
+    });
+  return { dir, dev: st.dev, ino: st.ino, filesystem: mountContaining(dir)?.mountPoint ?? dir, root };
 }
 
 /** DIR is still the directory opened: a directory with the same device and inode (E_APPLY_CONFLICT otherwise). */
@@ -79,34 +117,97 @@ export async function recheckTarget(t: Target): Promise<void> {
     });
 }
 
-const what = (st: BigIntStats, t: Target) =>
+const what = (st: AtStat, t: Target) =>
   st.isSymbolicLink() ? 'a symlink' : !st.isDirectory() ? 'not a directory' : st.dev !== t.dev ? 'on another filesystem (a mount)' : '';
 
+/** Where a step's path is: its parent's handle (the caller closes it) and its name; or absent, or blocked. */
+export type ParentAt = { parent: DirHandle; name: string } | { entry: null; parentGone: true } | { blocked: string };
+
+const isLinkRefusal = (err: unknown) => ['ELOOP', 'ENOTDIR', 'EXDEV', 'ESTALE'].includes(osErrorCode(err) ?? '');
+
 /**
- * The state of `path` in DIR. `retyped` names the paths the apply itself turns from a directory
- * into something else or back: while one is not a directory, nothing exists below it. Any other
- * parent that is not a real directory of DIR blocks.
+ * Open the parent of `path` in DIR, each component from the one before without following a link.
+ * `retyped` names the paths the apply itself turns from a directory into something else or back:
+ * while one is not a directory, nothing exists below it. Any other parent that is not a real
+ * directory of DIR blocks, also when it turns into one between the look and the open.
  */
-export async function stateAt(t: Target, path: string, retyped: ReadonlySet<string> = new Set()): Promise<PathState> {
+export function parentAt(t: Target, path: string, retyped: ReadonlySet<string> = new Set()): ParentAt {
   const parts = path.split('/');
-  for (let i = 1; i < parts.length; i++) {
-    const parent = parts.slice(0, i).join('/');
-    const st = await lstatOr(join(t.dir, parent));
-    if (!st) return { entry: null, parentGone: true };
-    const wrong = what(st, t);
-    if (!wrong) continue;
-    if (retyped.has(parent) && !st.isDirectory()) return { entry: null, parentGone: true };
-    return { blocked: `its parent ${parent} is ${wrong}` };
+  let cur = t.root;
+  const up = () => {
+    if (cur !== t.root) closeDir(cur);
+  };
+  try {
+    for (let i = 0; i < parts.length - 1; i++) {
+      const parent = parts.slice(0, i + 1).join('/');
+      const st = statAt(cur, parts[i]!);
+      if (!st) return (up(), { entry: null, parentGone: true });
+      const wrong = what(st, t);
+      if (wrong) {
+        up();
+        if (retyped.has(parent) && !st.isDirectory()) return { entry: null, parentGone: true };
+        return { blocked: `its parent ${parent} is ${wrong}` };
+      }
+      let next: DirHandle;
+      try {
+        next = openDirAt(cur, parts[i]!);
+      } catch (err) {
+        up();
+        if (osErrorCode(err) === 'ENOENT') return { entry: null, parentGone: true };
+        if (isLinkRefusal(err)) return { blocked: `its parent ${parent} was replaced by a link or file just now` };
+        throw toPdbError(err, 'E_IO', { action: 'opening a directory of the target', path: `${t.dir}/${parent}` });
+      }
+      up();
+      cur = next;
+      if (cur.dev !== t.dev) return (up(), { blocked: `its parent ${parent} is on another filesystem (a mount)` });
+    }
+  } catch (err) {
+    up();
+    throw isPdbError(err) ? err : toPdbError(err, 'E_IO', { action: 'checking the target', path: `${t.dir}/${path}` });
   }
-  const full = join(t.dir, path);
-  const st = await lstatOr(full);
-  if (!st) return { entry: null, parentGone: false };
-  if (st.isDirectory())
-    return st.dev === t.dev ? { entry: { path, kind: 'dir' }, parentGone: false } : { blocked: 'it is on another filesystem (a mount)' };
-  if (st.isSymbolicLink()) return { entry: { path, kind: 'symlink', target: await readlink(full) }, parentGone: false };
-  if (!st.isFile()) return { blocked: 'it is not a file, directory or symlink' };
-  const [digest] = await hashPaths([full]);
-  return { entry: { path, kind: 'file', digest: digest!, size: Number(st.size), exec: (st.mode & 0o111n) !== 0n }, parentGone: false };
+  return { parent: cur === t.root ? openDirAt(t.root, '.') : cur, name: parts[parts.length - 1]! };
+}
+
+/** The state of `name` in the open directory `parent` (the path `path` of DIR). */
+export function entryIn(t: Target, parent: DirHandle, name: string, path: string): PathState {
+  try {
+    const st = statAt(parent, name);
+    if (!st) return { entry: null, parentGone: false };
+    if (st.isDirectory())
+      return st.dev === t.dev ? { entry: { path, kind: 'dir' }, parentGone: false } : { blocked: 'it is on another filesystem (a mount)' };
+    if (st.isSymbolicLink()) return { entry: { path, kind: 'symlink', target: readlinkAt(parent, name) }, parentGone: false };
+    if (!st.isFile()) return { blocked: 'it is not a file, directory or symlink' };
+    const hex = hashFileAt(parent, name);
+    if (hex === null) return { blocked: 'it changed while it was read' };
+    return {
+      entry: { path, kind: 'file', digest: `sha256:${hex}` as Digest, size: st.size, exec: (st.mode & 0o111) !== 0 },
+      parentGone: false,
+    };
+  } catch (err) {
+    if (osErrorCode(err) === 'ENOENT') return { entry: null, parentGone: false };
+    throw toPdbError(err, 'E_IO', { action: 'checking the target', path: `${t.dir}/${path}` });
+  }
+}
+
+/** The state of `path` in DIR (see parentAt and entryIn). */
+export async function stateAt(t: Target, path: string, retyped: ReadonlySet<string> = new Set()): Promise<PathState> {
+  const at = parentAt(t, path, retyped);
+  if (!('parent' in at)) return at;
+  try {
+    return entryIn(t, at.parent, at.name, path);
+  } finally {
+    closeDir(at.parent);
+  }
+}
+
+/** The names in the directory `path` of DIR (opened without following a link). */
+export function namesIn(t: Target, path: string): string[] {
+  const h = openDirAt(t.root, path, { sameDevice: true });
+  try {
+    return listAt(h);
+  } finally {
+    closeDir(h);
+  }
 }
 
 /** The paths a Changeset retypes (a directory to a file or symlink, or back). */
@@ -147,7 +248,7 @@ export async function checkTarget(
     else if (now(i) === keyOf(c.after)) conflicts.push(`${c.path} (already as the session's result, while other paths are not)`);
     else if (now(i) !== keyOf(c.before)) conflicts.push(c.path);
     else if (c.before?.kind === 'dir' && c.after?.kind !== 'dir')
-      for (const name of await readdir(join(t.dir, c.path))) if (!touched.has(`${c.path}/${name}`)) conflicts.push(`${c.path}/${name}`);
+      for (const name of namesIn(t, c.path)) if (!touched.has(`${c.path}/${name}`)) conflicts.push(`${c.path}/${name}`);
   }
   return { conflicts, done: false };
 }

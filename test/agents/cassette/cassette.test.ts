@@ -1,4 +1,4 @@
-import { lstatSync, readFileSync, readlinkSync, statSync, existsSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { cassetteDigest, loadCassette, parseCassette, type Cassette } from '../../../agents/cassette/cassette.js';
 import { replayCassette } from '../../../agents/cassette/replay.js';
 import { isPdbError } from '../../../model/errors.js';
-import { REPO_ROOT, tempDir, writeTree } from '../../helpers/index.js';
+import { REPO_ROOT, cli, tempDir, writeTree } from '../../helpers/index.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());
@@ -120,6 +120,50 @@ test('replay stops at the first step that cannot be done, and says which', async
     assert.match(r.failure!.message, re);
     assert.not.ok(existsSync(join(root, 'after')), 'nothing after the failed step');
   }
+});
+
+test("steps never pass through a link: the cassette's own link is refused by parse and validate, a link in the tree by replay, before anything is written", async () => {
+  const outside = join(t.dir, 'outside-link');
+  writeTree(outside, { victim: 'keep\n' });
+  const escape = [
+    { action: 'symlink', path: 'esc', target: outside },
+    { action: 'write', path: 'esc/pwned', content: 'x\n' },
+    { action: 'delete', path: 'esc/victim' },
+  ];
+  for (const steps of [
+    escape,
+    [escape[0], { action: 'chmod', path: 'esc/victim', mode: '+x' }],
+    [escape[0], { action: 'mkdir', path: 'esc/made' }],
+    [escape[0], { action: 'rename', from: 'esc', to: 'd/esc' }, { action: 'write', path: 'd/esc/pwned', content: 'x' }],
+  ]) {
+    try {
+      parseCassette(cassette(steps));
+      assert.unreachable(`a step through the cassette's own link must be refused: ${JSON.stringify(steps)}`);
+    } catch (err) {
+      assert.ok(isPdbError(err, 'E_CASSETTE_INVALID'), String(err));
+      assert.match((err as Error).message, /through the link/);
+    }
+  }
+  const file = join(t.dir, 'escape.json');
+  writeFileSync(file, JSON.stringify(cassette(escape)));
+  const v = cli(['validate', file]);
+  assert.is(v.code, 1, v.stdout);
+  assert.match(v.stdout, /through the link/);
+  // A link already in the tree (or made by a shell step): replay refuses the step, writes nothing there.
+  const root = join(t.dir, 'linked-root');
+  writeTree(root, { 'a.txt': 'a\n' });
+  symlinkSync(outside, join(root, 'esc'));
+  for (const step of [escape[1], escape[2], { action: 'chmod', path: 'esc/victim', mode: '+x' }, { action: 'mkdir', path: 'esc/made' }]) {
+    const r = await replayCassette(root, parseCassette(cassette([step])).cassette);
+    assert.ok(r.failure, JSON.stringify(step));
+    assert.match(r.failure!.message, /E_CASSETTE_INVALID|through the link/);
+  }
+  symlinkSync(join(outside, 'victim'), join(root, 'file-link'));
+  const w = await replayCassette(root, parseCassette(cassette([{ action: 'write', path: 'file-link', content: 'x' }])).cassette);
+  assert.ok(w.failure);
+  assert.equal(readdirSync(outside).sort(), ['victim']);
+  assert.is(readFileSync(join(outside, 'victim'), 'utf8'), 'keep\n');
+  assert.is(statSync(join(outside, 'victim')).mode & 0o111, 0);
 });
 
 test.run();

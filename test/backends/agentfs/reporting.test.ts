@@ -1,7 +1,7 @@
 // No unverified claims: `pdb-env backends --json` and receipts carry declared capabilities only for
 // backends probed available; agentfs, unavailable on this host (and with the STAND-IN pinned too),
 // reports its typed reason and no capabilities. Runs the built CLI, as users do.
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -10,6 +10,7 @@ import type { Receipt } from '../../../harness/receipt/receipt-types.js';
 import { validateAgainst } from '../../../model/schemas.js';
 import { cli, tempDir } from '../../helpers/index.js';
 import { STAND_IN, sha256Of, standInEnv } from '../../helpers/agentfs-stand-in.js';
+import { readReceiptFile } from '../../../harness/receipt/envelope.js';
 
 const t = tempDir('pdb-agentfs-report-');
 test.after(() => t.cleanup());
@@ -90,7 +91,7 @@ test('a quick bench: the receipt records capabilities for full-copy and only the
   const r = cli(['bench', '--plan', planFile, '--out', out, '--store', join(t.dir, 'bench-store')], { env: hostEnv() });
   assert.is(r.code, 0, r.stdout + r.stderr);
   const file = readdirSync(out).find((f) => f.endsWith('.json'))!;
-  const receipt = JSON.parse(readFileSync(join(out, file), 'utf8')) as Receipt;
+  const receipt = readReceiptFile(join(out, file)).document as Receipt;
   const agentfs = receipt.backends.find((b) => b.name === 'agentfs')!;
   assert.equal([agentfs.available, agentfs.reason], [false, 'E_AGENTFS_MISSING']);
   assert.not.ok('capabilities' in agentfs);

@@ -11,10 +11,12 @@ import { checkPlan } from '../../../harness/plan/plan.js';
 import { buildRepoPlan, parseBackendList, parseStepArgs } from '../../../harness/plan/repo-plan.js';
 import { findPathIssues } from '../../../harness/receipt/path-free.js';
 import type { Receipt } from '../../../harness/receipt/receipt-types.js';
+import { receiptInconsistencies } from '../../../harness/receipt/consistency.js';
 import { WORKLOADS } from '../../../workloads/registry.js';
 import type { Workload } from '../../../workloads/types.js';
 import { cli, hasCommand, skipPart, tempDir } from '../../helpers/index.js';
 import { makeRepo } from '../../helpers/repo-fixture.js';
+import { readReceiptFile } from '../../../harness/receipt/envelope.js';
 
 const workloads = WORKLOADS as Record<string, Workload>;
 
@@ -133,7 +135,7 @@ test('bench --source DIR --step ...: a receipt, a report, the answer, git-worktr
     const r = cli([...args, '--plan-out', planOut, '--json']);
     assert.is(r.code, git ? 1 : 0, r.stderr.slice(-1500));
     const doc = JSON.parse(r.stdout);
-    const receipt = JSON.parse(readFileSync(doc.receipt, 'utf8')) as Receipt;
+    const receipt = readReceiptFile(doc.receipt).document as Receipt;
     assert.ok(readFileSync(join(doc.report.dir, 'report.md'), 'utf8').includes('What the evidence says'));
     assert.match(doc.report.answer[0], /^web \(repo\) on T1: fastest correct here: full-copy: /);
     assert.is(receipt.cases.find((c) => c.backend === 'full-copy')?.outcome, 'ok');
@@ -146,7 +148,13 @@ test('bench --source DIR --step ...: a receipt, a report, the answer, git-worktr
       assert.match(text.stdout, /mismatch: git-worktree case b0-p\d: \d+ entries differ from full-copy, first: \.env/);
       assert.match(text.stdout, /not correct: git-worktree \(1 mismatch\)/);
     }
-    assert.not.ok(readFileSync(doc.receipt, 'utf8').includes(t.dir), 'no path in the receipt');
+    assert.not.ok(JSON.stringify(readReceiptFile(doc.receipt).document).includes(t.dir), 'no path in the receipt');
+    // The generated plan is kept in the receipt: its digest and its order replay from the receipt alone.
+    assert.is(receipt.plan?.workloads[0]?.params?.source, '${SOURCE}');
+    assert.equal(receiptInconsistencies(receipt), []);
+    const replayed = cli(['validate', '--require-plan', doc.receipt]);
+    assert.is(replayed.code, 0, replayed.stdout + replayed.stderr);
+    assert.not.match(replayed.stdout, 'no plan');
 
     const saved = readFileSync(planOut, 'utf8');
     assert.not.ok(saved.includes(t.dir), 'the saved plan names the source as ${SOURCE}');

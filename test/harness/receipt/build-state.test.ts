@@ -42,6 +42,28 @@ test('a fresh build: a digest of dist (tests and types left out) and package.jso
   assert.is.not(readBuildState(dir).digest, a.digest, 'a changed output changes the digest');
 });
 
+test('the digest covers everything that runs: the .cjs bundles, their V8 code caches and the native addon that loads', () => {
+  const dir = pkg(join(t.dir, 'runs'), 1_800_000_000);
+  mkdirSync(join(dir, 'dist', 'cli'), { recursive: true });
+  writeFileSync(join(dir, 'dist', 'cli', 'cli-bundle.cjs'), '// bundle\n');
+  writeFileSync(join(dir, 'dist', 'cli', 'cli-bundle.cache'), 'cache');
+  const addon = join(dir, 'native', 'build', 'Release', 'pdb_scan.node');
+  mkdirSync(join(dir, 'native', 'build', 'Release'), { recursive: true });
+  writeFileSync(addon, 'not an ELF file: loading it would say why');
+  const seen = new Set([readBuildState(dir).digest]);
+  const change = (file: string, what: string) => {
+    writeFileSync(file, `${what} changed`);
+    const d = readBuildState(dir).digest;
+    assert.not.ok(seen.has(d), `changing ${what} changes the digest`);
+    seen.add(d);
+  };
+  change(join(dir, 'dist', 'cli', 'cli-bundle.cjs'), 'a .cjs bundle');
+  change(join(dir, 'dist', 'cli', 'cli-bundle.cache'), 'a code cache');
+  change(addon, 'the native addon');
+  writeFileSync(join(dir, 'dist', 'cli', 'cli-bundle.d.cts'), 'export {};\n');
+  assert.ok(seen.has(readBuildState(dir).digest), 'a declaration file does not run');
+});
+
 test('a source newer than its output, or without one, is stale: the newest such source is named', () => {
   const dir = pkg(join(t.dir, 'stale'), 1_800_000_000);
   utimesSync(join(dir, 'lib', 'a.ts'), 1_800_000_100, 1_800_000_100);

@@ -10,6 +10,7 @@ import { receiptInconsistencies } from '../../../harness/receipt/consistency.js'
 import type { Receipt } from '../../../harness/receipt/receipt-types.js';
 import { cli, tempDir } from '../../helpers/index.js';
 import { base, workloads } from '../../helpers/bench-workloads.js';
+import { readReceiptFile } from '../../../harness/receipt/envelope.js';
 
 const t = tempDir('pdb-consistency-');
 test.after(() => t.cleanup());
@@ -21,7 +22,7 @@ test.before(async () => {
   const plan = base({ name: 'consistency', backends: ['full-copy', 'overlay'], workloads: [{ name: 'test-count' }], blocks: 2 });
   const r = await runBench({ plan, outDir: join(t.dir, 'out'), storeParent: t.dir, workloads });
   receiptPath = r.receiptPath;
-  original = JSON.parse(readFileSync(receiptPath, 'utf8')) as Receipt;
+  original = readReceiptFile(receiptPath).document as Receipt;
 });
 
 const edited = (name: string, edit: (r: Receipt) => void): string => {

@@ -216,4 +216,30 @@ test('pdb-env validate names the failing pointer and exits 1; accepts a good rec
   }
 });
 
+test('JSON of any depth is a typed answer: the path-free walk does not recurse, and validate refuses a too-deep document of every kind (issue 41)', () => {
+  let deep: unknown = '/tmp/leak';
+  for (let i = 0; i < 100_000; i++) deep = i % 2 ? [deep] : { k: deep };
+  const issues = findPathIssues(deep, NAMES);
+  assert.is(issues.length, 1);
+  assert.match(issues[0]!.pointer, /^\/0\/k\/0\/k/);
+  const t = tempDir();
+  try {
+    const nest = (n: number) => '['.repeat(n) + ']'.repeat(n);
+    const kinds = ['pdb-env-receipt', 'pdb-env-plan', 'pdb-env-cassette', 'pdb-env-policy'];
+    for (const kind of kinds) {
+      const file = join(t.dir, `${kind}.json`);
+      writeFileSync(file, `{"kind":"${kind}","extra":${nest(5000)}}`);
+      const r = cli(['validate', file, '--json']);
+      assert.is(r.code, 1, `${kind}: ${r.stdout}${r.stderr}`);
+      assert.not.match(r.stdout + r.stderr, 'E_INTERNAL', kind);
+      assert.match(r.stdout, /nested deeper than/, kind);
+    }
+    const report = cli(['report', join(t.dir, 'pdb-env-receipt.json'), '--out', join(t.dir, 'out')]);
+    assert.is(report.code, 1, report.stdout + report.stderr);
+    assert.not.match(report.stderr, 'E_INTERNAL');
+  } finally {
+    t.cleanup();
+  }
+});
+
 test.run();

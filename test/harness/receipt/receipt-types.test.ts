@@ -32,6 +32,7 @@ const MIRRORS: Record<string, string> = {
   HarnessMemory: '/$defs/harnessMemory',
   BlockRecord: '/$defs/blockRecord',
   ReceiptSummary: '/$defs/receiptSummary',
+  WorkloadOverhead: '/$defs/workloadOverhead',
 };
 
 /** Records receipt-types.ts re-exports from the layer that fills them, and the file that defines them (with their doc comments). */

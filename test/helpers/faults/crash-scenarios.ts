@@ -80,6 +80,14 @@ async function prepare(lane: Lane, point: CrashPoint, name: string): Promise<Pre
       execFileSync('cp', ['-a', lane.source, applyTo]);
       return { name, args: ['apply', name, '--to', applyTo], before: { head, checkpoint: cp.snapshot }, target: null, applyTo };
     }
+    case 'restore': {
+      // Back to the checkpoint before a.txt changed and lib became a file.
+      const first = await svc.checkpoint(name);
+      rmSync(join(s.root, 'lib'), { recursive: true });
+      writeFileSync(join(s.root, 'lib'), 'a file now\n');
+      writeFileSync(join(s.root, 'new.txt'), 'new\n');
+      return { name, args: ['restore', name, '--to', String(first.number)], before: { head, checkpoint: first.snapshot }, target: null };
+    }
     default:
       throw new Error(`no crash scenario for ${point}: add one here`);
   }
@@ -151,6 +159,17 @@ async function checkOperation(lane: Lane, point: CrashPoint, p: Prepared): Promi
     // Past its plan, nothing stands in an apply's way here: gc must finish it, not roll it back.
     assert.ok(['apply:after-intent'].includes(point), `${lane.label} ${point}: gc did not finish the apply`);
     assert.equal(now, await files(svc.readSnapshot(rec.base).entries), `${lane.label} ${point}: the target is neither before nor after`);
+    return 'undone';
+  }
+  if (op === 'restore') {
+    // Roll forward: the root is the checkpoint restored to, unless the kill came before the safety checkpoint was recorded.
+    const now = await svc.scanEntries(p.name);
+    if (diffEntries(svc.readSnapshot(p.before.checkpoint!).entries, now).length === 0) return 'finished';
+    assert.ok(point === 'restore:after-intent', `${lane.label} ${point}: gc did not finish the restore`);
+    assert.ok(
+      now.some((e) => e.path === 'new.txt'),
+      `${lane.label} ${point}: the tree is neither before nor after`,
+    );
     return 'undone';
   }
   return (await svc.envHead('main')) === p.target ? 'done' : 'undone';

@@ -7,6 +7,7 @@ import { isPdbError } from '../../../model/errors.js';
 import { ObjectStore } from '../../../model/store/object-store.js';
 import { readSourceConfig, scanTree } from '../../../model/scan/scan.js';
 import { createTreeIndex } from '../../../model/scan/tree-index.js';
+import type { FsPool } from '../../../model/scan/fs-pool.js';
 import { createSnapshot, snapshotDigest } from '../../../model/snapshot.js';
 import { tempDir, writeTree } from '../../helpers/index.js';
 
@@ -100,6 +101,23 @@ test('install mode puts every byte in the store once, and the stat cache is trus
   assert.is(second.filesTrusted, 0, 'a stat signature that does not match is never trusted');
   assert.is(snapshotDigest(createSnapshot(second.entries, [])), snapshotDigest(createSnapshot(first.entries, [])));
   assert.equal(second.changedPaths, []);
+});
+
+test('filesHashed counts the digests the reader returned: every file here, and a worker answering without one is refused', async () => {
+  const src = join(t.dir, 'src7');
+  writeTree(src, { a: '1', sub: { b: '2', c: '3' }, link: { link: 'a' } });
+  const scan = await scanTree(src, { excludes: [] });
+  assert.is(scan.filesHashed, 3);
+  assert.ok(scan.wasHashed('sub/b') && !scan.wasHashed('link'));
+  // A pool that answers without reading: the count must not come from what was asked.
+  const lazy = { map: async (paths: string[]) => paths.map(() => ({ digest: undefined, size: 1 })) } as unknown as FsPool;
+  try {
+    await scanTree(src, { excludes: [], pool: lazy });
+    assert.unreachable('a file without a digest counted as hashed');
+  } catch (err) {
+    assert.ok(isPdbError(err, 'E_SOURCE_CHANGED'), String(err));
+    assert.match((err as Error).message, 'was not hashed');
+  }
 });
 
 test.run();

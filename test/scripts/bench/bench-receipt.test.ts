@@ -1,12 +1,13 @@
 // The benchmark scripts' receipts: every sample, the median of per-round ratios, the host and the
 // commit, checked against their schema and the path-free rule before anything is written.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { validateAgainst } from '../../../model/schemas.js';
 import { benchRow, startBenchReceipt, writeBenchReceipt } from '../../../scripts/bench/bench-receipt.js';
 import { cli, tempDir } from '../../helpers/index.js';
+import { readReceiptFile } from '../../../harness/receipt/envelope.js';
 
 test('a row keeps every sample, its median and the median of per-round ratios', () => {
   const r = benchRow('pdb-env create', '', [100, 80, 120], { cp: [200, 100, 100] });
@@ -29,7 +30,7 @@ test('a benchmark receipt is schema-valid and path-free, or not written', async 
         benchRow('pdb-env create', '', [8, 9, 10], { 'cp -a --reflink=never': [10, 11, 12] }),
       ],
     });
-    const doc = JSON.parse(readFileSync(file, 'utf8'));
+    const doc = readReceiptFile(file).document as any;
     assert.equal(validateAgainst('bench-receipt', doc), []);
     assert.is(doc.host.hostId.length, 64);
     assert.ok('commit' in doc.provenance);

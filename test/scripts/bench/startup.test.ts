@@ -2,12 +2,13 @@
 // receipt with a before and an after row per command, the ratio of each, and whether each side
 // ran its bundles, schema-valid and path-free.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { validateAgainst } from '../../../model/schemas.js';
 import { REPO_ROOT, tempDir } from '../../helpers/index.js';
+import { readReceiptFile } from '../../../harness/receipt/envelope.js';
 
 test('one round against itself: a valid receipt of the three commands, before and after', () => {
   const t = tempDir();
@@ -22,7 +23,7 @@ test('one round against itself: a valid receipt of the three commands, before an
     assert.match(r.stdout, /^before: commands (bundle|modules), checkpoint (bundle|modules); after: /);
     const files = readdirSync(out);
     assert.is(files.length, 1);
-    const receipt = JSON.parse(readFileSync(join(out, files[0]!), 'utf8'));
+    const receipt = readReceiptFile(join(out, files[0]!)).document as any;
     assert.equal(validateAgainst('bench-receipt', receipt), []);
     assert.is(receipt.benchmark, 'startup');
     assert.equal(

@@ -82,7 +82,7 @@ test('every crash point on every available backend: doctor, gc and verify leave 
   await Promise.all([tmpLanes(), loopLanes()]);
   for (const line of [...log.values()].flat()) console.log(`  ${line}`);
   const scenarios = CRASH_POINTS.length * ran.length;
-  assert.is([...log.values()].flat().filter((l) => / (create|checkpoint|publish|discard|apply):/.test(l)).length, scenarios);
+  assert.is([...log.values()].flat().filter((l) => / (create|checkpoint|publish|discard|apply|restore):/.test(l)).length, scenarios);
   console.log(
     `crash points: ${CRASH_POINTS.length} x ${ran.length} backends (${ran.join(', ')}) = ${scenarios} crashes, 0 lost (${Math.round((Date.now() - t0) / 1000)} s)`,
   );

@@ -72,6 +72,9 @@ test('an interrupted create is undone, an interrupted discard finished, but a se
   mkdirSync(svc.sessionDir('norecord'));
   intent(svc, 'c-2', { op: 'create', session: 'norecord' });
   await svc.create('finish', { from: src });
+  // A discard marks the record before it removes anything: without that mark its intent is not run (recovery-trust.test.ts).
+  const fin = JSON.parse(readFileSync(join(svc.sessionDir('finish'), 'session.json'), 'utf8'));
+  writeFileSync(join(svc.sessionDir('finish'), 'session.json'), JSON.stringify({ ...fin, state: 'discarding' }));
   intent(svc, 'd-1', { op: 'discard', session: 'finish', startedAt: new Date(Date.now() + 1).toISOString() });
   intent(svc, 'd-2', { op: 'discard', session: 'reborn', startedAt: '2000-01-01T00:00:00.000Z' });
   await svc.create('reborn', { from: src });
@@ -139,7 +142,10 @@ test('a recovery step that fails is reported with its path and skipped: gc does 
   // A discard that cannot finish: the record names a backend this pdb-env does not know.
   await svc.create('tampered', { from: src });
   const rec = JSON.parse(readFileSync(join(svc.sessionDir('tampered'), 'session.json'), 'utf8'));
-  writeFileSync(join(svc.sessionDir('tampered'), 'session.json'), JSON.stringify({ ...rec, backend: 'no-such-backend' }));
+  writeFileSync(
+    join(svc.sessionDir('tampered'), 'session.json'),
+    JSON.stringify({ ...rec, backend: 'no-such-backend', state: 'discarding' }),
+  );
   intent(svc, 'd-stuck', { op: 'discard', session: 'tampered', startedAt: new Date(Date.now() + 60_000).toISOString() });
   // Work gc can do after it: an interrupted create to undo, a dead temp file, an unreachable object.
   await svc.create('undo', { from: src });

@@ -12,7 +12,7 @@ import * as assert from 'uvu/assert';
 import type { Digest } from '../../../model/canonical-json.js';
 import type { Changeset } from '../../../model/snapshot.js';
 import { SessionService } from '../../../sessions/service.js';
-import { CLI, tempDir, writeTree } from '../../helpers/index.js';
+import { CLI, hasCommand, skipTest, tempDir, writeTree } from '../../helpers/index.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());
@@ -163,6 +163,69 @@ test('gc next to creates running in other processes never breaks one', async () 
   }
   const v = await svc.verify();
   assert.equal([v.corrupt, v.missing], [[], []]);
+});
+
+/** A loopback ext4 of `mib` MiB with `inodes` inodes (-N) and no root reserve, mounted for `fn`; always unmounted and detached. */
+async function withExt4<T>(label: string, mib: number, inodes: number, fn: (mnt: string) => Promise<T>): Promise<T> {
+  const image = join(t.dir, `${label}.img`);
+  const mnt = join(t.dir, `mnt-${label}`);
+  execFileSync('truncate', ['-s', `${mib}M`, image]);
+  const dev = execFileSync('losetup', ['--find', '--show', image], { encoding: 'utf8' }).trim();
+  let mounted = false;
+  try {
+    execFileSync('mkfs.ext4', ['-q', '-F', '-m', '0', '-N', String(inodes), dev]);
+    execFileSync('mkdir', ['-p', mnt]);
+    execFileSync('mount', [dev, mnt]);
+    mounted = true;
+    return await fn(mnt);
+  } finally {
+    if (mounted) execFileSync('umount', [mnt]);
+    execFileSync('losetup', ['-d', dev]);
+    execFileSync('rm', ['-f', image]);
+  }
+}
+
+/** Fill the store with unreachable objects (as discarded sessions leave them) until the filesystem says no. */
+async function fillWithGarbage(svc: SessionService, bytes: number): Promise<number> {
+  let made = 0;
+  for (;;) {
+    try {
+      await svc.store.putBytes(randomBytes(bytes));
+      made++;
+    } catch (err) {
+      assert.match(String((err as { code?: string }).code), 'E_NO_SPACE', String(err));
+      return made;
+    }
+  }
+}
+
+test('gc frees space on a store out of inodes, and on one out of blocks: nothing it writes comes before what it removes (issue 41)', async () => {
+  const why = !(process.getuid?.() === 0)
+    ? 'needs root'
+    : !hasCommand('mkfs.ext4') || !hasCommand('losetup')
+      ? 'needs mkfs.ext4 and losetup'
+      : null;
+  if (why) return skipTest('gc on a full filesystem', 'root', why);
+  for (const [label, mib, inodes, bytes] of [
+    ['inodes', 64, 600, 64],
+    ['blocks', 32, 4096, 256 * 1024],
+  ] as const) {
+    await withExt4(label, mib, inodes, async (mnt) => {
+      const src = join(t.dir, `src-${label}`);
+      writeTree(src, { 'a.txt': 'alpha\n' });
+      const svc = await SessionService.open(join(mnt, 'store'), { create: true });
+      await svc.create('keep', { from: src });
+      const garbage = await fillWithGarbage(svc, bytes);
+      assert.ok(garbage > 10, `${label}: filled with ${garbage} objects`);
+      const r = await svc.gc();
+      assert.equal(r.failed, [], `${label}: ${JSON.stringify(r.failed)}`);
+      assert.ok(r.freed.objects >= garbage, `${label}: freed ${r.freed.objects} of ${garbage}`);
+      assert.equal(await svc.doctor(), [], label);
+      await svc.create('after', { from: src }); // there is room again
+      await svc.discard('after');
+      await svc.discard('keep');
+    });
+  }
 });
 
 test.run();

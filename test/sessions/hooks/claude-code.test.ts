@@ -4,13 +4,13 @@
 // the root, never for a directory that is not a session's root.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseHookInput, requestedName, sanitizeName } from '../../../sessions/hooks/claude-code.js';
 import { gitCommitAll } from '../../helpers/cow-harness.js';
-import { CLI, cli, cliJson, tempDir, writeTree } from '../../helpers/index.js';
+import { CLI, REPO_ROOT, cli, cliJson, tempDir, writeTree } from '../../helpers/index.js';
 
 const t = tempDir('pdb-hook-');
 test.after(() => t.cleanup());
@@ -31,7 +31,10 @@ test('malformed input and unknown events: E_HOOK_INPUT on stderr, exit 1, nothin
     assert.is(r.stdout, '');
     assert.match(r.stderr, /^pdb-env: E_HOOK_INPUT: /, JSON.stringify(input));
   }
-  assert.match(hook({ hook_event_name: 'Stop' }).stderr, /unknown hook event "Stop": pdb-env answers WorktreeCreate and WorktreeRemove/);
+  assert.match(
+    hook({ hook_event_name: 'PreToolUse' }).stderr,
+    /unknown hook event "PreToolUse": pdb-env answers WorktreeCreate, WorktreeRemove, UserPromptSubmit and Stop/,
+  );
   assert.match(hook({ hook_event_name: 'WorktreeCreate', cwd: 'relative/dir', name: 'x' }).stderr, /"cwd" is not an absolute path/);
   assert.match(hook({ hook_event_name: 'WorktreeCreate', cwd: project }).stderr, /without a name/);
   assert.match(hook({ hook_event_name: 'WorktreeRemove' }).stderr, /WorktreeRemove without "worktree_path"/);
@@ -126,15 +129,94 @@ test('WorktreeRemove: refused while a process works in the root; then checkpoint
   }
 });
 
-test('--print-settings: both hooks, this node and this pdb-env by absolute path, --store made absolute', () => {
+test('--print-settings: the four hooks, this node and this pdb-env by absolute path, --store made absolute', () => {
   const r = cli(['hook', 'claude-code', '--print-settings', '--store', 'rel-store'], { cwd: t.dir });
   assert.is(r.code, 0, r.stderr);
   const s = JSON.parse(r.stdout) as { hooks: Record<string, Array<{ hooks: Array<{ type: string; command: string }> }>> };
-  assert.equal(Object.keys(s.hooks), ['WorktreeCreate', 'WorktreeRemove']);
+  assert.equal(Object.keys(s.hooks), ['WorktreeCreate', 'WorktreeRemove', 'UserPromptSubmit', 'Stop']);
   const command = s.hooks.WorktreeCreate![0]!.hooks[0]!;
   assert.is(command.type, 'command');
   assert.is(command.command, `${process.execPath} ${CLI} hook claude-code --store ${join(t.dir, 'rel-store')}`);
   assert.equal(s.hooks.WorktreeRemove, s.hooks.WorktreeCreate);
+  assert.is(s.hooks.Stop![0]!.hooks[0]!.command, command.command);
+  assert.equal(s.hooks.UserPromptSubmit, s.hooks.Stop);
+});
+
+test('--print-settings: the pdb-env on PATH by name when it is this install; said on stderr when it is not', () => {
+  const binDir = join(t.dir, 'path-bin');
+  mkdirSync(binDir, { recursive: true });
+  symlinkSync(join(REPO_ROOT, 'bin', 'pdb-env'), join(binDir, 'pdb-env'));
+  const PATH = `${binDir}:${process.env.PATH ?? ''}`;
+  const r = cli(['hook', 'claude-code', '--print-settings'], { cwd: t.dir, env: { PATH } });
+  assert.is(r.code, 0, r.stderr);
+  const s = JSON.parse(r.stdout) as { hooks: Record<string, Array<{ hooks: Array<{ command: string }> }>> };
+  assert.is(s.hooks.WorktreeCreate![0]!.hooks[0]!.command, 'pdb-env hook claude-code');
+  assert.is(r.stderr, '');
+  const other = join(t.dir, 'other-bin');
+  mkdirSync(other);
+  writeFileSync(join(other, 'pdb-env'), '#!/bin/sh\n', { mode: 0o755 });
+  const elsewhere = cli(['hook', 'claude-code', '--print-settings'], { cwd: t.dir, env: { PATH: `${other}:${process.env.PATH ?? ''}` } });
+  assert.match(JSON.parse(elsewhere.stdout).hooks.Stop[0].hooks[0].command, new RegExp(`^${process.execPath} `));
+  assert.match(elsewhere.stderr, /not the pdb-env on PATH, so the settings name node .* by absolute path/);
+});
+
+test('UserPromptSubmit and Stop: a checkpoint before and after the turn in the session holding cwd; nothing on stdout; outside a session nothing, exit 0', () => {
+  const outside = hook({ hook_event_name: 'UserPromptSubmit', cwd: project, prompt: 'hi', session_id: 'x' });
+  assert.is(outside.code, 0, outside.stderr);
+  assert.is(outside.stdout, '');
+  assert.is(outside.stderr, '');
+  const made = cliJson<{ root: string }>(['create', 'turns', '--from', project, '--backend', 'full-copy'], { env });
+  mkdirSync(join(made.root, 'deep'), { recursive: true });
+  const before = hook({
+    hook_event_name: 'UserPromptSubmit',
+    cwd: join(made.root, 'deep'),
+    prompt: 'add c.txt\nand more',
+    session_id: 'x',
+  });
+  assert.is(before.code, 0, before.stderr);
+  assert.is(before.stdout, '', 'UserPromptSubmit: stdout would go into the model context');
+  writeFileSync(join(made.root, 'c.txt'), 'c\n');
+  const after = hook({ hook_event_name: 'Stop', cwd: made.root, session_id: 'x', stop_hook_active: false });
+  assert.is(after.code, 0, after.stderr);
+  assert.is(after.stdout, '');
+  const log = cliJson<{ checkpoints: Array<{ number: number; label: string; added: number }> }>(['log', 'turns'], { env }).checkpoints;
+  assert.equal(
+    log.map((c) => [c.number, c.label, c.added]),
+    [
+      [1, 'before turn: add c.txt', 1], // deep/, made before the turn
+      [2, 'after turn: add c.txt', 1],
+    ],
+  );
+  // A failure (here: a damaged record) is said on stderr, exit 1 (Claude Code goes on), never exit 2.
+  const rec = join(store, 'sessions', 'turns', 'session.json');
+  const good = readFileSync(rec, 'utf8');
+  writeFileSync(rec, '{');
+  const failed = hook({ hook_event_name: 'UserPromptSubmit', cwd: made.root, prompt: 'p', session_id: 'x' });
+  writeFileSync(rec, good);
+  assert.is(failed.code, 1);
+  assert.is(failed.stdout, '');
+  assert.match(failed.stderr, /no checkpoint for this turn: .*damaged/);
+  cli(['discard', 'turns'], { env });
+});
+
+test('WorktreeCreate refuses a source that is no repository or project root it recognises, unless configured (issue 41)', () => {
+  const plain = join(t.dir, 'plain', 'images');
+  writeTree(plain, { 'disk.img': 'pretend 600 MB\n' });
+  const input = { hook_event_name: 'WorktreeCreate', cwd: plain, name: 'plain' };
+  const r = hook(input);
+  assert.is(r.code, 2, r.stdout + r.stderr); // E_USAGE
+  assert.is(r.stdout, '');
+  assert.match(r.stderr, /no \.git, package\.json, pdb-env\.json/);
+  assert.not.ok(
+    sessions().some((s) => s.name === 'plain'),
+    'nothing was made',
+  );
+  const marked = join(t.dir, 'plain', 'node-proj');
+  writeTree(marked, { 'package.json': '{}\n' });
+  const ok = hook({ hook_event_name: 'WorktreeCreate', cwd: marked, name: 'node-proj' });
+  assert.is(ok.code, 0, ok.stderr);
+  const forced = cli(['hook', 'claude-code'], { env: { ...env, PDB_ENV_HOOK_ANY_SOURCE: '1' }, input: JSON.stringify(input) });
+  assert.is(forced.code, 0, forced.stderr);
 });
 
 test.run();

@@ -1,6 +1,6 @@
 // Finding the project from a subdirectory (create imports the project root; list finds its store
 // and shows each session's source), short digests (--expect, --base, pin), and create --fork.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -83,6 +83,37 @@ test('create --fork OTHER: from its last checkpoint, with its source; E_USAGE be
       .split('\n'),
     ['forked.txt', 'more.txt'],
   );
+});
+
+test("read-only commands make no store; create below another store's source says which store and why, and refuses (issue 41)", () => {
+  const top = join(t.dir, 't10');
+  const proj = join(top, 'proj');
+  mkdirSync(proj, { recursive: true });
+  writeFileSync(join(top, 'secret'), 'not for the session\n');
+  writeFileSync(join(proj, 'p.txt'), 'p\n');
+  const data = join(t.dir, 'data-t10');
+  const env = { XDG_DATA_HOME: data, PDB_ENV_STORE: '' };
+  for (const args of [['backends'], ['list'], ['doctor'], ['path', 'x'], ['du']]) {
+    cli(args, { cwd: top, env });
+    assert.not.ok(
+      existsSync(join(data, 'pdb-env', 'stores')) && readdirSync(join(data, 'pdb-env', 'stores')).length > 0,
+      `${args[0]} made a store`,
+    );
+  }
+  const backends = cliJson<{ backends: Array<{ name: string }> }>(['backends'], { cwd: top, env });
+  assert.ok(
+    backends.backends.some((b) => b.name === 'full-copy'),
+    'backends still probes without a store',
+  );
+  // A store made for t10 (as a create there makes it), then a create in t10/proj:
+  cliJson(['create', 'whole', '--from', top], { cwd: top, env });
+  const refused = cli(['create', 'p'], { cwd: proj, env });
+  assert.is(refused.code, 2, refused.stdout); // E_USAGE
+  assert.match(refused.stderr, 'E_USAGE');
+  assert.match(refused.stderr, /would import .*t10 .*store .* made for it/);
+  const mine = cliJson<{ root: string }>(['create', 'p', '--from', proj], { cwd: proj, env });
+  assert.not.ok(existsSync(join(mine.root, 'secret')), 'only the directory asked for');
+  assert.ok(existsSync(join(mine.root, 'p.txt')));
 });
 
 test.run();

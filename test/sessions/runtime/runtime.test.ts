@@ -23,11 +23,13 @@ test('parallel allocations get disjoint blocks; a second ensure keeps the block;
   assert.is(new Set(all).size, 60, 'no port in two blocks');
   assert.equal(await ensureRuntime(store, 'a', async () => true), rts[0]);
   assert.equal(await readRuntime(store, 'a'), rts[0]);
-  const env = runtimeEnv(store, 'a', rts[0]!);
+  const env = runtimeEnv(store, 'a', rts[0]!, '');
   assert.is(env.PORT, String(rts[0]!.ports[0]));
   assert.is(env.PDB_ENV_PORTS, rts[0]!.ports.join(','));
   assert.is(env.TMPDIR, join(store.paths.sessions, 'a', 'tmp'));
   assert.is(env.PDB_ENV_ROOT, join(store.paths.sessions, 'a', 'root'));
+  assert.is(env.GIT_CEILING_DIRECTORIES, join(store.paths.sessions, 'a'), 'git stops below the session directory');
+  assert.is(runtimeEnv(store, 'a', rts[0]!, '/x:/y').GIT_CEILING_DIRECTORIES, `/x:/y:${join(store.paths.sessions, 'a')}`);
   mkdirSync(join(store.paths.sessions, 'g'));
   try {
     await ensureRuntime(store, 'g', async () => true);

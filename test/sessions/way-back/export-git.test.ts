@@ -3,7 +3,7 @@
 // with plumbing only: the user's HEAD, index, branch and status stay byte for byte the same. A
 // property over random changesets; PDB_EXPORT_RUNS changes the run count (default 8).
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -88,6 +88,40 @@ test('export --branch refuses what git check-ref-format --branch refuses, HEAD, 
   gitRun(src, ['checkout', '-q', '-b', 'still-works']);
   const ok = await svc.exportGit('s', { branch: 'feature/ok' });
   assert.is(ok.branch, 'feature/ok');
+});
+
+// The README's two agents: agent-a publishes a.txt, agent-b publishes b.txt with --rebase. Its
+// result is its own work (docs/way-back.md, "What a session's result is"): every way back of
+// agent-b carries b.txt, never the a.txt that came from agent-a through the rebase.
+test("after publish --rebase, diff, export --patch, export --git and apply carry the same set: the session's own changes", async () => {
+  const src = makeRepo(join(t.dir, 'two-agents/src'));
+  const svc = await SessionService.open(join(t.dir, 'two-agents/store'), { create: true });
+  const a = await svc.create('agent-a', { from: src });
+  const b = await svc.create('agent-b', { from: src });
+  const h = await svc.envHead('main');
+  writeFileSync(join(a.root, 'a-new.txt'), 'a\n');
+  writeFileSync(join(b.root, 'b-new.txt'), 'b\n');
+  await svc.checkpoint('agent-a');
+  await svc.checkpoint('agent-b');
+  const h2 = (await svc.publish('agent-a', 'main', h)).head;
+  await svc.publish('agent-b', 'main', h2, { rebase: true });
+  const want = ['b-new.txt'];
+  assert.equal(
+    (await svc.diff('agent-b')).changes.map((c) => c.path),
+    want,
+    'diff',
+  );
+  const patchFile = join(t.dir, 'two-agents/b.patch');
+  await svc.exportPatch('agent-b', patchFile);
+  const patched = [...readFileSync(patchFile, 'utf8').matchAll(/^diff --git a\/(\S+) /gm)].map((m) => m[1]);
+  assert.equal(patched, want, 'export --patch');
+  const exported = await svc.exportGit('agent-b');
+  const committed = gitRun(src, ['diff-tree', '-r', '--name-only', '--no-commit-id', exported.parent, exported.commit]).trim().split('\n');
+  assert.equal(committed, want, 'export --git');
+  const applied = await svc.apply('agent-b');
+  assert.is(applied.changes, want.length, 'apply');
+  assert.ok(existsSync(join(src, 'b-new.txt')), 'apply wrote b-new.txt');
+  assert.not.ok(existsSync(join(src, 'a-new.txt')), "apply did not bring agent-a's file");
 });
 
 test.run();

@@ -1,0 +1,51 @@
+// Whether recovery may act on an abandoned intent. The journal is a file in the store like any
+// other: a forged entry once made gc finish an "apply" into another session's root and finish a
+// "discard" of a ready session (issue 41). So an intent is run only when what it names agrees with
+// a second record the operation itself made: an apply's directory passes the checks `apply --to`
+// makes (a real path, outside every store, no session root; recoverApply then checks its device and
+// inode); a discard's session says it is being discarded. Anything else is reported by doctor and
+// quarantined by gc. Not required (yet): apply's staging in DIR, since gc finishes an apply whose
+// staging a person removed (test/sessions/way-back/apply/recover.test.ts) from the store alone.
+import { lstat, realpath } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isPdbError } from '../../model/errors.js';
+import type { Intent } from '../records/journal.js';
+import { readSession, sessionDir, type StoreContext } from '../records/session-record.js';
+import { findEnclosingStore } from '../records/store-location.js';
+import { STAGING_ROOT } from '../way-back/apply/staging.js';
+
+/** Why recovery must not run `intent` (null: it may). Only apply and discard write where a record says. */
+export async function untrustedIntent(ctx: StoreContext, intent: Intent): Promise<string | null> {
+  if (intent.op === 'apply') return untrustedApply(ctx, intent);
+  if (intent.op === 'discard' && intent.session) return untrustedDiscard(ctx, intent, intent.session);
+  return null;
+}
+
+async function untrustedApply(ctx: StoreContext, intent: Intent): Promise<string | null> {
+  const { dir } = intent.detail;
+  if (typeof dir !== 'string' || !dir.startsWith('/')) return null; // recoverApply quarantines it as foreign
+  const st = await lstat(dir, { bigint: true }).catch(() => null);
+  if (!st) return null; // gone (or not mounted): recovery writes nothing there and says so
+  // apply records DIR's real path: a path through a link is not one it wrote.
+  const real = await realpath(dir).catch(() => null);
+  if (real !== dir) return `${dir} is not a real path (it resolves to ${real ?? 'nothing'}): apply records the real path`;
+  const store = findEnclosingStore(dir);
+  if (store) return `${dir} is inside the pdb-env store ${store} (the store itself, or a session root in it): apply never writes there`;
+  const storeReal = await realpath(ctx.store.paths.root).catch(() => ctx.store.paths.root);
+  if (storeReal === dir || storeReal.startsWith(`${dir}/`)) return `${dir} holds the store itself`;
+  return null;
+}
+
+async function untrustedDiscard(ctx: StoreContext, intent: Intent, name: string): Promise<string | null> {
+  if (!(await lstat(sessionDir(ctx.store, name)).catch(() => null))?.isDirectory()) return null; // nothing to remove
+  try {
+    const rec = await readSession(ctx.store, name);
+    if (rec.createdAt > intent.startedAt) return null; // made after the intent: recovery leaves it alone
+    if (rec.state !== 'discarding') return `session ${name} is ${rec.state}, not being discarded: no discard of it was started`;
+    return null;
+  } catch (err) {
+    if (!isPdbError(err, 'E_RECORD_CORRUPT')) throw err;
+    // A discard marks the record before it removes anything; a record that cannot say so is doctor's damaged session.
+    return `the record of session ${name} cannot be read, so nothing says a discard of it was started`;
+  }
+}

@@ -1,0 +1,144 @@
+// A session's history: the checkpoint log (`checkpoints.jsonl`, one JSON line per checkpoint,
+// appended when the checkpoint is recorded) read back as numbered checkpoints, and a REF (a number,
+// a Snapshot or Changeset digest prefix, `base`) resolved against it. Lines written before labels
+// and counts existed ({snapshot, changeset, at}) read as checkpoints without them; a line cut short
+// by a crash is skipped (its checkpoint, if it finished, is also in session.json).
+import { readFileSync } from 'node:fs';
+import { isDigest, type Digest } from '../../model/canonical-json.js';
+import { PdbError } from '../../model/errors.js';
+import type { ObjectStore } from '../../model/store/object-store.js';
+import { diffEntries, type Change, type Snapshot } from '../../model/snapshot.js';
+import { MIN_DIGEST_PREFIX } from '../records/digests.js';
+import { checkpointLogFile, readSession, type StoreContext } from '../records/session-record.js';
+
+/** One line of the log as written: the old fields, and since issue 39 the rest. */
+export interface CheckpointLine {
+  snapshot: Digest;
+  changeset: Digest;
+  at: string;
+  label?: string;
+  /** Paths added, modified (content, mode or type) and deleted since the checkpoint before it (or the base). */
+  added?: number;
+  modified?: number;
+  deleted?: number;
+  /** The number of the checkpoint a restore brought back (this line records the tree it left). */
+  restoredFrom?: number;
+}
+
+/** A checkpoint of the log with its number (1 = the first) and whether gc has collected its Snapshot. */
+export interface Checkpoint extends CheckpointLine {
+  number: number;
+  collected: boolean;
+}
+
+const count = (v: unknown) => (Number.isInteger(v) && (v as number) >= 0 ? (v as number) : undefined);
+
+/** The log's lines that parse, in order (a line cut short or damaged is skipped). */
+export function readLogLines(store: ObjectStore, name: string): CheckpointLine[] {
+  let text = '';
+  try {
+    text = readFileSync(checkpointLogFile(store, name), 'utf8');
+  } catch {
+    return [];
+  }
+  const out: CheckpointLine[] = [];
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    let doc: Record<string, unknown>;
+    try {
+      doc = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      continue;
+    }
+    if (!doc || typeof doc !== 'object' || !isDigest(doc.snapshot) || !isDigest(doc.changeset)) continue;
+    const cp: CheckpointLine = { snapshot: doc.snapshot, changeset: doc.changeset, at: typeof doc.at === 'string' ? doc.at : '?' };
+    if (typeof doc.label === 'string') cp.label = doc.label;
+    for (const k of ['added', 'modified', 'deleted', 'restoredFrom'] as const) if (count(doc[k]) !== undefined) cp[k] = count(doc[k]);
+    out.push(cp);
+  }
+  return out;
+}
+
+/** Every checkpoint of the session, oldest first, numbered from 1. */
+export async function sessionLog(ctx: StoreContext, name: string): Promise<{ session: string; base: Digest; checkpoints: Checkpoint[] }> {
+  const rec = await readSession(ctx.store, name);
+  const checkpoints = readLogLines(ctx.store, name).map((l, i) => ({ ...l, number: i + 1, collected: !ctx.store.has(l.snapshot) }));
+  return { session: name, base: rec.base, checkpoints };
+}
+
+/** What a REF names: a Snapshot of the session (with its checkpoint number; 0 for the base). */
+export interface ResolvedRef {
+  ref: string;
+  snapshot: Digest;
+  /** Its checkpoint's number, 0 for the base. */
+  number: number;
+}
+
+/** Resolve REF against the session's history: a checkpoint number, `base`, or a digest prefix of one of its Snapshots or Changesets. */
+export async function resolveRef(ctx: StoreContext, name: string, ref: string): Promise<ResolvedRef> {
+  const { base, checkpoints } = await sessionLog(ctx, name);
+  const hint = `pdb-env log ${name} lists the checkpoints; REF is a number, base, or a digest prefix of ${MIN_DIGEST_PREFIX}+ hex characters.`;
+  if (ref === 'base') return { ref, snapshot: base, number: 0 };
+  if (/^[0-9]+$/.test(ref) && ref.length < MIN_DIGEST_PREFIX) {
+    const n = Number(ref);
+    const cp = checkpoints[n - 1];
+    if (!cp) throw new PdbError('E_DIGEST_UNKNOWN', `session "${name}" has no checkpoint ${ref} (it has ${checkpoints.length})`, { hint });
+    return { ref, snapshot: cp.snapshot, number: n };
+  }
+  const hex = (ref.startsWith('sha256:') ? ref.slice(7) : ref).toLowerCase();
+  if (!/^[0-9a-f]+$/.test(hex) || hex.length < MIN_DIGEST_PREFIX)
+    throw new PdbError('E_USAGE', `"${ref}" is not a checkpoint number, base, or a digest prefix of ${MIN_DIGEST_PREFIX}+ hex characters`, {
+      hint,
+    });
+  const found = new Map<Digest, number>();
+  const starts = (d: Digest) => d.slice(7).startsWith(hex);
+  if (starts(base)) found.set(base, 0);
+  // The newest checkpoint that has it: a Snapshot taken again (nothing changed) has one number per take.
+  checkpoints.forEach((cp) => {
+    if (starts(cp.snapshot) || starts(cp.changeset)) found.set(cp.snapshot, cp.number);
+  });
+  if (found.size === 0)
+    throw new PdbError('E_DIGEST_UNKNOWN', `no checkpoint of session "${name}" has a digest starting with ${hex}`, { hint });
+  if (found.size > 1)
+    throw new PdbError('E_DIGEST_AMBIGUOUS', `${hex} names ${found.size} Snapshots of session "${name}": ${[...found.keys()].join(', ')}`, {
+      hint: 'Give more hex characters, or the checkpoint number.',
+    });
+  const [snapshot, number] = [...found][0]!;
+  return { ref, snapshot, number };
+}
+
+/** The Snapshot `digest`, or E_OBJECT_MISSING saying gc collected the checkpoint. */
+export function historySnapshot(ctx: StoreContext, name: string, r: ResolvedRef): Snapshot {
+  if (!ctx.store.has(r.snapshot))
+    throw new PdbError('E_OBJECT_MISSING', `the Snapshot of ${r.ref} (${r.snapshot}) of session "${name}" is no longer in the store`, {
+      hint: 'gc keeps the last history.keep checkpoints of a session (pdb-env.json; default 100) and pinned ones: pdb-env pin DIGEST keeps one.',
+    });
+  return ctx.store.getDocument<Snapshot>(r.snapshot, 'Snapshot');
+}
+
+export interface CheckpointDiff {
+  session: string;
+  from: ResolvedRef;
+  to: ResolvedRef;
+  changes: Change[];
+}
+
+/** The changes from checkpoint FROM to checkpoint TO of a session (read-only). */
+export async function diffCheckpoints(ctx: StoreContext, name: string, from: string, to: string): Promise<CheckpointDiff> {
+  const a = await resolveRef(ctx, name, from);
+  const b = await resolveRef(ctx, name, to);
+  const changes =
+    a.snapshot === b.snapshot ? [] : diffEntries(historySnapshot(ctx, name, a).entries, historySnapshot(ctx, name, b).entries);
+  return { session: name, from: a, to: b, changes };
+}
+
+/** Added, modified and deleted paths among `changes`. */
+export function changeCounts(changes: Iterable<Pick<Change, 'before' | 'after'>>): { added: number; modified: number; deleted: number } {
+  const c = { added: 0, modified: 0, deleted: 0 };
+  for (const ch of changes) {
+    if (!ch.before) c.added++;
+    else if (!ch.after) c.deleted++;
+    else c.modified++;
+  }
+  return c;
+}

@@ -1,0 +1,243 @@
+// `pdb-env restore NAME --to REF`: the session root becomes exactly a Snapshot of its history, in
+// place. Under one exclusive handle of the session (lease, object lease and intent together, as a
+// checkpoint holds): first a checkpoint of the tree as it is (the safety checkpoint, labelled
+// "before restore to REF"; if it cannot be taken nothing is restored), then the intent records
+// {safety, target} (synced), then the paths that differ are written (restore-fs.ts), then the
+// restored tree (labelled "restore to REF", restoredFrom the target's number) becomes the
+// session's last checkpoint: recorded from what is known when the target is a checkpoint of this
+// base (recordKnown), else checkpointed by a scan.
+//
+// Crash safety is roll forward: an intent without a safety checkpoint means nothing was written
+// (gc drops it: the tree before); one with it is finished by gc, which scans the root (every file
+// hashed), writes what still differs from the target and records the checkpoint. Nothing is lost:
+// the tree before is the safety checkpoint, and a failure while staging (a corrupt or missing
+// object, a full disk) stops before anything of the tree changed.
+import type { Digest } from '../../model/canonical-json.js';
+import { crashPoint } from '../../model/crash-point.js';
+import { PdbError, isPdbError, toPdbError } from '../../model/errors.js';
+import { ancestorPids } from '../../model/os/proc.js';
+import type { ProgressFn } from '../../model/progress.js';
+import { scanTree } from '../../model/scan/scan.js';
+import { createChangeset, createSnapshot, diffEntries, type Entry, type Snapshot } from '../../model/snapshot.js';
+import { assertNoUnfinishedRestore, assertOnlyAncestors, recordCheckpoint, type CheckpointResult } from '../lifecycle/checkpoint.js';
+import { resumeSession, type OpenSession } from '../lifecycle/open.js';
+import type { LockOwner } from '../locks/lock.js';
+import { openOperation } from '../locks/operation.js';
+import type { Intent } from '../records/journal.js';
+import { appendCheckpointLog, readSession, writeSession, type StoreContext } from '../records/session-record.js';
+import { historySnapshot, readLogLines, resolveRef, type ResolvedRef } from './log.js';
+import { removeRestoreStaging, writeTree, type TreeWrite } from './restore-fs.js';
+
+export interface RestoreResult {
+  session: string;
+  /** The REF as given, the Snapshot it named and its checkpoint number (0: the base). */
+  ref: string;
+  target: Digest;
+  from: number;
+  /** The checkpoint of the tree before (restore --to its number undoes this restore). */
+  safety: { number: number; snapshot: Digest };
+  /** The checkpoint of the restored tree, now the session's last. */
+  checkpoint: { number: number; snapshot: Digest; changeset: Digest };
+  written: number;
+  removed: number;
+  made: number;
+  /** Directories left because they hold excluded entries (which no Snapshot has). */
+  kept: string[];
+  /**
+   * The restored tree, scanned, is the target's entry for entry (false: something wrote into the
+   * root meanwhile); null when it was recorded from what the restore wrote, without a scan.
+   */
+  exact: boolean | null;
+}
+
+/** Restore the root of `name` to REF (see the module comment). */
+export async function restoreSession(
+  ctx: StoreContext,
+  name: string,
+  to: string,
+  options: { onProgress?: ProgressFn } = {},
+): Promise<RestoreResult> {
+  const s = await resumeSession(ctx, name);
+  const ref = await resolveRef(ctx, name, to);
+  const target = historySnapshot(ctx, name, ref); // a collected target is refused before anything is taken
+  // As a checkpoint: from inside the session's own run or enter, that run does not block it.
+  const ancestors = ancestorPids(process.pid);
+  let inside = false;
+  const tolerate = (owner: LockOwner) => {
+    const mine = ancestors.has(owner.pid);
+    inside ||= mine;
+    return mine;
+  };
+  const op = await openOperation(ctx, {
+    session: { name, dir: s.dir },
+    lease: { kind: 'exclusive', purpose: `restore to ${to}`, tolerate },
+    check: async () => {
+      if (inside) await assertOnlyAncestors(ctx, name, ancestors);
+      await assertNoUnfinishedRestore(ctx, name);
+    },
+    objects: `restore ${name}`,
+    intent: { op: 'restore', session: name, detail: { target: ref.snapshot, ref: to, number: String(ref.number) } },
+  });
+  const intent = op.intent!;
+  crashPoint('restore:after-intent');
+  let safety: CheckpointResult;
+  try {
+    safety = await recordCheckpoint(ctx, s, name, { label: `before restore to ${to}`, onProgress: options.onProgress });
+    intent.detail = { ...intent.detail, safety: safety.snapshot, safetyNumber: String(safety.number) };
+    await ctx.journal.update(intent);
+  } catch (err) {
+    await op.finish(); // nothing of the tree was touched
+    const e = toPdbError(err, 'E_IO');
+    throw new PdbError(e.code, `the checkpoint before the restore could not be taken, so nothing was restored: ${e.message}`, {
+      cause: err,
+      hint: e.hint,
+      path: e.path,
+    });
+  }
+  crashPoint('restore:after-safety');
+  const safetySnapshot = ctx.store.getDocument<Snapshot>(safety.snapshot, 'Snapshot');
+  const current = safetySnapshot.entries;
+  let done: Finished;
+  const phase = { staged: false };
+  try {
+    const how = { known: { safety: safetySnapshot, ref } };
+    done = await finish(ctx, s, intent, current, target, how, phase, options.onProgress);
+  } catch (err) {
+    if (phase.staged) {
+      await op.release(); // the intent stays: gc finishes the restore
+      const e = toPdbError(err, 'E_IO');
+      throw new PdbError(e.code, `${e.message}; the restore is not finished`, {
+        cause: err,
+        path: e.path,
+        hint: `pdb-env gc finishes it (the root becomes ${to}); the tree before is checkpoint ${safety.number}.`,
+      });
+    }
+    // Failed while staging (a corrupt or missing object, a full disk): the tree is as it was.
+    await removeRestoreStaging(s.root, intent.id).catch(() => undefined);
+    await op.finish();
+    throw err;
+  }
+  await op.finish();
+  return {
+    session: name,
+    ref: to,
+    target: ref.snapshot,
+    from: ref.number,
+    safety: { number: safety.number, snapshot: safety.snapshot },
+    ...done,
+  };
+}
+
+type Finished = Pick<RestoreResult, 'checkpoint' | 'written' | 'removed' | 'made' | 'kept' | 'exact'>;
+
+/** How the restored tree is recorded: from what is known (a restore that ran) or by a scan (gc's recovery). */
+type Record = { known: { safety: Snapshot; ref: ResolvedRef } } | { scan: true };
+
+/** Write what differs from the target, then record the restored tree as the last checkpoint; idempotent. */
+async function finish(
+  ctx: StoreContext,
+  s: OpenSession,
+  intent: Intent,
+  current: readonly Entry[],
+  target: Snapshot,
+  how: Record,
+  phase: { staged: boolean },
+  onProgress?: ProgressFn,
+): Promise<Finished> {
+  const w: TreeWrite = await writeTree(ctx.store, s.root, intent.id, current, target.entries, {
+    afterStage: () => (phase.staged = true),
+    afterFirstWrite: () => crashPoint('restore:after-first-write'),
+    onProgress,
+  });
+  crashPoint('restore:after-writes');
+  const number = Number(intent.detail.number ?? 0);
+  const label = `restore to ${intent.detail.ref ?? number}`;
+  const { counts, ...written } = w;
+  const known = 'known' in how && w.kept.length === 0 ? await recordKnown(ctx, s, how.known, target, counts, label) : null;
+  if (known) {
+    crashPoint('restore:after-record');
+    return { checkpoint: known, ...written, exact: null };
+  }
+  const cp = await recordCheckpoint(ctx, s, s.rec.name, { label, restoredFrom: number, onProgress });
+  crashPoint('restore:after-record');
+  const result = ctx.store.getDocument<Snapshot>(cp.snapshot, 'Snapshot').entries;
+  return {
+    checkpoint: { number: cp.number, snapshot: cp.snapshot, changeset: cp.changeset },
+    ...written,
+    exact: diffEntries([...target.entries], result).length === 0,
+  };
+}
+
+/**
+ * Record the restored tree without scanning it again, when its Snapshot and Changeset are known:
+ * the target is a checkpoint of this session on the same base with the same excludes (its log line
+ * names both), or the base itself. The session's tree index stays the safety checkpoint's: every
+ * path the restore wrote has a new inode and ctime, every directory it changed a new mtime, so the
+ * next checkpoint reads them again (the racy rule covers one written within 100 ms of the record);
+ * a checkpoint right after a restore equals a --verify one (test/sessions/history/restore.test.ts).
+ * Null: not known, the caller scans.
+ */
+async function recordKnown(
+  ctx: StoreContext,
+  s: OpenSession,
+  k: { safety: Snapshot; ref: ResolvedRef },
+  target: Snapshot,
+  counts: TreeWrite['counts'],
+  label: string,
+): Promise<RestoreResult['checkpoint'] | null> {
+  const base = s.rec.base;
+  if (target.excludes.join('\0') !== k.safety.excludes.join('\0')) return null;
+  let snapshot: Digest;
+  let changeset: Digest;
+  if (k.ref.snapshot === base) {
+    snapshot = await ctx.store.putSnapshot(createSnapshot(target.entries, target.excludes, base));
+    changeset = await ctx.store.putDocument(createChangeset(base, snapshot, []));
+  } else {
+    const line = readLogLines(ctx.store, s.rec.name)[k.ref.number - 1];
+    if (target.base !== base || !line || line.snapshot !== k.ref.snapshot || !ctx.store.has(line.changeset)) return null;
+    [snapshot, changeset] = [line.snapshot, line.changeset];
+  }
+  const rec = await readSession(ctx.store, s.rec.name);
+  rec.lastCheckpoint = { snapshot, changeset, at: new Date().toISOString() };
+  const number = await appendCheckpointLog(ctx.store, s.rec.name, {
+    ...rec.lastCheckpoint,
+    label,
+    ...counts,
+    restoredFrom: k.ref.number,
+  });
+  await writeSession(ctx.store, rec);
+  return { number, snapshot, changeset };
+}
+
+/**
+ * gc: finish a restore whose process is gone. Without a safety checkpoint nothing was written: the
+ * intent goes. With one, the root is scanned (every file hashed) and brought to the target.
+ */
+export async function recoverRestore(ctx: StoreContext, intent: Intent, dryRun: boolean): Promise<string> {
+  const name = intent.session;
+  const target = intent.detail.target as Digest | undefined;
+  if (!name || !intent.detail.safety || !target) return `restore ${intent.id} of ${name ?? '?'} wrote nothing: drop it`;
+  if (dryRun) return `finish restore ${intent.id} of session ${name} (to ${intent.detail.ref ?? target})`;
+  let s: OpenSession;
+  try {
+    s = await resumeSession(ctx, name);
+  } catch (err) {
+    if (isPdbError(err, 'E_SESSION_NOT_FOUND')) return `restore ${intent.id}: session ${name} is gone`;
+    throw err;
+  }
+  const op = await openOperation(ctx, {
+    session: { name, dir: s.dir },
+    lease: { kind: 'exclusive', purpose: `gc: finishing restore ${intent.id}` },
+    objects: `gc: finishing restore ${intent.id}`,
+  });
+  try {
+    const excludes = ctx.store.getDocument<Snapshot>(s.rec.base, 'Snapshot').excludes;
+    const now = (await scanTree(s.root, { excludes })).entries;
+    const wanted = ctx.store.getDocument<Snapshot>(target, 'Snapshot');
+    const done = await finish(ctx, s, intent, now, wanted, { scan: true }, { staged: false });
+    await removeRestoreStaging(s.root, intent.id); // a staging the kill left, when nothing differed any more
+    return `finish restore ${intent.id} of session ${name}: ${done.written} written, ${done.removed} removed (checkpoint ${done.checkpoint.number})`;
+  } finally {
+    await op.release();
+  }
+}
