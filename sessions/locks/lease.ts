@@ -3,7 +3,7 @@ import { lstatSync, readdirSync } from 'node:fs';
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { PdbError } from '../../model/errors.js';
+import { PdbError, toPdbError } from '../../model/errors.js';
 import { closeDir, dirHandleWay, handlePath, openRoot, type DirHandle } from '../../model/os/dir-handle.js';
 import { isProcessAlive } from '../../model/os/proc.js';
 import { breakStale, inspectLock, tryLock, type HeldLock, type LockOwner } from './lock.js';
@@ -172,8 +172,11 @@ export async function acquireDiscardLease(dir: string, session: string): Promise
     try {
       r = await tryAcquireLease(join(handlePath(h), 'lease'), 'exclusive', 'discard');
     } catch (err) {
+      const through = handlePath(h);
       closeDir(h);
-      throw err;
+      // Its message names the handle's /proc/self/fd path, which says nothing to a person: name the directory.
+      const e = toPdbError(err, 'E_IO');
+      throw new PdbError(e.code, e.message.replaceAll(through, dir), { hint: e.hint, cause: err });
     }
     if (r.lease) {
       const held = r.lease;

@@ -2,7 +2,7 @@
 // lives, and the context the session modules share (the store and its journal). A record that
 // cannot be read is E_RECORD_CORRUPT naming the file, never a parser's stack trace, and its
 // session is listed as damaged, never hidden.
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync, closeSync, constants as fsConstants, openSync, readFileSync } from 'node:fs';
 import { lstat, readdir, readFile, realpath } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { AnyBackendName } from '../../backends/table.js';
@@ -193,14 +193,32 @@ function recordProblem(doc: unknown, name: string): string | null {
   return null;
 }
 
+/**
+ * Run `fn` with the session directory as a path that cannot pass through a link: on Linux the
+ * directory is opened without following one and named by its descriptor (/proc/self/fd/N), so a
+ * session directory swapped for a link to somewhere else is never read or written through (issue
+ * 41: discard wrote session.json into the link's target). ELOOP or ENOTDIR when it is a link.
+ */
+async function throughSessionDir<T>(store: ObjectStore, name: string, fn: (dir: string) => T | Promise<T>): Promise<T> {
+  const dir = sessionDir(store, name);
+  if (process.platform !== 'linux') return fn(dir);
+  const fd = openSync(dir, fsConstants.O_RDONLY | fsConstants.O_DIRECTORY | fsConstants.O_NOFOLLOW);
+  try {
+    return await fn(`/proc/self/fd/${fd}`);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 export async function readSession(store: ObjectStore, name: string): Promise<SessionRecord> {
   const file = recordFile(store, name);
   let text: string;
   try {
-    text = readFileSync(file, 'utf8'); // synchronous: a small file, read by every command on a session
+    // synchronous: a small file, read by every command on a session
+    text = await throughSessionDir(store, name, (dir) => readFileSync(join(dir, 'session.json'), 'utf8'));
   } catch (err) {
     const code = osErrorCode(err);
-    if (code === 'ENOENT' || code === 'ENOTDIR') {
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') {
       if ((await lstat(sessionDir(store, name)).catch(() => null))?.isDirectory()) {
         const moved = (await readdir(join(store.paths.quarantine, 'records')).catch(() => [] as string[])).some((f) =>
           f.startsWith(`${name}.session.json.`),
@@ -234,7 +252,20 @@ export async function readSession(store: ObjectStore, name: string): Promise<Ses
 }
 
 export async function writeSession(store: ObjectStore, rec: SessionRecord): Promise<void> {
-  await writeFileAtomic(store.paths, recordFile(store, rec.name), `${JSON.stringify(rec, null, 2)}\n`);
+  const file = recordFile(store, rec.name);
+  let through = '';
+  try {
+    await throughSessionDir(store, rec.name, (dir) => {
+      through = dir;
+      return writeFileAtomic(store.paths, join(dir, 'session.json'), `${JSON.stringify(rec, null, 2)}\n`);
+    });
+  } catch (err) {
+    // Named by the record's own path, not the descriptor's.
+    const e = toPdbError(err, 'E_IO', { action: `writing the record of session ${rec.name}`, path: file });
+    throw through
+      ? new PdbError(e.code, e.message.replaceAll(through, sessionDir(store, rec.name)), { hint: e.hint, cause: err, path: file })
+      : e;
+  }
 }
 
 function isInside(root: string, here: string): boolean {

@@ -63,10 +63,14 @@ test('backends --json with the stand-in pinned (variable or store file): still u
   assert.equal([a.available, a.reason, a.evidence.step], [false, 'E_AGENTFS_PROBE', 'mount']);
   assert.not.ok('capabilities' in a);
 
+  // A store made by a create (backends, read-only, makes none: issue 41), then pinned by its file.
   const store = join(t.dir, 'store-file');
-  mkdirSync(store);
+  const src = join(t.dir, 'src-file');
+  mkdirSync(src);
+  writeFileSync(join(src, 'a.txt'), 'a');
+  const made = cli(['create', 'x', '--from', src, '--store', store], { env: hostEnv() });
+  assert.is(made.code, 0, made.stdout + made.stderr);
   writeFileSync(join(store, AGENTFS_CONFIG_FILE), JSON.stringify({ sha256: '0'.repeat(64) }));
-  listBackends(store, hostEnv()); // makes the store
   const viaFile = listBackends(store, { ...pinned, [AGENTFS_SHA256_ENV]: '' });
   const b = viaFile.find((x) => x.name === 'agentfs')!;
   assert.equal([b.reason, b.evidence.checksum, b.evidence.pinnedBy], ['E_AGENTFS_CHECKSUM', 'mismatch', 'store-config']);

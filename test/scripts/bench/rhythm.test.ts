@@ -2,10 +2,11 @@
 // path-free, schema-valid receipt with the checkpoint, the commit and the status rows, the bytes
 // each turn added on both sides, and the three goals.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { readReceiptFile } from '../../../harness/receipt/envelope.js';
 import { validateAgainst } from '../../../model/schemas.js';
 import { REPO_ROOT, tempDir } from '../../helpers/index.js';
 
@@ -31,7 +32,7 @@ test('two turns on a generated tree: a valid receipt of checkpoint, git commit a
     assert.is(r.status, 0, r.stderr);
     const files = readdirSync(out);
     assert.is(files.length, 1);
-    const receipt = JSON.parse(readFileSync(join(out, files[0]!), 'utf8'));
+    const receipt = readReceiptFile(join(out, files[0]!)).document as any;
     assert.equal(validateAgainst('bench-receipt', receipt), []);
     assert.is(receipt.benchmark, 'rhythm');
     assert.equal(
