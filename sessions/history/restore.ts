@@ -15,13 +15,11 @@
 import type { Digest } from '../../model/canonical-json.js';
 import { crashPoint } from '../../model/crash-point.js';
 import { PdbError, isPdbError, toPdbError } from '../../model/errors.js';
-import { ancestorPids } from '../../model/os/proc.js';
 import type { ProgressFn } from '../../model/progress.js';
 import { scanTree } from '../../model/scan/scan.js';
 import { createChangeset, createSnapshot, diffEntries, type Entry, type Snapshot } from '../../model/snapshot.js';
-import { assertNoUnfinishedRestore, assertOnlyAncestors, recordCheckpoint, type CheckpointResult } from '../lifecycle/checkpoint.js';
+import { ownCaller, recordCheckpoint, type CheckpointResult } from '../lifecycle/checkpoint.js';
 import { resumeSession, type OpenSession } from '../lifecycle/open.js';
-import type { LockOwner } from '../locks/lock.js';
 import { openOperation } from '../locks/operation.js';
 import type { Intent } from '../records/journal.js';
 import { appendCheckpointLog, readSession, writeSession, type StoreContext } from '../records/session-record.js';
@@ -61,20 +59,11 @@ export async function restoreSession(
   const ref = await resolveRef(ctx, name, to);
   const target = historySnapshot(ctx, name, ref); // a collected target is refused before anything is taken
   // As a checkpoint: from inside the session's own run or enter, that run does not block it.
-  const ancestors = ancestorPids(process.pid);
-  let inside = false;
-  const tolerate = (owner: LockOwner) => {
-    const mine = ancestors.has(owner.pid);
-    inside ||= mine;
-    return mine;
-  };
+  const caller = ownCaller(ctx, name);
   const op = await openOperation(ctx, {
     session: { name, dir: s.dir },
-    lease: { kind: 'exclusive', purpose: `restore to ${to}`, tolerate },
-    check: async () => {
-      if (inside) await assertOnlyAncestors(ctx, name, ancestors);
-      await assertNoUnfinishedRestore(ctx, name);
-    },
+    lease: { kind: 'exclusive', purpose: `restore to ${to}`, tolerate: caller.tolerate },
+    check: caller.check,
     objects: `restore ${name}`,
     intent: { op: 'restore', session: name, detail: { target: ref.snapshot, ref: to, number: String(ref.number) } },
   });

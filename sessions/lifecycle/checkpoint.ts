@@ -128,25 +128,35 @@ function changesSinceBase(ctx: StoreContext, s: OpenSession, { scan, index }: Se
   return sortEntries([...prev.values()]);
 }
 
-/** Complete scan of the quiesced session root: installs objects, records Snapshot + Changeset. Publishes nothing. */
-export async function checkpointSession(ctx: StoreContext, name: string, options: CheckpointOptions = {}): Promise<CheckpointResult> {
-  const s = await resumeSession(ctx, name);
-  // From inside the session's own run or enter, that run (an ancestor of this process) waits for
-  // this checkpoint: its lease does not block, but anything else of the session still running does.
+/**
+ * From inside the session's own run or enter, that run (an ancestor of this process) waits for an
+ * exclusive operation (checkpoint, restore): its lease does not block, but anything else of the
+ * session still running does; and no such operation starts while a restore is unfinished.
+ */
+export function ownCaller(ctx: StoreContext, name: string): { tolerate: (owner: LockOwner) => boolean; check: () => Promise<void> } {
   const ancestors = ancestorPids(process.pid);
   let inside = false;
-  const tolerate = (owner: LockOwner) => {
-    const mine = ancestors.has(owner.pid);
-    inside ||= mine;
-    return mine;
-  };
-  const op = await openOperation(ctx, {
-    session: { name, dir: s.dir },
-    lease: { kind: 'exclusive', purpose: 'checkpoint', tolerate },
+  return {
+    tolerate: (owner) => {
+      const mine = ancestors.has(owner.pid);
+      inside ||= mine;
+      return mine;
+    },
     check: async () => {
       if (inside) await assertOnlyAncestors(ctx, name, ancestors);
       await assertNoUnfinishedRestore(ctx, name);
     },
+  };
+}
+
+/** Complete scan of the quiesced session root: installs objects, records Snapshot + Changeset. Publishes nothing. */
+export async function checkpointSession(ctx: StoreContext, name: string, options: CheckpointOptions = {}): Promise<CheckpointResult> {
+  const s = await resumeSession(ctx, name);
+  const caller = ownCaller(ctx, name);
+  const op = await openOperation(ctx, {
+    session: { name, dir: s.dir },
+    lease: { kind: 'exclusive', purpose: 'checkpoint', tolerate: caller.tolerate },
+    check: caller.check,
     objects: `checkpoint ${name}`,
     // Not synced: the intent only lets doctor report a checkpoint that died; the objects such a
     // checkpoint leaves are immutable and gc collects what nothing reaches. The record that
