@@ -17,7 +17,6 @@ export const COMMAND_MODULES = {
   bench: () => import('./commands/bench.js'),
   validate: () => import('./commands/validate.js'),
   report: () => import('./commands/report.js'),
-  keys: () => import('./commands/keys.js'),
   agent: () => import('./commands/agent.js'),
   model: () => import('./commands/model.js'),
   hook: () => import('./commands/hook.js'),

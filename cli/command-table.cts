@@ -306,7 +306,7 @@ export const COMMANDS = {
   },
   keys: {
     summary: 'show the key this host signs receipts with (its keyid and public key), made on first use',
-    module: 'keys',
+    module: 'validate',
   },
   agent: {
     summary: 'real agent CLIs: install the pinned versions, or run one in a session against a cassette',

@@ -1,6 +1,6 @@
 // The scripted model's decisions, request by request, on the tool lists Codex CLI 0.171.0 and
 // Claude Code 2.1.197 really sent (test/fixtures/model-requests/, descriptions shortened). Tool
-// results are written here by hand; the real agents answer them in test/cli/agent-run.test.ts.
+// results are written here by hand; the real agents answer them in test/cli/commands/agent-run.test.ts.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';

@@ -1,6 +1,6 @@
 // Where the pinned agents live and when they count as installed, and what npm is asked to do.
 // npm itself is injected here (a runner that records its arguments or fails); the real install
-// runs in .ci/run, and the installed agents run in test/cli/agent-run.test.ts.
+// runs in .ci/run, and the installed agents run in test/cli/commands/agent-run.test.ts.
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';

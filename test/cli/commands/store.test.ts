@@ -5,8 +5,8 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readBuildDigest } from '../../harness/receipt/provenance.js';
-import { cli, cliJson, REPO_ROOT, tempDir, writeTree } from '../helpers/index.js';
+import { readBuildDigest } from '../../../harness/receipt/provenance.js';
+import { cli, cliJson, REPO_ROOT, tempDir, writeTree } from '../../helpers/index.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());

@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { REPO_ROOT, cli, cliJson, hasCommand, skipTest, tempDir, writeTree } from '../helpers/index.js';
+import { REPO_ROOT, cli, cliJson, hasCommand, skipTest, tempDir, writeTree } from '../../helpers/index.js';
 
 const t = tempDir('pdb-completion-');
 test.after(() => t.cleanup());

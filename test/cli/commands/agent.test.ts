@@ -5,8 +5,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readEventLog } from '../../agents/model-server/events.js';
-import { CLI, cli, realAgentsMissing, skipTest, tempDir, writeTree } from '../helpers/index.js';
+import { readEventLog } from '../../../agents/model-server/events.js';
+import { CLI, cli, realAgentsMissing, skipTest, tempDir, writeTree } from '../../helpers/index.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());

@@ -5,8 +5,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { formatBytes } from '../../model/progress.js';
-import { cli, cliJson, tempDir, writeTree } from '../helpers/index.js';
+import { formatBytes } from '../../../model/progress.js';
+import { cli, cliJson, tempDir, writeTree } from '../../helpers/index.js';
 
 const t = tempDir('pdb-du-cli-');
 test.after(() => t.cleanup());

@@ -7,7 +7,7 @@ import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { CLI, cli, cliJson, tempDir, writeTree } from '../helpers/index.js';
+import { CLI, cli, cliJson, tempDir, writeTree } from '../../helpers/index.js';
 
 const t = tempDir();
 test.after(() => t.cleanup());
