@@ -4,6 +4,7 @@
 // without repeating it. The caller owns signals and exit codes: aborting `signal` kills the running
 // case's processes, stops scheduling and rejects with E_INTERRUPTED. The checkout's provenance is
 // read when the run starts (kept in the journal across --resume) and again when it ends.
+import { loadSigningKey } from '../model/signing/key-store.js';
 import { mkdirSync, rmSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
@@ -49,6 +50,9 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
   // Every `${NAME}` of the plan needs a value (a resumed run has the journal's, and may give them anew).
   const vars = { ...header.vars, ...options.vars };
   requirePlanVars(plan, vars);
+  // The key that will sign the receipt, read (or made) now: a key that cannot be had fails the run
+  // before its cases, not after them.
+  loadSigningKey();
 
   // A fresh store and work dir for this attempt (a previous attempt's are removed). The store's
   // parent: --store, then PDB_ENV_BENCH_STORE (so `npm run proof` can target a btrfs/XFS mount), then the plan.
