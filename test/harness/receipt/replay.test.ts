@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { runBench } from '../../../harness/bench.js';
 import { checkReceipt, receiptInconsistencies, type Inconsistency } from '../../../harness/receipt/consistency.js';
 import { summarize } from '../../../harness/receipt/receipt.js';
-import { PHASE_GAP_MS, PHASE_GAP_SHARE } from '../../../harness/receipt/replay.js';
+import { phaseGapLimit } from '../../../harness/receipt/replay.js';
 import type { CaseRecord, Receipt } from '../../../harness/receipt/receipt-types.js';
 import type { Plan } from '../../../harness/plan/plan.js';
 import { cli, REPO_ROOT, tempDir } from '../../helpers/index.js';
@@ -249,7 +249,7 @@ test("a phase's time moved into overheadMs (half of a create, in the audit) leav
   const c = r.cases[0]!;
   // The audit moved half of a create; here the create may be short (156 ms on a quiet VM), so the
   // time is taken from the longest phase, at least the rule's limit and at most the phase.
-  const limit = PHASE_GAP_MS + PHASE_GAP_SHARE * c.wallMs;
+  const limit = phaseGapLimit(r, c.wallMs);
   const create = c.phases.slice(0, -1).sort((a, b) => b.durationMs - a.durationMs)[0]!;
   const moved = Math.min(create.durationMs, Math.max(create.durationMs / 2, limit + 10));
   assert.ok(moved > limit, `${create.name} (${create.durationMs} ms) is long enough to show the rule`);
@@ -269,6 +269,13 @@ test("a phase's time moved into overheadMs (half of a create, in the audit) leav
     shifted.some((i) => i.pointer === '/cases/0/wallMs'),
     shown(shifted),
   );
+});
+
+test('the gap allowed between phases grows with the load per core the run started under, never below the quiet limit', () => {
+  const host = (load: number, cores: number) => ({ host: { loadAverage: [load, load, load], cores } }) as never;
+  assert.is(phaseGapLimit(host(0.4, 2), 3000), 130);
+  assert.is(phaseGapLimit(host(2, 2), 3000), 130, 'one runnable task per core is still quiet');
+  assert.is(phaseGapLimit(host(14, 2), 3000), 910, 'a load of 14 on 2 cores: 7x');
 });
 
 test.run();
