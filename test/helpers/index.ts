@@ -1,6 +1,6 @@
 // Shared test helpers: real temporary trees (one per test, removed after unless PDB_KEEP_TMP=1),
 // a CLI runner against the built binary, and the one way a test says what did not run.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn as spawnChild, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -167,4 +167,25 @@ export function registryProblem(): string | null {
 export function realAgentsMissing(env: NodeJS.ProcessEnv = process.env): string | null {
   const missing = requiredAgents().filter((a) => !findInstalled(a, env));
   return missing.length ? `${missing.join(', ')} not installed in ${agentsCacheDir(env)} (pdb-env agent install)` : null;
+}
+
+/** Run a program to its end (killed after `timeoutMs`), collecting its exit code and output: a real agent CLI in the agent tests. */
+export function runCaptured(
+  command: string,
+  args: readonly string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+  timeoutMs = 180_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawnChild(command, [...args], { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d) => (stdout += d));
+    p.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+    p.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
 }

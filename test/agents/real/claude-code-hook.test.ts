@@ -4,7 +4,6 @@
 // repository nor in .claude/worktrees/. Then the WorktreeRemove Claude Code would send keeps the
 // result (checkpointed, pinned) and discards the session. The network is not enforced here: Claude
 // Code is pointed at the scripted server only (agents/real/launch.ts) with nonessential traffic off.
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -14,7 +13,7 @@ import { startModelServer } from '../../../agents/model-server/server.js';
 import { findInstalled } from '../../../agents/real/install.js';
 import { agentLaunch, CREDENTIAL_VARS } from '../../../agents/real/launch.js';
 import { gitCommitAll } from '../../helpers/cow-harness.js';
-import { cli, cliJson, hasCommand, skipTest, tempDir, writeTree } from '../../helpers/index.js';
+import { cli, cliJson, hasCommand, skipTest, tempDir, writeTree, runCaptured } from '../../helpers/index.js';
 
 const NAME = 'hook-feature';
 const claude = findInstalled('claude');
@@ -61,18 +60,7 @@ else {
     for (const k of CREDENTIAL_VARS) if (!(k in launch.env)) delete env[k];
     let run: { code: number | null; stdout: string; stderr: string };
     try {
-      run = await new Promise((resolve) => {
-        const p = spawn(launch.command, [...launch.args, '--worktree', NAME], { cwd: repo, env, stdio: ['ignore', 'pipe', 'pipe'] });
-        let stdout = '';
-        let stderr = '';
-        p.stdout.on('data', (d) => (stdout += d));
-        p.stderr.on('data', (d) => (stderr += d));
-        const timer = setTimeout(() => p.kill('SIGKILL'), 180_000);
-        p.once('close', (code) => {
-          clearTimeout(timer);
-          resolve({ code, stdout, stderr });
-        });
-      });
+      run = await runCaptured(launch.command, [...launch.args, '--worktree', NAME], { cwd: repo, env });
     } finally {
       await server.close();
     }

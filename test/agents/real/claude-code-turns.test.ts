@@ -4,7 +4,6 @@
 // checkpoint before and after the turn holding all three changes (the Bash ones too, which Claude
 // Code's own checkpoints miss); `restore --to` the one before brings the tree back exactly (a
 // --verify checkpoint says so), and `restore --to` its safety checkpoint brings the turn's work back.
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -13,7 +12,7 @@ import { loadCassette } from '../../../agents/cassette/cassette.js';
 import { startModelServer } from '../../../agents/model-server/server.js';
 import { findInstalled } from '../../../agents/real/install.js';
 import { agentLaunch, CREDENTIAL_VARS } from '../../../agents/real/launch.js';
-import { cliJson, cli, skipTest, tempDir, writeTree } from '../../helpers/index.js';
+import { cliJson, cli, skipTest, tempDir, writeTree, runCaptured } from '../../helpers/index.js';
 
 /** The real Claude Code in `root`, one prompt, against the scripted model playing `cassetteFile`. */
 async function runClaude(dir: string, root: string, program: string, cassetteFile: string) {
@@ -24,18 +23,7 @@ async function runClaude(dir: string, root: string, program: string, cassetteFil
   const runEnv: NodeJS.ProcessEnv = { ...process.env, ...launch.env };
   for (const k of CREDENTIAL_VARS) if (!(k in launch.env)) delete runEnv[k];
   try {
-    return await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const p = spawn(launch.command, launch.args, { cwd: root, env: runEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      p.stdout.on('data', (d) => (stdout += d));
-      p.stderr.on('data', (d) => (stderr += d));
-      const timer = setTimeout(() => p.kill('SIGKILL'), 180_000);
-      p.once('close', (code) => {
-        clearTimeout(timer);
-        resolve({ code, stdout, stderr });
-      });
-    });
+    return await runCaptured(launch.command, launch.args, { cwd: root, env: runEnv });
   } finally {
     await server.close();
   }
