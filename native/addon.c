@@ -285,6 +285,50 @@ static napi_value Sha256(napi_env env, napi_callback_info info) {
   return out;
 }
 
+// chunks(bytes, gear, params) -> { digest: Buffer(32), list: Buffer } | null: the sha256 of
+// `bytes` and their content-defined chunk list (snapshot.c chunkDocument); params is a Uint32Array
+// [min, avg, max, hardMask, easyMask], gear an Int32Array of 256. null where this process has no
+// SHA-256 to give the addon (model/store/chunks.ts cuts in JavaScript then).
+static napi_value Chunks(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value args[3], out, v;
+  napi_get_cb_info(env, info, &argc, args, NULL, NULL);
+  napi_typedarray_type type;
+  void *data = NULL, *gear = NULL, *params = NULL;
+  size_t n = 0, gearLen = 0, paramLen = 0;
+  int ok = argc == 3 && napi_get_typedarray_info(env, args[0], &type, &n, &data, NULL, NULL) == napi_ok && type == napi_uint8_array &&
+           napi_get_typedarray_info(env, args[1], &type, &gearLen, &gear, NULL, NULL) == napi_ok && type == napi_int32_array &&
+           gearLen == 256 && napi_get_typedarray_info(env, args[2], &type, &paramLen, &params, NULL, NULL) == napi_ok &&
+           type == napi_uint32_array && paramLen == 5;
+  const uint32_t *q = params;
+  ok = ok && q[0] >= 64 && q[0] <= q[1] && q[1] <= q[2];
+  if (!ok) {
+    napi_throw_type_error(env, "E_INTERNAL", "pdb_scan: chunks takes (Uint8Array, Int32Array(256), Uint32Array(5))");
+    return NULL;
+  }
+  if (!sha256Available()) {
+    napi_get_null(env, &out);
+    return out;
+  }
+  cdc_t cdc = {.gear = gear, .min = q[0], .avg = q[1], .max = q[2], .hard = q[3], .easy = q[4]};
+  uint8_t digest[32];
+  uint8_t *list = NULL;
+  size_t listLen = 0;
+  if (!chunkDocument(data, n, &cdc, digest, &list, &listLen)) {
+    napi_throw_error(env, "E_INTERNAL", "pdb_scan: out of memory");
+    return NULL;
+  }
+  napi_create_object(env, &out);
+  napi_create_buffer_copy(env, 32, digest, NULL, &v);
+  napi_set_named_property(env, out, "digest", v);
+  if (listLen == 0) napi_create_buffer(env, 0, NULL, &v);
+  else if (napi_create_external_buffer(env, listLen, list, freeBytes, NULL, &v) == napi_ok) list = NULL;
+  else napi_create_buffer_copy(env, listLen, list, NULL, &v);
+  free(list);
+  napi_set_named_property(env, out, "list", v);
+  return out;
+}
+
 static napi_value Init(napi_env env, napi_value exports) {
   napi_value fn, version;
   napi_create_function(env, "scan", NAPI_AUTO_LENGTH, Scan, NULL, &fn);
@@ -293,6 +337,8 @@ static napi_value Init(napi_env env, napi_value exports) {
   napi_set_named_property(env, exports, "snapshotBytes", fn);
   napi_create_function(env, "snapshotToFile", NAPI_AUTO_LENGTH, SnapshotToFile, NULL, &fn);
   napi_set_named_property(env, exports, "snapshotToFile", fn);
+  napi_create_function(env, "chunks", NAPI_AUTO_LENGTH, Chunks, NULL, &fn);
+  napi_set_named_property(env, exports, "chunks", fn);
   napi_create_function(env, "sha256", NAPI_AUTO_LENGTH, Sha256, NULL, &fn);
   napi_set_named_property(env, exports, "sha256", fn);
   osExports(env, exports);

@@ -29,4 +29,17 @@ int sha256Parts(const uint8_t *const *parts, const size_t *lens, size_t n, uint8
 int snapshotToFile(const snapshot_cols_t *c, const uint8_t *head, size_t headLen, const uint8_t *tail, size_t tailLen, int fd,
                    uint8_t digest[32], size_t *length, int *err);
 
+/** The FastCDC parameters of model/store/chunks.ts: its gear table, sizes and masks. */
+typedef struct {
+  const int32_t *gear;
+  uint32_t min, avg, max, hard, easy;
+} cdc_t;
+
+/**
+ * The sha256 of `n` bytes at `b` into `digest`, and their content-defined chunks into a malloc'ed
+ * list of 36-byte records (a chunk's sha256, then its length as a big-endian uint32: the chunk
+ * list format of chunks.ts). 0 where SHA-256 cannot be had or memory ran out.
+ */
+int chunkDocument(const uint8_t *b, size_t n, const cdc_t *cdc, uint8_t digest[32], uint8_t **list, size_t *listLen);
+
 #endif

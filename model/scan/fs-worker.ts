@@ -15,7 +15,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { tempEntryName } from '../os/temp-name.js';
-import { nodeCrypto } from '../os/hash.js';
+import { nodeCrypto, sha256Hex } from '../os/hash.js';
 import { statSignature } from './tree-index.js';
 
 /** A verified copy: the object at `src` is copied to `dst` and must hash to `hex` (its digest without "sha256:"). */
@@ -85,7 +85,8 @@ function installFile(path: string, objectsDir: string, tmpDir: string): { digest
   }
   if (n < CHUNK) {
     try {
-      const hex = nodeCrypto().createHash('sha256').update(buffer.subarray(0, n)).digest('hex');
+      // The addon's SHA-256 where it loads: node:crypto costs ~11 ms to load (model/os/hash.ts).
+      const hex = sha256Hex(buffer.subarray(0, n));
       const dst = objectPath(objectsDir, hex);
       if (existsSync(dst)) return { digest: hex, size: n, installed: false };
       writeObject(dst, tmpDir, (out) => writeAll(out, buffer, n));

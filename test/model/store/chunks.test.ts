@@ -11,7 +11,13 @@ import {
   decodeChunkedRecord,
   encodeChunkList,
   encodeChunkedRecord,
+  nativeChunkList,
 } from '../../../model/store/chunks.js';
+import { nativeUnavailable } from '../../../model/scan/scanner.js';
+import { skipPart } from '../../helpers/index.js';
+
+const why = nativeUnavailable();
+if (why) skipPart('chunks cut by native/snapshot.c', 'native-scan', why);
 
 test('chunks cover the bytes in order, each between the minimum and the maximum but the last', () => {
   const bytes = randomBytes(1 << 20);
@@ -77,6 +83,36 @@ test('chunks found through a similar document’s chunks are the chunks a plain 
     });
     assert.equal(like, plain);
     assert.equal(chunkRefs(after, like), chunkRefs(after));
+  }
+});
+
+test('the addon cuts and hashes as chunkEnds and sha256 do, and names the whole document by its digest', () => {
+  if (why) return;
+  const ascii = (n: number) => {
+    const b = randomBytes(n);
+    for (let i = 0; i < n; i++) b[i] = 32 + (b[i]! % 64);
+    return b;
+  };
+  for (const bytes of [
+    new Uint8Array(0),
+    randomBytes(1),
+    randomBytes(CHUNK_MIN),
+    randomBytes(CHUNK_MIN + 1),
+    randomBytes(CHUNK_MAX * 3),
+    ascii(700_000),
+    Buffer.alloc(300_000),
+  ]) {
+    const cut = nativeChunkList(bytes);
+    assert.ok(cut, 'the addon has SHA-256 here');
+    assert.is(cut!.digest, sha256Digest(bytes));
+    let at = 0;
+    const expected = chunkEnds(bytes).map((end) => {
+      const ref = { digest: sha256Digest(bytes.subarray(at, end)), size: end - at };
+      at = end;
+      return ref;
+    });
+    assert.equal(bytes.length ? decodeChunkList(cut!.list) : [], expected, `${bytes.length} bytes`);
+    if (bytes.length) assert.ok(cut!.list.equals(encodeChunkList(expected)));
   }
 });
 
