@@ -10,10 +10,17 @@ import { sha256 } from '../os/hash.js';
 import { loadNativeAddon } from '../os/native.js';
 import { tempPath } from '../os/temp-name.js';
 
-/** Chunk sizes: small enough that a 1-entry change of a Snapshot rewrites about 10 KB, large enough that a 250,000-entry Snapshot (48 MB) is 6,000 files. */
-export const CHUNK_MIN = 2 * 1024;
-export const CHUNK_AVG = 8 * 1024;
-export const CHUNK_MAX = 64 * 1024;
+/**
+ * Chunk sizes: small enough that a 1-entry change of a Snapshot rewrites about 5 KB, large enough
+ * that a 250,000-entry Snapshot (48 MB) is about 12,000 files; 32 KiB at most (repeated bytes cut
+ * nowhere before it). At 8 KiB on average (64 KiB at most) a 1-file checkpoint of a 28,000-entry
+ * tree added up to 1.04x the goal's 64 KiB plus the file
+ * (receipts/bench/bench-rhythm-20261203T095734Z-68fb77.json): a Snapshot chunk, the chunk list's
+ * own chunks and the Changeset's, each about an average chunk.
+ */
+export const CHUNK_MIN = 1024;
+export const CHUNK_AVG = 4 * 1024;
+export const CHUNK_MAX = 32 * 1024;
 /** A document larger than this is stored as chunks; smaller ones stay one object (as every document before). */
 export const CHUNK_THRESHOLD = 16 * 1024;
 
@@ -30,8 +37,8 @@ function gear(): Int32Array {
 
 // Normalized chunking (FastCDC level 2): a harder mask before the average size, an easier one after.
 // The hash shifts left, so only its top bits depend on a full 32-byte window: the masks use those.
-const MASK_HARD = 0xfffe0000 | 0; // 15 bits
-const MASK_EASY = 0xffe00000 | 0; // 11 bits
+const MASK_HARD = 0xfffc0000 | 0; // 14 bits: log2(CHUNK_AVG) + 2
+const MASK_EASY = 0xffc00000 | 0; // 10 bits: log2(CHUNK_AVG) - 2
 
 /** Where the chunk that starts at `start` ends (exclusive). */
 function cutPoint(b: Uint8Array, start: number, GEAR: Int32Array): number {

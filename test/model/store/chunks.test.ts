@@ -29,7 +29,7 @@ test('chunks cover the bytes in order, each between the minimum and the maximum 
     if (i < ends.length - 1) assert.ok(end - at > CHUNK_MIN);
     at = end;
   }
-  assert.ok(ends.length > 60 && ends.length < 250, `about 8 KiB a chunk on random bytes (${ends.length} chunks in 1 MiB)`);
+  assert.ok(ends.length > 120 && ends.length < 500, `about 4 KiB a chunk on random bytes (${ends.length} chunks in 1 MiB)`);
   assert.equal(chunkEnds(new Uint8Array(0)), []);
 });
 
