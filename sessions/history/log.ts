@@ -78,7 +78,9 @@ export interface ResolvedRef {
 
 /** Resolve REF against the session's history: a checkpoint number, `base`, or a digest prefix of one of its Snapshots or Changesets. */
 export async function resolveRef(ctx: StoreContext, name: string, ref: string): Promise<ResolvedRef> {
-  const { base, checkpoints } = await sessionLog(ctx, name);
+  // The log's lines without asking the store about each (sessionLog's `collected`): a REF names one line.
+  const base = (await readSession(ctx.store, name)).base;
+  const checkpoints = readLogLines(ctx.store, name).map((l, i) => ({ ...l, number: i + 1 }));
   const hint = `pdb-env log ${name} lists the checkpoints; REF is a number, base, or a digest prefix of ${MIN_DIGEST_PREFIX}+ hex characters.`;
   if (ref === 'base') return { ref, snapshot: base, number: 0, changeset: null };
   if (/^[0-9]+$/.test(ref) && ref.length < MIN_DIGEST_PREFIX) {
