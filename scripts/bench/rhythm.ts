@@ -26,7 +26,7 @@ import { storeFilesystem } from '../../harness/receipt/host.js';
 import { packageFile } from '../../model/paths.js';
 import { scannerInfo } from '../../model/scan/scanner.js';
 import { PDB_ENV, allTrackedCopy, ensurePnpmMonorepo } from './baselines.js';
-import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchGoal, type BenchRow } from './bench-receipt.js';
+import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchGoal, type BenchRow, type BenchStart } from './bench-receipt.js';
 import { generateTree } from './cow-tree.js';
 import { countEntries } from './user-path.js';
 import { formatDuration, median, scriptArgs } from '../lib.js';
@@ -306,6 +306,31 @@ function summarize(done: Turn[], entries: number): { rows: BenchRow[]; goals: Be
   return { rows, goals };
 }
 
+/** The receipt of the run: the turns' rows and goals, then the restore rounds'. */
+async function writeRhythmReceipt(
+  start: BenchStart,
+  parts: Array<{ rows: BenchRow[]; goals: BenchGoal[] }>,
+  t: { what: string; entries: number; fs: string; scanner: ReturnType<typeof scannerInfo> },
+): Promise<string> {
+  return writeBenchReceipt(start, {
+    benchmark: 'rhythm',
+    command: `npm run bench:rhythm -- --turns ${turns} --restore-rounds ${restoreRounds} --seed ${seed} --backend ${backend}${values.tree ? ' --tree <dir>' : ''}${values.generated ? ` --generated ${values.generated}` : ''}${values.tree || values.generated ? '' : ' --pnpm-fixture <dir>'}`,
+    params: {
+      turns,
+      restoreRounds,
+      seed,
+      backend,
+      tree: t.what,
+      entries: t.entries,
+      filesystem: t.fs,
+      scanner: t.scanner.scanner,
+      lstatThreads: t.scanner.threads,
+    },
+    results: parts.flatMap((p) => p.rows),
+    goals: parts.flatMap((p) => p.goals),
+  });
+}
+
 async function main(): Promise<void> {
   mkdirSync(work, { recursive: true });
   const { tree, what } = await chooseTree();
@@ -364,32 +389,11 @@ async function main(): Promise<void> {
       `turn ${String(turn + 1).padStart(3)}: ${String(d.files).padStart(2)} files; checkpoint ${formatDuration(checkpointMs, 3)} +${d.storeBytes} B objects (+${d.metaBytes} B index/records); git status ${formatDuration(statusMs, 3)}; git add+commit ${formatDuration(commitMs, 3)} +${d.gitBytes} B`,
     );
   }
-  const summary = summarize(done, entries);
-  const restore = summarizeRestore(await runRestoreRounds(pdb, root, files, rand));
-  const [rows, goals] = [
-    [...summary.rows, ...restore.rows],
-    [...summary.goals, ...restore.goals],
-  ];
+  const parts = [summarize(done, entries), summarizeRestore(await runRestoreRounds(pdb, root, files, rand))];
   await pdb('discard', 'rhythm', '--force');
   rmSync(git.dir, { recursive: true, force: true });
   rmSync(store, { recursive: true, force: true });
-  const file = await writeBenchReceipt(start, {
-    benchmark: 'rhythm',
-    command: `npm run bench:rhythm -- --turns ${turns} --restore-rounds ${restoreRounds} --seed ${seed} --backend ${backend}${values.tree ? ' --tree <dir>' : ''}${values.generated ? ` --generated ${values.generated}` : ''}${values.tree || values.generated ? '' : ' --pnpm-fixture <dir>'}`,
-    params: {
-      turns,
-      restoreRounds,
-      seed,
-      backend,
-      tree: what,
-      entries,
-      filesystem: fs,
-      scanner: scanner.scanner,
-      lstatThreads: scanner.threads,
-    },
-    results: rows,
-    goals,
-  });
+  const file = await writeRhythmReceipt(start, parts, { what, entries, fs, scanner });
   console.log(`receipt: ${file}`);
 }
 
