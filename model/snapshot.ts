@@ -104,6 +104,18 @@ export function canonicalSnapshot(s: Snapshot): { bytes: Buffer; digest: Digest 
   return { bytes, digest: sha256Digest(bytes) };
 }
 
+/**
+ * The canonical bytes of a Snapshot given as its canonical `bytes`, with `base` instead of its
+ * own: canonical JSON puts `base` first, so only the head `{"base":...,` changes. Spares parsing
+ * and writing every entry again (restore --to base records the base's entries as a checkpoint on it).
+ */
+export function withSnapshotBase(bytes: Buffer, base: Digest | null): { bytes: Buffer; digest: Digest } {
+  const head = /^\{"base":(null|"sha256:[0-9a-f]{64}"),"entries":/.exec(bytes.subarray(0, 96).toString('latin1'));
+  if (!head) throw new PdbError('E_OBJECT_CORRUPT', 'not the canonical bytes of a Snapshot', { hint: 'pdb-env verify checks the store.' });
+  const out = Buffer.concat([Buffer.from(`{"base":${JSON.stringify(base)}`), bytes.subarray(8 + head[1]!.length)]);
+  return { bytes: out, digest: sha256Digest(out) };
+}
+
 /** The identity of an entry's content under the contract, for equality checks. */
 export function entryKey(e: Entry): string {
   switch (e.kind) {

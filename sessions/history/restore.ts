@@ -20,7 +20,7 @@ import { crashPoint } from '../../model/crash-point.js';
 import { PdbError, isPdbError, toPdbError } from '../../model/errors.js';
 import type { ProgressFn } from '../../model/progress.js';
 import { scanTree } from '../../model/scan/scan.js';
-import { createChangeset, createSnapshot, diffEntries, type Change, type Snapshot } from '../../model/snapshot.js';
+import { createChangeset, diffEntries, withSnapshotBase, type Change, type Snapshot } from '../../model/snapshot.js';
 import { ownCaller, recordCheckpoint, type CheckpointResult } from '../lifecycle/checkpoint.js';
 import { resumeSession, type OpenSession } from '../lifecycle/open.js';
 import { openOperation } from '../locks/operation.js';
@@ -180,9 +180,10 @@ async function recordKnown(
   let snapshot: Digest;
   let changeset: Digest;
   if (ref.snapshot === base) {
-    // The base's entries as a checkpoint of it (base: the base): its manifest is read once to write them.
-    const target = ctx.store.getDocument<Snapshot>(base, 'Snapshot');
-    snapshot = await ctx.store.putSnapshot(createSnapshot(target.entries, target.excludes, base));
+    // The base's entries as a checkpoint on it: the base's bytes with their head changed (read, not
+    // parsed), stored beside the base's chunks.
+    const { bytes, digest } = withSnapshotBase(ctx.store.getBytes(base), base);
+    snapshot = await ctx.store.putDocumentBytes(bytes, digest, base);
     changeset = await ctx.store.putDocument(createChangeset(base, snapshot, []));
   } else {
     if (changesFromBase(ctx, ref)?.base !== base || ref.changeset === null) return null;

@@ -12,6 +12,7 @@ import {
   diffEntries,
   diffThroughBase,
   snapshotDigest,
+  withSnapshotBase,
   type Entry,
 } from '../../model/snapshot.js';
 
@@ -94,6 +95,29 @@ test('a Snapshot written directly has exactly the canonical JSON bytes (any name
     ),
     { seed: 13, numRuns: 300 },
   );
+});
+
+test('withSnapshotBase gives the canonical bytes of the same Snapshot on another base (any entries, bases)', () => {
+  const hex = fc.stringMatching(/^[0-9a-f]{64}$/).map((h) => `sha256:${h}` as Digest);
+  const entry: fc.Arbitrary<Entry> = fc.oneof(
+    fc.string({ minLength: 1, maxLength: 6 }).map((path): Entry => ({ path, kind: 'dir' })),
+    fc
+      .tuple(fc.string({ minLength: 1, maxLength: 6 }), hex, fc.nat(), fc.boolean())
+      .map(([path, digest, size, exec]): Entry => ({ path, kind: 'file', digest, size, exec })),
+  );
+  fc.assert(
+    fc.property(
+      fc.uniqueArray(entry, { selector: (e) => e.path, maxLength: 8 }),
+      fc.array(fc.string({ maxLength: 4 }), { maxLength: 2 }),
+      fc.option(hex),
+      fc.option(hex),
+      (entries, excludes, from, to) => {
+        const bytes = canonicalSnapshot(createSnapshot(entries, excludes, from)).bytes;
+        assert.equal(withSnapshotBase(bytes, to), canonicalSnapshot(createSnapshot(entries, excludes, to)));
+      },
+    ),
+  );
+  assert.throws(() => withSnapshotBase(Buffer.from('{"entries":[]}'), null), /canonical bytes of a Snapshot/);
 });
 
 test('changeOf classifies one path as diffEntries does', () => {

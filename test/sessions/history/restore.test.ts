@@ -126,8 +126,14 @@ test('REF: a number, base, a Snapshot or Changeset digest prefix; unknown and am
   assert.not.ok(existsSync(join(root, 'x.txt')));
   await svc.restore('s', `sha256:${two.snapshot.slice(7, 17)}`);
   assert.ok(existsSync(join(root, 'x.txt')));
-  await svc.restore('s', 'base');
+  const toBase = await svc.restore('s', 'base');
   assert.not.ok(existsSync(join(root, '.env')), 'base: the tree as created');
+  const recorded = svc.readSnapshot(toBase.checkpoint.snapshot);
+  assert.equal(
+    [recorded.base, recorded.entries],
+    [one.base, svc.readSnapshot(one.base).entries],
+    'recorded: the base entries, on the base',
+  );
   const before = (await svc.log('s')).checkpoints.length;
   for (const [ref, code] of [
     ['99', 'E_DIGEST_UNKNOWN'],
