@@ -1,6 +1,6 @@
 // The bundles the command line runs from, and how one is loaded. `npm run build` (and `npm test`,
 // `npm pack`) make two with esbuild after tsc (scripts/build-bundles.mjs):
-// - `checkpoint`: the cheap path (cli/cheap-path.ts) and every module a plain checkpoint loads,
+// - `checkpoint`: the cheap path (cli/cheap-path.ts) and every module a plain checkpoint (or restore) loads,
 //   without commander (an agent loop calls it between steps);
 // - `cli`: the whole command line (cli/main.ts) with the session layer, the backends and the
 //   model; the harness, the workloads, the reports and the agents stay modules, loaded when a

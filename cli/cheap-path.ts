@@ -1,5 +1,5 @@
 // The cheap path: a plain call of a command whose row in the table is marked `cheap` (checkpoint,
-// which an agent loop calls between steps), run without loading commander (which loads
+// which an agent loop calls between steps, and restore, which takes one back), run without loading commander (which loads
 // child_process, net and streams), building the program or defining the other commands: on a
 // checkpoint, whose own work is a stat walk, an index and two records, that start-up is a large
 // share (docs/evidence.md quotes the receipts). The entry of the checkpoint bundle.
@@ -21,7 +21,8 @@ export async function runCheap(call: CheapCall): Promise<number> {
     const mod: CommandModuleExports = await COMMAND_MODULES[call.module]();
     const action = mod.cheap?.[call.name];
     if (!action) throw new PdbError('E_INTERNAL', `cli: no cheap action for the ${call.name} command`);
-    await action(call);
+    // The action of the command `call` names: its own call type (a union of actions takes none).
+    await (action as (c: CheapCall) => Promise<void>)(call);
     return 0;
   } catch (err) {
     return emitError(call.options.json === true, err);

@@ -1,7 +1,7 @@
 // Every command of pdb-env, one row each: the one place that names them. A row holds the
 // command's summary, the module that defines the rest (its arguments, help and action; program.ts
 // loads it when the command runs), its options as data, and for a command an agent loop calls
-// between steps a `cheap` flag. Commander's options are built from these declarations (program.ts;
+// between steps (checkpoint, restore) a `cheap` flag. Commander's options are built from these declarations (program.ts;
 // shell completion reads them back from commander), and a plain call of a cheap command is parsed
 // by util.parseArgs configured from the same declarations (cheapCall below) and run without
 // commander. CommonJS and importing nothing of pdb-env, so that the executable (pdb-env.cts) reads
@@ -138,6 +138,9 @@ export const COMMANDS = {
         description: 'a checkpoint number (pdb-env log), a Snapshot or Changeset digest prefix, or base',
       },
     },
+
+    // Restoring a turn is as frequent as taking one, and its own work for a few paths is a fraction of commander's start-up.
+    cheap: { operands: 1 },
   },
   diff: {
     summary: 'list changes since the base, or between two checkpoints',

@@ -2,7 +2,7 @@
 // Bundles the command line into two CommonJS files with esbuild (cli/bundle.cts says what each
 // holds and how the executable picks one); `npm run build`, `npm test` and `npm pack` run this after tsc:
 // - dist/cli/checkpoint-bundle.cjs: the cheap path (dist/cli/cheap-path.js) and the modules a plain
-//   checkpoint loads;
+//   checkpoint or restore loads;
 // - dist/cli/cli-bundle.cjs: the whole command line (dist/cli/main.js) with the session layer,
 //   the backends and the model.
 // Node 20 resolves, reads and links every ES module on its own: a checkpoint loaded about forty, a
@@ -42,12 +42,15 @@ const { checkpointInlineModules } = await import(pathToFileURL(join(dist, 'backe
 
 const underDist = (file) => relative(dist, file).split(sep).join('/');
 
-/** Dynamically imported modules a plain checkpoint runs (paths under dist/); the build fails when one is not in the bundle. */
+/** Dynamically imported modules a plain checkpoint or restore runs (paths under dist/); the build fails when one is not in the bundle. */
 const CHECKPOINT_INLINE = new Set([
   'cli/commands/checkpoint.js',
   'sessions/service.js',
   'sessions/records/store-location.js',
   'sessions/lifecycle/checkpoint.js',
+  // restore, the other cheap command: what it loads beyond a checkpoint.
+  'cli/commands/history.js',
+  'sessions/history/restore.js',
   ...checkpointInlineModules(),
 ]);
 

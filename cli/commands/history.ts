@@ -1,7 +1,9 @@
 // `pdb-env log` and `pdb-env restore`: a session's checkpoints, and the way back to one of them
-// (sessions/history/).
+// (sessions/history/). A plain restore runs on the cheap path (cli/cheap-path.ts), as a checkpoint
+// does: this module imports commander's types only.
 import { PdbError } from '../../model/errors.js';
 import type { Checkpoint } from '../../sessions/service.js';
+import type { CheapCall } from '../command-table.cjs';
 import type { CommandDefinitions, DefineCommand } from '../context.js';
 import { openService } from '../open-service.js';
 import { emit, short, table } from '../output.js';
@@ -59,6 +61,24 @@ Example:
       emit(o.json === true, r, () => logText(name, r.checkpoints));
     });
 
+/** The restore command's action (commander's and the cheap path's). */
+async function runRestore(given: string | undefined, o: CheapCall<'restore'>['options']): Promise<void> {
+  const name = sessionName(given, 'restore');
+  const progress = createProgressReporter({ json: o.json === true });
+  const r = await (await openService(o.store)).restore(name, o.to, { onProgress: progress.onProgress }).finally(progress.done);
+  emit(
+    o.json === true,
+    r,
+    () =>
+      `restored ${r.session} to ${r.from === 0 ? 'its base' : `checkpoint ${r.from}`} (${short(r.target)}): ` +
+      `${r.written} written, ${r.removed} removed, ${r.made} directories made\n` +
+      `  before: checkpoint ${r.safety.number} (pdb-env restore ${r.session} --to ${r.safety.number} undoes this)\n` +
+      `  now:    checkpoint ${r.checkpoint.number}` +
+      (r.kept.length ? `\n  kept (they hold excluded entries): ${r.kept.join(', ')}` : '') +
+      (r.exact === false ? '\n  note: the root changed while it was restored; the checkpoint above holds what it is now' : ''),
+  );
+}
+
 const restore: DefineCommand<'restore'> = (cmd) =>
   cmd
     .argument('[name]', 'the session (default: PDB_ENV_SESSION, inside a run or enter)')
@@ -84,22 +104,7 @@ Example:
   pdb-env restore agent-a --to 3
   pdb-env restore agent-a --to base`,
     )
-    .action(async (given, _o, command) => {
-      const o = command.optsWithGlobals();
-      const name = sessionName(given, 'restore');
-      const progress = createProgressReporter({ json: o.json === true });
-      const r = await (await openService(o.store)).restore(name, o.to, { onProgress: progress.onProgress }).finally(progress.done);
-      emit(
-        o.json === true,
-        r,
-        () =>
-          `restored ${r.session} to ${r.from === 0 ? 'its base' : `checkpoint ${r.from}`} (${short(r.target)}): ` +
-          `${r.written} written, ${r.removed} removed, ${r.made} directories made\n` +
-          `  before: checkpoint ${r.safety.number} (pdb-env restore ${r.session} --to ${r.safety.number} undoes this)\n` +
-          `  now:    checkpoint ${r.checkpoint.number}` +
-          (r.kept.length ? `\n  kept (they hold excluded entries): ${r.kept.join(', ')}` : '') +
-          (r.exact === false ? '\n  note: the root changed while it was restored; the checkpoint above holds what it is now' : ''),
-      );
-    });
+    .action(async (given, _o, command) => runRestore(given, command.optsWithGlobals()));
 
 export const commands: CommandDefinitions<'history'> = { log, restore };
+export const cheap = { restore: (call: CheapCall<'restore'>) => runRestore(call.operands[0], call.options) };

@@ -7,6 +7,12 @@
 // commit), of `pdb-env checkpoint` and of the commit, and the bytes each added: apparent sizes of
 // the files under the store's objects/ and under .git/objects. The receipt is path-free.
 //
+// Then --restore-rounds rounds (default 11, issue 39): exactly one file of the session changed, a
+// timed `pdb-env checkpoint` of it (C), then a timed `pdb-env restore --to` the checkpoint before
+// (R: the command a user runs, its safety checkpoint included); the goal is R at most C (the
+// median of the per-round ratios R/C, as every ratio of these receipts). A checkpoint follows each
+// restore, so the next round's C starts from a recorded tree; it has its own row, outside the goal.
+//
 // The tree: --pnpm-fixture DIR (the pinned pnpm monorepo, installed into DIR once: what the lead
 // runs), --tree DIR (any tree; not written to), or --generated N (a node_modules-shaped tree of N
 // files, scripts/bench/cow-tree.ts, for a quick functional run without a network).
@@ -20,19 +26,20 @@ import { storeFilesystem } from '../../harness/receipt/host.js';
 import { packageFile } from '../../model/paths.js';
 import { scannerInfo } from '../../model/scan/scanner.js';
 import { PDB_ENV, allTrackedCopy, ensurePnpmMonorepo } from './baselines.js';
-import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchGoal, type BenchRow } from './bench-receipt.js';
+import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchGoal, type BenchRow, type BenchStart } from './bench-receipt.js';
 import { generateTree } from './cow-tree.js';
 import { countEntries } from './user-path.js';
 import { formatDuration, median, scriptArgs } from '../lib.js';
 
 const USAGE =
   'usage: node dist/scripts/bench/rhythm.js [--pnpm-fixture DIR | --tree DIR | --generated FILES] [--turns 100] [--seed 38]\n' +
-  '                                      [--backend full-copy] [--work /var/tmp/pdb-env-rhythm] [--out receipts/local]';
+  '                                      [--restore-rounds 11] [--backend full-copy] [--work /var/tmp/pdb-env-rhythm] [--out receipts/local]';
 const { values } = scriptArgs(USAGE, {
   'pnpm-fixture': { type: 'string' },
   tree: { type: 'string' },
   generated: { type: 'string' },
   turns: { type: 'string', default: '100' },
+  'restore-rounds': { type: 'string', default: '11' },
   seed: { type: 'string', default: '38' },
   backend: { type: 'string', default: 'full-copy' },
   work: { type: 'string', default: '/var/tmp/pdb-env-rhythm' },
@@ -40,6 +47,7 @@ const { values } = scriptArgs(USAGE, {
 });
 const $ = zx({ verbose: false, quiet: true });
 const turns = Number(values.turns);
+const restoreRounds = Number(values['restore-rounds']);
 const seed = Number(values.seed);
 const work = resolve(values.work);
 const backend = values.backend;
@@ -130,6 +138,95 @@ interface Turn {
   gitBytes: number;
 }
 
+/** One restore round: a 1-file checkpoint (C), the restore to the checkpoint before it (R), the checkpoint after that. */
+interface RestoreRound {
+  checkpointMs: number;
+  restoreMs: number;
+  afterMs: number;
+  written: number;
+  removed: number;
+}
+
+const CHECKPOINT_1 = 'pdb-env checkpoint (1 file changed)';
+const RESTORE_1 = 'pdb-env restore --to the checkpoint before (1 file)';
+const CHECKPOINT_AFTER = 'pdb-env checkpoint right after a restore';
+
+/** The restore rows and goal (empty when no rounds ran). */
+function summarizeRestore(rounds: RestoreRound[]): { rows: BenchRow[]; goals: BenchGoal[] } {
+  if (!rounds.length) return { rows: [], goals: [] };
+  const group = backend;
+  const c = rounds.map((r) => r.checkpointMs);
+  const rs = rounds.map((r) => r.restoreMs);
+  const rows = [
+    benchRow(CHECKPOINT_1, group, c, {}, { p95Ms: round(p95(c)) }),
+    benchRow(
+      RESTORE_1,
+      group,
+      rs,
+      { [CHECKPOINT_1]: c },
+      {
+        p95Ms: round(p95(rs)),
+        ratioOfMediansToCheckpoint: round(median(rs)! / median(c)!),
+        writtenPerRound: rounds.map((r) => r.written).join(','),
+        removedPerRound: rounds.map((r) => r.removed).join(','),
+      },
+    ),
+    benchRow(
+      CHECKPOINT_AFTER,
+      group,
+      rounds.map((r) => r.afterMs),
+      { [CHECKPOINT_1]: c },
+      { p95Ms: round(p95(rounds.map((r) => r.afterMs))) },
+    ),
+  ];
+  const ratio = rows[1]!.ratios[CHECKPOINT_1] ?? Number.NaN;
+  const goals: BenchGoal[] = [
+    {
+      goal: 'restore of a 1-file change at most a checkpoint of it',
+      group,
+      measured: RESTORE_1,
+      baseline: CHECKPOINT_1,
+      direction: 'at-most',
+      limit: 1,
+      ratio: round(ratio) ?? Number.NaN,
+      met: round(ratio)! <= 1,
+    },
+  ];
+  console.log(
+    `${rounds.length} restore rounds: checkpoint of 1 file ${formatDuration(median(c), 3)}, restore --to the one before ${formatDuration(median(rs), 3)} (p95 ${formatDuration(p95(rs), 3)}), the checkpoint after it ${formatDuration(median(rounds.map((r) => r.afterMs)), 3)}`,
+  );
+  for (const g of goals) console.log(`  ${g.met ? 'MET    ' : 'NOT MET'}  ${g.goal}: ${g.ratio}x (limit ${g.limit}x)`);
+  return { rows, goals };
+}
+
+/** The restore rounds of the module comment, on the session only (git has no counterpart). */
+async function runRestoreRounds(
+  pdb: (...args: string[]) => Promise<{ stdout: string }>,
+  root: string,
+  files: string[],
+  rand: Random,
+): Promise<RestoreRound[]> {
+  const rounds: RestoreRound[] = [];
+  for (let i = 0; i < restoreRounds; i++) {
+    const pick = files[rand.int(files.length)]!;
+    appendFileSync(join(root, pick), `\n// restore round ${i}\n`);
+    let number = 0;
+    const checkpointMs = await timed(async () => {
+      number = (JSON.parse((await pdb('checkpoint', 'rhythm', '--json')).stdout) as { number: number }).number;
+    });
+    let r = { written: 0, removed: 0 };
+    const restoreMs = await timed(async () => {
+      r = JSON.parse((await pdb('restore', 'rhythm', '--to', String(number - 1), '--json')).stdout) as typeof r;
+    });
+    const afterMs = await timed(() => pdb('checkpoint', 'rhythm'));
+    rounds.push({ checkpointMs, restoreMs, afterMs, written: r.written, removed: r.removed });
+    console.log(
+      `restore round ${String(i + 1).padStart(2)}: checkpoint ${formatDuration(checkpointMs, 3)}; restore --to ${number - 1} ${formatDuration(restoreMs, 3)} (${r.written} written, ${r.removed} removed); checkpoint after it ${formatDuration(afterMs, 3)}`,
+    );
+  }
+  return rounds;
+}
+
 /** The receipt's rows (checkpoint, commit, status) and goals from the turns, each printed too. */
 function summarize(done: Turn[], entries: number): { rows: BenchRow[]; goals: BenchGoal[] } {
   const col = <K extends keyof Turn>(k: K, ts: Turn[] = done) => ts.map((t) => t[k]);
@@ -209,6 +306,31 @@ function summarize(done: Turn[], entries: number): { rows: BenchRow[]; goals: Be
   return { rows, goals };
 }
 
+/** The receipt of the run: the turns' rows and goals, then the restore rounds'. */
+async function writeRhythmReceipt(
+  start: BenchStart,
+  parts: Array<{ rows: BenchRow[]; goals: BenchGoal[] }>,
+  t: { what: string; entries: number; fs: string; scanner: ReturnType<typeof scannerInfo> },
+): Promise<string> {
+  return writeBenchReceipt(start, {
+    benchmark: 'rhythm',
+    command: `npm run bench:rhythm -- --turns ${turns} --restore-rounds ${restoreRounds} --seed ${seed} --backend ${backend}${values.tree ? ' --tree <dir>' : ''}${values.generated ? ` --generated ${values.generated}` : ''}${values.tree || values.generated ? '' : ' --pnpm-fixture <dir>'}`,
+    params: {
+      turns,
+      restoreRounds,
+      seed,
+      backend,
+      tree: t.what,
+      entries: t.entries,
+      filesystem: t.fs,
+      scanner: t.scanner.scanner,
+      lstatThreads: t.scanner.threads,
+    },
+    results: parts.flatMap((p) => p.rows),
+    goals: parts.flatMap((p) => p.goals),
+  });
+}
+
 async function main(): Promise<void> {
   mkdirSync(work, { recursive: true });
   const { tree, what } = await chooseTree();
@@ -267,26 +389,11 @@ async function main(): Promise<void> {
       `turn ${String(turn + 1).padStart(3)}: ${String(d.files).padStart(2)} files; checkpoint ${formatDuration(checkpointMs, 3)} +${d.storeBytes} B objects (+${d.metaBytes} B index/records); git status ${formatDuration(statusMs, 3)}; git add+commit ${formatDuration(commitMs, 3)} +${d.gitBytes} B`,
     );
   }
-  const { rows, goals } = summarize(done, entries);
+  const parts = [summarize(done, entries), summarizeRestore(await runRestoreRounds(pdb, root, files, rand))];
   await pdb('discard', 'rhythm', '--force');
   rmSync(git.dir, { recursive: true, force: true });
   rmSync(store, { recursive: true, force: true });
-  const file = await writeBenchReceipt(start, {
-    benchmark: 'rhythm',
-    command: `npm run bench:rhythm -- --turns ${turns} --seed ${seed} --backend ${backend}${values.tree ? ' --tree <dir>' : ''}${values.generated ? ` --generated ${values.generated}` : ''}${values.tree || values.generated ? '' : ' --pnpm-fixture <dir>'}`,
-    params: {
-      turns,
-      seed,
-      backend,
-      tree: what,
-      entries,
-      filesystem: fs,
-      scanner: scanner.scanner,
-      lstatThreads: scanner.threads,
-    },
-    results: rows,
-    goals,
-  });
+  const file = await writeRhythmReceipt(start, parts, { what, entries, fs, scanner });
   console.log(`receipt: ${file}`);
 }
 

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { isDigest, type Digest } from '../../model/canonical-json.js';
 import { PdbError } from '../../model/errors.js';
 import type { ObjectStore } from '../../model/store/object-store.js';
-import { diffEntries, type Change, type Snapshot } from '../../model/snapshot.js';
+import { diffEntries, diffThroughBase, type Change, type Changeset, type Snapshot } from '../../model/snapshot.js';
 import { MIN_DIGEST_PREFIX } from '../records/digests.js';
 import { checkpointLogFile, readSession, type StoreContext } from '../records/session-record.js';
 
@@ -72,30 +72,34 @@ export interface ResolvedRef {
   snapshot: Digest;
   /** Its checkpoint's number, 0 for the base. */
   number: number;
+  /** Its checkpoint's Changeset (against the base it was taken on); null for the base. */
+  changeset: Digest | null;
 }
 
 /** Resolve REF against the session's history: a checkpoint number, `base`, or a digest prefix of one of its Snapshots or Changesets. */
 export async function resolveRef(ctx: StoreContext, name: string, ref: string): Promise<ResolvedRef> {
-  const { base, checkpoints } = await sessionLog(ctx, name);
+  // The log's lines without asking the store about each (sessionLog's `collected`): a REF names one line.
+  const base = (await readSession(ctx.store, name)).base;
+  const checkpoints = readLogLines(ctx.store, name).map((l, i) => ({ ...l, number: i + 1 }));
   const hint = `pdb-env log ${name} lists the checkpoints; REF is a number, base, or a digest prefix of ${MIN_DIGEST_PREFIX}+ hex characters.`;
-  if (ref === 'base') return { ref, snapshot: base, number: 0 };
+  if (ref === 'base') return { ref, snapshot: base, number: 0, changeset: null };
   if (/^[0-9]+$/.test(ref) && ref.length < MIN_DIGEST_PREFIX) {
     const n = Number(ref);
     const cp = checkpoints[n - 1];
     if (!cp) throw new PdbError('E_DIGEST_UNKNOWN', `session "${name}" has no checkpoint ${ref} (it has ${checkpoints.length})`, { hint });
-    return { ref, snapshot: cp.snapshot, number: n };
+    return { ref, snapshot: cp.snapshot, number: n, changeset: cp.changeset };
   }
   const hex = (ref.startsWith('sha256:') ? ref.slice(7) : ref).toLowerCase();
   if (!/^[0-9a-f]+$/.test(hex) || hex.length < MIN_DIGEST_PREFIX)
     throw new PdbError('E_USAGE', `"${ref}" is not a checkpoint number, base, or a digest prefix of ${MIN_DIGEST_PREFIX}+ hex characters`, {
       hint,
     });
-  const found = new Map<Digest, number>();
+  const found = new Map<Digest, [number, Digest | null]>();
   const starts = (d: Digest) => d.slice(7).startsWith(hex);
-  if (starts(base)) found.set(base, 0);
+  if (starts(base)) found.set(base, [0, null]);
   // The newest checkpoint that has it: a Snapshot taken again (nothing changed) has one number per take.
   checkpoints.forEach((cp) => {
-    if (starts(cp.snapshot) || starts(cp.changeset)) found.set(cp.snapshot, cp.number);
+    if (starts(cp.snapshot) || starts(cp.changeset)) found.set(cp.snapshot, [cp.number, cp.changeset]);
   });
   if (found.size === 0)
     throw new PdbError('E_DIGEST_UNKNOWN', `no checkpoint of session "${name}" has a digest starting with ${hex}`, { hint });
@@ -103,17 +107,46 @@ export async function resolveRef(ctx: StoreContext, name: string, ref: string): 
     throw new PdbError('E_DIGEST_AMBIGUOUS', `${hex} names ${found.size} Snapshots of session "${name}": ${[...found.keys()].join(', ')}`, {
       hint: 'Give more hex characters, or the checkpoint number.',
     });
-  const [snapshot, number] = [...found][0]!;
-  return { ref, snapshot, number };
+  const [snapshot, [number, changeset]] = [...found][0]!;
+  return { ref, snapshot, number, changeset };
 }
 
-/** The Snapshot `digest`, or E_OBJECT_MISSING saying gc collected the checkpoint. */
-export function historySnapshot(ctx: StoreContext, name: string, r: ResolvedRef): Snapshot {
+/** E_OBJECT_MISSING, saying gc collected the checkpoint, unless its Snapshot is in the store (read nothing). */
+export function assertInHistory(ctx: StoreContext, name: string, r: ResolvedRef): void {
   if (!ctx.store.has(r.snapshot))
     throw new PdbError('E_OBJECT_MISSING', `the Snapshot of ${r.ref} (${r.snapshot}) of session "${name}" is no longer in the store`, {
       hint: 'gc keeps the last history.keep checkpoints of a session (pdb-env.json; default 100) and pinned ones: pdb-env pin DIGEST keeps one.',
     });
+}
+
+/** The Snapshot `digest`, or E_OBJECT_MISSING saying gc collected the checkpoint. */
+export function historySnapshot(ctx: StoreContext, name: string, r: ResolvedRef): Snapshot {
+  assertInHistory(ctx, name, r);
   return ctx.store.getDocument<Snapshot>(r.snapshot, 'Snapshot');
+}
+
+/** A point of history as its changes against a base: the base itself (none), or its checkpoint's Changeset; null when that is gone. */
+export function changesFromBase(ctx: StoreContext, r: ResolvedRef): { base: Digest; changes: Change[] } | null {
+  if (r.changeset === null) return { base: r.snapshot, changes: [] };
+  if (!ctx.store.has(r.changeset)) return null;
+  const cs = ctx.store.getDocument<Changeset>(r.changeset, 'Changeset');
+  return cs.result === r.snapshot ? { base: cs.base, changes: cs.changes } : null;
+}
+
+/**
+ * The changes from A to B, two points of a session's history. When both are described against one
+ * base (every checkpoint's Changeset is cumulative from the session's base), only the paths their
+ * Changesets name can differ: O(changes), no Snapshot is read. Otherwise (one was taken before a
+ * publish --rebase moved the session's base, a fork's history, a Changeset gone) the two whole
+ * Snapshots are diffed.
+ */
+export function diffHistory(ctx: StoreContext, name: string, a: ResolvedRef, b: ResolvedRef): Change[] {
+  assertInHistory(ctx, name, a);
+  assertInHistory(ctx, name, b);
+  if (a.snapshot === b.snapshot) return [];
+  const [ca, cb] = [changesFromBase(ctx, a), changesFromBase(ctx, b)];
+  if (ca && cb && ca.base === cb.base) return diffThroughBase(ca.changes, cb.changes);
+  return diffEntries(historySnapshot(ctx, name, a).entries, historySnapshot(ctx, name, b).entries);
 }
 
 export interface CheckpointDiff {
@@ -127,9 +160,7 @@ export interface CheckpointDiff {
 export async function diffCheckpoints(ctx: StoreContext, name: string, from: string, to: string): Promise<CheckpointDiff> {
   const a = await resolveRef(ctx, name, from);
   const b = await resolveRef(ctx, name, to);
-  const changes =
-    a.snapshot === b.snapshot ? [] : diffEntries(historySnapshot(ctx, name, a).entries, historySnapshot(ctx, name, b).entries);
-  return { session: name, from: a, to: b, changes };
+  return { session: name, from: a, to: b, changes: diffHistory(ctx, name, a, b) };
 }
 
 /** Added, modified and deleted paths among `changes`. */

@@ -28,7 +28,7 @@ import {
 import { removeTree } from '../../model/os/remove-tree.js';
 import type { ProgressFn } from '../../model/progress.js';
 import type { ObjectStore } from '../../model/store/object-store.js';
-import { comparePaths, diffEntries, type Change, type Entry } from '../../model/snapshot.js';
+import { comparePaths, type Change } from '../../model/snapshot.js';
 import { copyObjectsOut, type ObjectCopy } from '../way-back/copy-out.js';
 import { changeCounts } from './log.js';
 
@@ -167,16 +167,17 @@ function moveIntoPlace(
   }
 }
 
-/** Make `root` hold exactly `target` where `current` (a scan of it) differs; see the module comment. */
+/**
+ * Make `root` hold the target where it differs: `changes` (sorted by path) go from the tree in the
+ * root (as last scanned) to the target; see the module comment.
+ */
 export async function writeTree(
   store: ObjectStore,
   root: string,
   id: string,
-  current: readonly Entry[],
-  target: readonly Entry[],
+  changes: readonly Change[],
   hooks: { afterStage?: () => void; afterFirstWrite?: () => void; onProgress?: ProgressFn } = {},
 ): Promise<TreeWrite> {
-  const changes = diffEntries([...current], [...target]);
   const out: TreeWrite = { written: 0, removed: 0, made: 0, kept: [], counts: changeCounts(changes) };
   if (changes.length === 0) return out;
   const put = changes.filter((c) => c.after && c.after.kind !== 'dir');

@@ -7,6 +7,9 @@
 // session's last checkpoint: recorded from what is known when the target is a checkpoint of this
 // base (recordKnown), else checkpointed by a scan.
 //
+// The paths that differ come from the two checkpoints' Changesets against the session's base
+// (log.ts diffHistory): O(changes), no Snapshot or tree index read when a few paths differ.
+//
 // Crash safety is roll forward: an intent without a safety checkpoint means nothing was written
 // (gc drops it: the tree before); one with it is finished by gc, which scans the root (every file
 // hashed), writes what still differs from the target and records the checkpoint. Nothing is lost:
@@ -17,13 +20,13 @@ import { crashPoint } from '../../model/crash-point.js';
 import { PdbError, isPdbError, toPdbError } from '../../model/errors.js';
 import type { ProgressFn } from '../../model/progress.js';
 import { scanTree } from '../../model/scan/scan.js';
-import { createChangeset, createSnapshot, diffEntries, type Entry, type Snapshot } from '../../model/snapshot.js';
+import { createChangeset, diffEntries, withSnapshotBase, type Change, type Snapshot } from '../../model/snapshot.js';
 import { ownCaller, recordCheckpoint, type CheckpointResult } from '../lifecycle/checkpoint.js';
 import { resumeSession, type OpenSession } from '../lifecycle/open.js';
 import { openOperation } from '../locks/operation.js';
 import type { Intent } from '../records/journal.js';
 import { appendCheckpointLog, readSession, writeSession, type StoreContext } from '../records/session-record.js';
-import { historySnapshot, readLogLines, resolveRef, type ResolvedRef } from './log.js';
+import { assertInHistory, changesFromBase, diffHistory, resolveRef, type ResolvedRef } from './log.js';
 import { removeRestoreStaging, writeTree, type TreeWrite } from './restore-fs.js';
 
 export interface RestoreResult {
@@ -57,7 +60,7 @@ export async function restoreSession(
 ): Promise<RestoreResult> {
   const s = await resumeSession(ctx, name);
   const ref = await resolveRef(ctx, name, to);
-  const target = historySnapshot(ctx, name, ref); // a collected target is refused before anything is taken
+  assertInHistory(ctx, name, ref); // a collected target is refused before anything is taken
   // As a checkpoint: from inside the session's own run or enter, that run does not block it.
   const caller = ownCaller(ctx, name);
   const op = await openOperation(ctx, {
@@ -84,13 +87,12 @@ export async function restoreSession(
     });
   }
   crashPoint('restore:after-safety');
-  const safetySnapshot = ctx.store.getDocument<Snapshot>(safety.snapshot, 'Snapshot');
-  const current = safetySnapshot.entries;
   let done: Finished;
   const phase = { staged: false };
   try {
-    const how = { known: { safety: safetySnapshot, ref } };
-    done = await finish(ctx, s, intent, current, target, how, phase, options.onProgress);
+    const here: ResolvedRef = { ref: String(safety.number), snapshot: safety.snapshot, number: safety.number, changeset: safety.changeset };
+    const changes = diffHistory(ctx, name, here, ref);
+    done = await finish(ctx, s, intent, changes, ref.snapshot, { known: ref }, phase, options.onProgress);
   } catch (err) {
     if (phase.staged) {
       await op.release(); // the intent stays: gc finishes the restore
@@ -119,21 +121,21 @@ export async function restoreSession(
 
 type Finished = Pick<RestoreResult, 'checkpoint' | 'written' | 'removed' | 'made' | 'kept' | 'exact'>;
 
-/** How the restored tree is recorded: from what is known (a restore that ran) or by a scan (gc's recovery). */
-type Record = { known: { safety: Snapshot; ref: ResolvedRef } } | { scan: true };
+/** How the restored tree is recorded: from what is known of the target (a restore that ran) or by a scan (gc's recovery). */
+type Record = { known: ResolvedRef } | { scan: true };
 
-/** Write what differs from the target, then record the restored tree as the last checkpoint; idempotent. */
+/** Write `changes` (from the tree in the root to the target), then record the restored tree as the last checkpoint; idempotent. */
 async function finish(
   ctx: StoreContext,
   s: OpenSession,
   intent: Intent,
-  current: readonly Entry[],
-  target: Snapshot,
+  changes: readonly Change[],
+  target: Digest,
   how: Record,
   phase: { staged: boolean },
   onProgress?: ProgressFn,
 ): Promise<Finished> {
-  const w: TreeWrite = await writeTree(ctx.store, s.root, intent.id, current, target.entries, {
+  const w: TreeWrite = await writeTree(ctx.store, s.root, intent.id, changes, {
     afterStage: () => (phase.staged = true),
     afterFirstWrite: () => crashPoint('restore:after-first-write'),
     onProgress,
@@ -142,25 +144,26 @@ async function finish(
   const number = Number(intent.detail.number ?? 0);
   const label = `restore to ${intent.detail.ref ?? number}`;
   const { counts, ...written } = w;
-  const known = 'known' in how && w.kept.length === 0 ? await recordKnown(ctx, s, how.known, target, counts, label) : null;
+  const known = 'known' in how && w.kept.length === 0 ? await recordKnown(ctx, s, how.known, counts, label) : null;
   if (known) {
     crashPoint('restore:after-record');
     return { checkpoint: known, ...written, exact: null };
   }
   const cp = await recordCheckpoint(ctx, s, s.rec.name, { label, restoredFrom: number, onProgress });
   crashPoint('restore:after-record');
-  const result = ctx.store.getDocument<Snapshot>(cp.snapshot, 'Snapshot').entries;
+  const entries = (d: Digest) => ctx.store.getDocument<Snapshot>(d, 'Snapshot').entries;
   return {
     checkpoint: { number: cp.number, snapshot: cp.snapshot, changeset: cp.changeset },
     ...written,
-    exact: diffEntries([...target.entries], result).length === 0,
+    exact: cp.snapshot === target || diffEntries(entries(target), entries(cp.snapshot)).length === 0,
   };
 }
 
 /**
  * Record the restored tree without scanning it again, when its Snapshot and Changeset are known:
- * the target is a checkpoint of this session on the same base with the same excludes (its log line
- * names both), or the base itself. The session's tree index stays the safety checkpoint's: every
+ * the target is a checkpoint of this session on the same base (its log line names both, and its
+ * Changeset binds that base; every checkpoint of a base is scanned with that base's excludes), or
+ * the base itself. The session's tree index stays the safety checkpoint's: every
  * path the restore wrote has a new inode and ctime, every directory it changed a new mtime, so the
  * next checkpoint reads them again (the racy rule covers one written within 100 ms of the record);
  * a checkpoint right after a restore equals a --verify one (test/sessions/history/restore.test.ts).
@@ -169,22 +172,22 @@ async function finish(
 async function recordKnown(
   ctx: StoreContext,
   s: OpenSession,
-  k: { safety: Snapshot; ref: ResolvedRef },
-  target: Snapshot,
+  ref: ResolvedRef,
   counts: TreeWrite['counts'],
   label: string,
 ): Promise<RestoreResult['checkpoint'] | null> {
   const base = s.rec.base;
-  if (target.excludes.join('\0') !== k.safety.excludes.join('\0')) return null;
   let snapshot: Digest;
   let changeset: Digest;
-  if (k.ref.snapshot === base) {
-    snapshot = await ctx.store.putSnapshot(createSnapshot(target.entries, target.excludes, base));
+  if (ref.snapshot === base) {
+    // The base's entries as a checkpoint on it: the base's bytes with their head changed (read, not
+    // parsed), stored beside the base's chunks.
+    const { bytes, digest } = withSnapshotBase(ctx.store.getBytes(base), base);
+    snapshot = await ctx.store.putDocumentBytes(bytes, digest, base);
     changeset = await ctx.store.putDocument(createChangeset(base, snapshot, []));
   } else {
-    const line = readLogLines(ctx.store, s.rec.name)[k.ref.number - 1];
-    if (target.base !== base || !line || line.snapshot !== k.ref.snapshot || !ctx.store.has(line.changeset)) return null;
-    [snapshot, changeset] = [line.snapshot, line.changeset];
+    if (changesFromBase(ctx, ref)?.base !== base || ref.changeset === null) return null;
+    [snapshot, changeset] = [ref.snapshot, ref.changeset];
   }
   const rec = await readSession(ctx.store, s.rec.name);
   rec.lastCheckpoint = { snapshot, changeset, at: new Date().toISOString() };
@@ -192,7 +195,7 @@ async function recordKnown(
     ...rec.lastCheckpoint,
     label,
     ...counts,
-    restoredFrom: k.ref.number,
+    restoredFrom: ref.number,
   });
   await writeSession(ctx.store, rec);
   return { number, snapshot, changeset };
@@ -222,8 +225,8 @@ export async function recoverRestore(ctx: StoreContext, intent: Intent, dryRun: 
   try {
     const excludes = ctx.store.getDocument<Snapshot>(s.rec.base, 'Snapshot').excludes;
     const now = (await scanTree(s.root, { excludes })).entries;
-    const wanted = ctx.store.getDocument<Snapshot>(target, 'Snapshot');
-    const done = await finish(ctx, s, intent, now, wanted, { scan: true }, { staged: false });
+    const changes = diffEntries(now, ctx.store.getDocument<Snapshot>(target, 'Snapshot').entries);
+    const done = await finish(ctx, s, intent, changes, target, { scan: true }, { staged: false });
     await removeRestoreStaging(s.root, intent.id); // a staging the kill left, when nothing differed any more
     return `finish restore ${intent.id} of session ${name}: ${done.written} written, ${done.removed} removed (checkpoint ${done.checkpoint.number})`;
   } finally {

@@ -1,4 +1,4 @@
-// The cheap path (cli/cheap-path.ts): a plain `checkpoint` call runs without commander; every other
+// The cheap path (cli/cheap-path.ts): a plain `checkpoint` or `restore` call runs without commander; every other
 // command line goes to commander. Both run the same action, so a plain call and the same call
 // spelled for commander (a global option before the command) must print the same results and
 // the same errors, with the same exit status.
@@ -71,6 +71,52 @@ test('the cheap path gives what commander gives: results, errors and exit status
     assert.equal([x.code, x.stdout, x.stderr], [y.code, y.stdout, y.stderr], fastArgs!.join(' '));
   }
   assert.match(cli(['checkpoint', '--store', store], { env }).stderr, /E_USAGE: checkpoint needs a session name/);
+});
+
+test('a plain restore takes the cheap path too, with the same results and errors as through commander', () => {
+  const root = cli(['path', 's', '--store', store]).stdout.trim();
+  const last = () => JSON.parse(cli(['log', 's', '--store', store, '--json']).stdout).checkpoints.length as number;
+  appendFileSync(join(root, 'a.txt'), 'again\n');
+  assert.is(cli(['checkpoint', 's', '--store', store]).code, 0);
+  appendFileSync(join(root, 'a.txt'), 'and again\n');
+  assert.is(cli(['checkpoint', 's', '--store', store]).code, 0);
+  const n = last();
+  const fast = loadsCommander(['restore', 's', '--to', String(n - 1), '--store', store, '--json']);
+  assert.is(fast.loaded, false, 'a plain restore loaded commander');
+  assert.is(fast.code, 0);
+  const slow = loadsCommander(['--store', store, 'restore', 's', '--to', String(n), '--json']);
+  assert.is(slow.loaded, true);
+  const [a, b] = [JSON.parse(fast.stdout), JSON.parse(slow.stdout)];
+  assert.equal([a.from, a.written, a.removed], [n - 1, 1, 0]);
+  assert.equal([b.from, b.written, b.removed], [n, 1, 0]);
+  assert.equal(Object.keys(a).sort(), Object.keys(b).sort());
+  // The text: the same lines but the numbers and digests.
+  const plain = (out: string) => out.replace(/\d+/g, 'N').replace(/[0-9a-f]{7,}/g, 'D');
+  assert.is(
+    plain(cli(['restore', 's', '--to', '1', '--store', store]).stdout),
+    plain(cli(['--store', store, 'restore', 's', '--to', '1']).stdout),
+  );
+  // A required --to missing goes to commander, which explains it; errors are the same on both paths.
+  assert.is(loadsCommander(['restore', 's', '--store', store]).loaded, true);
+  for (const [fastArgs, slowArgs] of [
+    [
+      ['restore', 'nope', '--to', '1', '--store', store],
+      ['--store', store, 'restore', 'nope', '--to', '1'],
+    ],
+    [
+      ['restore', 's', '--to', '999', '--store', store, '--json'],
+      ['--store', store, 'restore', 's', '--to', '999', '--json'],
+    ],
+    [
+      ['restore', '--to', '1', '--store', store],
+      ['--store', store, 'restore', '--to', '1'],
+    ],
+  ]) {
+    const x = cli(fastArgs!, { env: { PDB_ENV_SESSION: '' } });
+    const y = cli(slowArgs!, { env: { PDB_ENV_SESSION: '' } });
+    assert.ok(x.code !== 0, `${fastArgs!.join(' ')} succeeded`);
+    assert.equal([x.code, x.stdout, x.stderr], [y.code, y.stdout, y.stderr], fastArgs!.join(' '));
+  }
 });
 
 test.run();

@@ -21,13 +21,15 @@ const call = (argv: string[]) => {
   return c && { name: c.name, operands: c.operands, options: c.options };
 };
 
-test('plain checkpoint calls take the cheap path; anything else goes to commander', () => {
+test('plain checkpoint and restore calls take the cheap path; anything else goes to commander', () => {
   const plain: Array<[string[], ReturnType<typeof call>]> = [
     [['checkpoint', 'a'], { name: 'checkpoint', operands: ['a'], options: {} }],
     [['checkpoint'], { name: 'checkpoint', operands: [], options: {} }],
     [['checkpoint', '--json', 'a', '--verify'], { name: 'checkpoint', operands: ['a'], options: { json: true, verify: true } }],
     [['checkpoint', 'a', '--store', '/s'], { name: 'checkpoint', operands: ['a'], options: { store: '/s' } }],
     [['checkpoint', '--store=/s', 'a'], { name: 'checkpoint', operands: ['a'], options: { store: '/s' } }],
+    [['restore', 'a', '--to', '3'], { name: 'restore', operands: ['a'], options: { to: '3' } }],
+    [['restore', '--to=base', '--json'], { name: 'restore', operands: [], options: { to: 'base', json: true } }],
   ];
   for (const [argv, want] of plain) assert.equal(call(argv), want, argv.join(' '));
   const others = [
@@ -49,6 +51,10 @@ test('plain checkpoint calls take the cheap path; anything else goes to commande
     ['checkpoint', '--', 'a'],
     ['checkpoint', ''],
     ['checkpoint', '-'],
+    ['restore', 'a'],
+    ['restore', 'a', 'b', '--to', '1'],
+    ['restore', 'a', '--to'],
+    ['restore', 'a', '--to', '1', '--to', '2'],
     ['constructor'],
   ];
   for (const argv of others) assert.is(cheapCall(argv), null, argv.join(' '));
@@ -104,7 +110,7 @@ test("the cheap path reads the same declarations: a repeatable option stays a li
   const cheap = Object.entries(COMMANDS).filter(([, row]) => 'cheap' in row);
   assert.equal(
     cheap.map(([name]) => name),
-    ['checkpoint'],
+    ['checkpoint', 'restore'],
   );
   // Every option checkpoint declares is taken by a plain call.
   const own = Object.entries(COMMANDS.checkpoint.options as OptionDecls).flatMap(([long, d]) =>

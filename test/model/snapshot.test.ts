@@ -10,7 +10,9 @@ import {
   countMismatches,
   createSnapshot,
   diffEntries,
+  diffThroughBase,
   snapshotDigest,
+  withSnapshotBase,
   type Entry,
 } from '../../model/snapshot.js';
 
@@ -95,6 +97,29 @@ test('a Snapshot written directly has exactly the canonical JSON bytes (any name
   );
 });
 
+test('withSnapshotBase gives the canonical bytes of the same Snapshot on another base (any entries, bases)', () => {
+  const hex = fc.stringMatching(/^[0-9a-f]{64}$/).map((h) => `sha256:${h}` as Digest);
+  const entry: fc.Arbitrary<Entry> = fc.oneof(
+    fc.string({ minLength: 1, maxLength: 6 }).map((path): Entry => ({ path, kind: 'dir' })),
+    fc
+      .tuple(fc.string({ minLength: 1, maxLength: 6 }), hex, fc.nat(), fc.boolean())
+      .map(([path, digest, size, exec]): Entry => ({ path, kind: 'file', digest, size, exec })),
+  );
+  fc.assert(
+    fc.property(
+      fc.uniqueArray(entry, { selector: (e) => e.path, maxLength: 8 }),
+      fc.array(fc.string({ maxLength: 4 }), { maxLength: 2 }),
+      fc.option(hex),
+      fc.option(hex),
+      (entries, excludes, from, to) => {
+        const bytes = canonicalSnapshot(createSnapshot(entries, excludes, from)).bytes;
+        assert.equal(withSnapshotBase(bytes, to), canonicalSnapshot(createSnapshot(entries, excludes, to)));
+      },
+    ),
+  );
+  assert.throws(() => withSnapshotBase(Buffer.from('{"entries":[]}'), null), /canonical bytes of a Snapshot/);
+});
+
 test('changeOf classifies one path as diffEntries does', () => {
   const f = (digest: string, exec = false): Entry => ({ path: 'p', kind: 'file', digest: d(digest), size: 1, exec });
   assert.is(changeOf('p', null, null), null);
@@ -105,6 +130,60 @@ test('changeOf classifies one path as diffEntries does', () => {
   assert.is(changeOf('p', f('1'), f('1', true))?.kind, 'mode');
   assert.is(changeOf('p', f('1'), { path: 'p', kind: 'dir' })?.kind, 'retype');
   assert.equal(changeOf('p', f('1'), f('2')), diffEntries([f('1')], [f('2')])[0]);
+});
+
+test('the diff of two checkpoints through their Changesets equals the diff of their whole trees (random trees, random change sequences)', () => {
+  // Few names and few contents, so paths collide across steps and changes undo each other.
+  const names = ['a', 'b', 'c', 'a/x', 'a/y', 'b/z', '\uFF5E', '\u{1F600}'];
+  const entryAt = (path: string): fc.Arbitrary<Entry> =>
+    fc.oneof(
+      fc.constant<Entry>({ path, kind: 'dir' }),
+      fc
+        .tuple(fc.constantFrom('1', '2', '3'), fc.boolean())
+        .map(([c, exec]): Entry => ({ path, kind: 'file', digest: d(c), size: Number(c), exec })),
+      fc.constantFrom('t', 'u').map((target): Entry => ({ path, kind: 'symlink', target })),
+    );
+  /** A tree: each name absent or some entry. */
+  const tree = fc.tuple(...names.map((n) => fc.option(entryAt(n), { freq: 3 }))).map((es) => es.filter((e): e is Entry => e !== null));
+  /** One step: some names set to another entry or removed. */
+  const step = fc.array(fc.tuple(fc.constantFrom(...names), fc.boolean(), fc.integer()), {
+    maxLength: 4,
+  });
+  fc.assert(
+    fc.property(
+      tree,
+      fc.array(step, { maxLength: 6 }),
+      fc.array(fc.tuple(fc.nat(), fc.nat()), { minLength: 1, maxLength: 5 }),
+      fc.integer(),
+      (base, steps, pairs, seed) => {
+        const trees: Entry[][] = [base];
+        let rnd = seed;
+        for (const s of steps) {
+          const now = new Map(trees.at(-1)!.map((e) => [e.path, e]));
+          for (const [path, remove, n] of s) {
+            rnd = (rnd * 31 + n) | 0;
+            if (remove) now.delete(path);
+            else {
+              const kinds: Entry[] = [
+                { path, kind: 'dir' },
+                { path, kind: 'file', digest: d(String(rnd & 3)), size: rnd & 3, exec: (rnd & 4) !== 0 },
+                { path, kind: 'symlink', target: (rnd & 8) !== 0 ? 't' : 'u' },
+              ];
+              now.set(path, kinds[Math.abs(rnd) % 3]!);
+            }
+          }
+          trees.push([...now.values()]);
+        }
+        // Every checkpoint's Changeset is against the base; the base's own is empty.
+        const changesets = trees.map((t) => diffEntries(base, t));
+        for (const [i, j] of pairs) {
+          const [x, y] = [i % trees.length, j % trees.length];
+          assert.equal(diffThroughBase(changesets[x]!, changesets[y]!), diffEntries(trees[x]!, trees[y]!), `checkpoint ${x} to ${y}`);
+        }
+      },
+    ),
+    { numRuns: 500 },
+  );
 });
 
 test.run();

@@ -1,16 +1,18 @@
-// The rhythm benchmark (scripts/bench/rhythm.ts), two turns on a small generated tree: a
-// path-free, schema-valid receipt with the checkpoint, the commit and the status rows, the bytes
-// each turn added on both sides, and the three goals.
+// The rhythm benchmark (scripts/bench/rhythm.ts), two turns and two restore rounds on a small
+// generated tree: a path-free, schema-valid receipt with the checkpoint, the commit and the status
+// rows, the bytes each turn added on both sides, the restore rows (each restore wrote one file
+// back), and the four goals, consistent with the samples as validate recomputes them.
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { benchReceiptInconsistencies } from '../../../harness/receipt/bench-consistency.js';
 import { readReceiptFile } from '../../../harness/receipt/envelope.js';
 import { validateAgainst } from '../../../model/schemas.js';
 import { REPO_ROOT, tempDir } from '../../helpers/index.js';
 
-test('two turns on a generated tree: a valid receipt of checkpoint, git commit and git status, with bytes per turn and the goals', () => {
+test('two turns and two restore rounds on a generated tree: a valid receipt of checkpoint, git commit, git status and restore, with bytes per turn and the goals', () => {
   const t = tempDir();
   try {
     const out = join(t.dir, 'out');
@@ -21,6 +23,8 @@ test('two turns on a generated tree: a valid receipt of checkpoint, git commit a
         '--generated',
         '300',
         '--turns',
+        '2',
+        '--restore-rounds',
         '2',
         '--work',
         join(t.dir, 'work'),
@@ -37,12 +41,27 @@ test('two turns on a generated tree: a valid receipt of checkpoint, git commit a
     assert.is(receipt.benchmark, 'rhythm');
     assert.equal(
       receipt.results.map((row: { name: string; n: number }) => `${row.name} (${row.n})`),
-      ['pdb-env checkpoint (2)', 'git add -A -f && git commit (2)', 'git status --porcelain (2)'],
+      [
+        'pdb-env checkpoint (2)',
+        'git add -A -f && git commit (2)',
+        'git status --porcelain (2)',
+        'pdb-env checkpoint (1 file changed) (2)',
+        'pdb-env restore --to the checkpoint before (1 file) (2)',
+        'pdb-env checkpoint right after a restore (2)',
+      ],
     );
     const [cp, commit] = receipt.results;
     assert.is(cp.metrics.filesChangedPerTurn.split(',')[0], '1', 'the first turn changes one file');
     assert.ok(cp.metrics.bytesAdded1FileMedian > 0 && commit.metrics.bytesAdded1FileMedian > 0);
-    assert.is(receipt.goals.length, 3);
+    const restore = receipt.results[4];
+    assert.equal(
+      [restore.metrics.writtenPerRound, restore.metrics.removedPerRound],
+      ['1,1', '0,0'],
+      'each restore wrote the one file back',
+    );
+    assert.is(receipt.goals.length, 4);
+    assert.equal(receipt.goals[3].measured, restore.name);
+    assert.equal(benchReceiptInconsistencies(receipt), [], 'every figure follows from the samples');
   } finally {
     t.cleanup();
   }

@@ -126,8 +126,14 @@ test('REF: a number, base, a Snapshot or Changeset digest prefix; unknown and am
   assert.not.ok(existsSync(join(root, 'x.txt')));
   await svc.restore('s', `sha256:${two.snapshot.slice(7, 17)}`);
   assert.ok(existsSync(join(root, 'x.txt')));
-  await svc.restore('s', 'base');
+  const toBase = await svc.restore('s', 'base');
   assert.not.ok(existsSync(join(root, '.env')), 'base: the tree as created');
+  const recorded = svc.readSnapshot(toBase.checkpoint.snapshot);
+  assert.equal(
+    [recorded.base, recorded.entries],
+    [one.base, svc.readSnapshot(one.base).entries],
+    'recorded: the base entries, on the base',
+  );
   const before = (await svc.log('s')).checkpoints.length;
   for (const [ref, code] of [
     ['99', 'E_DIGEST_UNKNOWN'],
@@ -139,6 +145,54 @@ test('REF: a number, base, a Snapshot or Changeset digest prefix; unknown and am
       (err: { code: string }) => assert.is(err.code, code, ref),
     );
   assert.is((await svc.log('s')).checkpoints.length, before, 'a refused REF takes no checkpoint');
+});
+
+test('restore and diff --from/--to of a few changed paths read no Snapshot: the two Changesets say what differs', async () => {
+  const { svc, root } = await setup();
+  writeFileSync(join(root, 'x.txt'), 'x\n');
+  const one = await svc.checkpoint('s');
+  writeFileSync(join(root, 'a.txt'), 'changed\n');
+  const two = await svc.checkpoint('s');
+  const read = new Set<string>();
+  const getBytes = svc.store.getBytes.bind(svc.store);
+  svc.store.getBytes = (digest) => (read.add(digest), getBytes(digest));
+  const snapshots = new Set([one.base, one.snapshot, two.snapshot]);
+  const readSnapshots = () => [...read].filter((d) => snapshots.has(d as never));
+  assert.equal(
+    (await svc.diffCheckpoints('s', '2', '1')).changes.map((c) => `${c.kind} ${c.path}`),
+    ['modify a.txt'],
+  );
+  assert.equal((await svc.diffCheckpoints('s', 'base', '2')).changes.map((c) => `${c.kind} ${c.path}`).includes('add x.txt'), true);
+  assert.equal(readSnapshots(), [], 'diff --from/--to read a whole Snapshot');
+  const r = await svc.restore('s', String(one.number));
+  assert.is(readFileSync(join(root, 'a.txt'), 'utf8'), 'alpha\n');
+  assert.equal([r.written, r.removed, r.checkpoint.snapshot], [1, 0, one.snapshot]);
+  assert.equal(readSnapshots(), [], 'restore read a whole Snapshot');
+});
+
+test('across a publish --rebase (a checkpoint on another base): restore and diff --from/--to fall back to the whole Snapshots, exactly', async () => {
+  const { svc, root } = await setup();
+  const h0 = await svc.envHead('main');
+  const other = await svc.create('o', { env: 'main' });
+  writeFileSync(join(other.root, 'o.txt'), 'o\n');
+  await svc.checkpoint('o');
+  const h1 = (await svc.publish('o', 'main', h0)).head;
+  writeFileSync(join(root, 'x.txt'), 'x\n');
+  const one = await svc.checkpoint('s');
+  const rebased = (await svc.publish('s', 'main', h1, { rebase: true })).head;
+  const two = (await svc.log('s')).checkpoints.at(-1)!;
+  assert.equal([two.snapshot, svc.readSnapshot(rebased).base], [rebased, h1], 'the rebased checkpoint is on the new head');
+  const snap = (d: string) => svc.readSnapshot(d as never).entries;
+  const d = await svc.diffCheckpoints('s', String(one.number), String(two.number));
+  assert.equal(d.changes, diffEntries(snap(one.snapshot), snap(rebased)));
+  assert.equal(
+    d.changes.map((c) => `${c.kind} ${c.path}`),
+    ['add o.txt'],
+  );
+  await svc.restore('s', String(two.number));
+  assert.equal(diffEntries(snap(rebased), await entries(root)), [], 'the root is the rebased checkpoint');
+  await svc.restore('s', String(one.number));
+  assert.equal(diffEntries(snap(one.snapshot), await entries(root)), [], 'the root is checkpoint 1 again');
 });
 
 test('diff --from --to between two checkpoints', async () => {
