@@ -24,6 +24,11 @@ export interface BackendTraits {
   readonly hookRank: number | null;
   /** A plain checkpoint of its sessions runs from the checkpoint bundle, which inlines its module (scripts/build-bundles.mjs). */
   readonly checkpointInline: boolean;
+  /**
+   * The filesystem type it mounts at each session root (mountinfo's, `fuse` also matching
+   * `fuse.*`), or null: any other mount there is not its own (sessions/health/root-mount.ts).
+   */
+  readonly rootMount: string | null;
 }
 
 /** One built-in backend: its traits, its module, and the loader of that module alone. */
@@ -37,42 +42,106 @@ export interface BackendRow {
 
 export const BACKENDS = {
   'full-copy': {
-    traits: { experimental: false, testOnly: false, cloneFamily: false, probeCacheable: false, hookRank: 3, checkpointInline: true },
+    traits: {
+      experimental: false,
+      testOnly: false,
+      cloneFamily: false,
+      probeCacheable: false,
+      hookRank: 3,
+      checkpointInline: true,
+      rootMount: null,
+    },
     module: 'full-copy.js',
     load: () => import('./full-copy.js').then((m) => m.fullCopyBackend),
   },
   reflink: {
-    traits: { experimental: false, testOnly: false, cloneFamily: true, probeCacheable: true, hookRank: 2, checkpointInline: true },
+    traits: {
+      experimental: false,
+      testOnly: false,
+      cloneFamily: true,
+      probeCacheable: true,
+      hookRank: 2,
+      checkpointInline: true,
+      rootMount: null,
+    },
     module: 'reflink.js',
     load: () => import('./reflink.js').then((m) => m.reflinkBackend),
   },
   'btrfs-snapshot': {
-    traits: { experimental: false, testOnly: false, cloneFamily: true, probeCacheable: true, hookRank: 1, checkpointInline: true },
+    traits: {
+      experimental: false,
+      testOnly: false,
+      cloneFamily: true,
+      probeCacheable: true,
+      hookRank: 1,
+      checkpointInline: true,
+      rootMount: null,
+    },
     module: 'btrfs-snapshot.js',
     load: () => import('./btrfs-snapshot.js').then((m) => m.btrfsSnapshotBackend),
   },
   overlay: {
-    traits: { experimental: false, testOnly: false, cloneFamily: false, probeCacheable: true, hookRank: null, checkpointInline: true },
+    traits: {
+      experimental: false,
+      testOnly: false,
+      cloneFamily: false,
+      probeCacheable: true,
+      hookRank: null,
+      checkpointInline: true,
+      rootMount: 'overlay',
+    },
     module: 'overlay.js',
     load: () => import('./overlay.js').then((m) => m.overlayBackend),
   },
   'apfs-clone': {
-    traits: { experimental: true, testOnly: false, cloneFamily: true, probeCacheable: true, hookRank: null, checkpointInline: false },
+    traits: {
+      experimental: true,
+      testOnly: false,
+      cloneFamily: true,
+      probeCacheable: true,
+      hookRank: null,
+      checkpointInline: false,
+      rootMount: null,
+    },
     module: 'apfs-clone.js',
     load: () => import('./apfs-clone.js').then((m) => m.apfsCloneBackend),
   },
   'git-worktree': {
-    traits: { experimental: false, testOnly: false, cloneFamily: false, probeCacheable: false, hookRank: null, checkpointInline: false },
+    traits: {
+      experimental: false,
+      testOnly: false,
+      cloneFamily: false,
+      probeCacheable: false,
+      hookRank: null,
+      checkpointInline: false,
+      rootMount: null,
+    },
     module: 'git-worktree.js',
     load: () => import('./git-worktree.js').then((m) => m.gitWorktreeBackend),
   },
   agentfs: {
-    traits: { experimental: true, testOnly: false, cloneFamily: false, probeCacheable: false, hookRank: null, checkpointInline: false },
+    traits: {
+      experimental: true,
+      testOnly: false,
+      cloneFamily: false,
+      probeCacheable: false,
+      hookRank: null,
+      checkpointInline: false,
+      rootMount: 'fuse',
+    },
     module: 'agentfs/agentfs.js',
     load: () => import('./agentfs/agentfs.js').then((m) => m.agentfsBackend),
   },
   'hardlink-farm': {
-    traits: { experimental: false, testOnly: true, cloneFamily: false, probeCacheable: false, hookRank: null, checkpointInline: false },
+    traits: {
+      experimental: false,
+      testOnly: true,
+      cloneFamily: false,
+      probeCacheable: false,
+      hookRank: null,
+      checkpointInline: false,
+      rootMount: null,
+    },
     module: 'hardlink-farm.js',
     load: () => import('./hardlink-farm.js').then((m) => m.hardlinkFarmBackend),
   },

@@ -8,7 +8,7 @@ import { parseTempName, tempOwnerAlive } from '../../model/os/temp-name.js';
 import { isProcessAlive } from '../../model/os/proc.js';
 import { envHead, headRepair, snapshotProblem } from '../records/environments.js';
 import { checkReachable } from './integrity.js';
-import { untrustedIntent } from './intent-trust.js';
+import { untrustedIntent, untrustedRepair } from './intent-trust.js';
 import type { Intent } from '../records/journal.js';
 import { GARBAGE_GRACE_MS, inspectLock } from '../locks/lock.js';
 import { objectLeaseDir } from '../locks/object-lease.js';
@@ -84,7 +84,7 @@ async function journalFindings(ctx: StoreContext, intents: Live, bad: Array<{ fi
           'gc',
           {
             session: i.session ?? null,
-            repair: `pdb-env gc moves it to the quarantine (${ctx.store.paths.quarantine}/journal) without running it`,
+            repair: untrustedRepair(ctx, i),
           },
         ),
       );

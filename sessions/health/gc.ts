@@ -8,6 +8,7 @@
 // what it was about and skipped: gc goes on with the rest (the sweep included) and its result lists
 // every failure, so one stuck recovery never wedges the others; a failed intent keeps why in the
 // journal for doctor.
+import { assertNoForeignMount } from './root-mount.js';
 import { lstat, mkdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sessionBackend } from '../lifecycle/backend-of.js';
@@ -242,6 +243,7 @@ async function removeSession(pass: Pass, name: string, why: string): Promise<voi
   const trash = tempName(ctx.store.paths, 'gc-trash');
   try {
     const rec = await readSession(ctx.store, name).catch(() => null);
+    assertNoForeignMount(ctx.store, name, rec?.backend ?? null, 'gc');
     if (rec) {
       const backend = await sessionBackend(rec);
       await backend.release(backendContext(ctx.store, rec.sourceDir ?? undefined), join(dir, 'root'), dir, rec.backendState);

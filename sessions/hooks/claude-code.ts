@@ -183,27 +183,39 @@ export interface HookRemoveResult {
   discarded: boolean;
 }
 
-/** The session whose root is `path` (a store's sessions/NAME/root), or E_SESSION_NOT_FOUND. */
-export function sessionAt(path: string, storeOption?: string): { store: string; name: string; root: string } {
+/**
+ * The session whose root is `path` (a store's sessions/NAME/root), or E_SESSION_NOT_FOUND. With
+ * `storeOption`, only a session of that store (`why` says which store it is, for the message).
+ */
+export function sessionAt(path: string, storeOption?: string, why = ''): { store: string; name: string; root: string } {
   let real: string;
   try {
     real = realpathSync(path);
   } catch {
     throw new PdbError('E_SESSION_NOT_FOUND', `${path} does not exist, so it is no session's root`, { path });
   }
-  const store = storeOption ? realpathSync(storeOption) : findEnclosingStore(real);
+  const store = storeOption ? realpathOr(storeOption) : findEnclosingStore(real);
   const rel = store ? relative(store, real).split(sep) : [];
   if (!store || rel.length !== 3 || rel[0] !== 'sessions' || rel[2] !== 'root' || !SESSION_NAME_PATTERN.test(rel[1]!))
-    throw new PdbError('E_SESSION_NOT_FOUND', `${path} is not the root of a pdb-env session`, {
-      path,
-      hint: 'Only worktrees made by pdb-env hook claude-code are removed by it; remove others with git worktree remove.',
-    });
+    throw new PdbError(
+      'E_SESSION_NOT_FOUND',
+      `${path} is not the root of a ${storeOption ? `session of the store ${storeOption}${why}` : 'pdb-env session'}`,
+      {
+        path,
+        hint: 'Only worktrees made by pdb-env hook claude-code are removed by it; remove others with git worktree remove.',
+      },
+    );
   return { store, name: rel[1]!, root: real };
 }
 
 /** WorktreeRemove: checkpoint (pinned: nothing is lost), then discard; refused while other processes work in it. */
 export async function hookRemove(input: HookInput, o: HookOptions): Promise<HookRemoveResult> {
-  const at = sessionAt(absolutePath(input.raw, 'worktree_path'), o.store);
+  // Without --store: only the store this hook's cwd resolves to, as a create there would (issue 41:
+  // a remove once checkpointed and discarded sessions of two other stores).
+  const cwd = text(input.raw.cwd);
+  const from = cwd && isAbsolute(cwd) ? cwd : process.cwd();
+  const store = o.store ?? resolveStoreDir({ cwd: realpathOr(from) });
+  const at = sessionAt(absolutePath(input.raw, 'worktree_path'), store, o.store ? '' : ` (the store for ${from})`);
   const svc = await SessionService.open(at.store);
   // Claude Code (and this hook, its child) may sit in the directory: they are the caller, not live work.
   const live = processesInDir(at.root, ancestorPids(process.pid).add(process.pid));

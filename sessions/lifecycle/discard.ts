@@ -4,6 +4,7 @@
 // name is free at once, a crash mid-delete leaves a temp tree of a dead owner for gc, and
 // parallel discards of one session all succeed: whoever does not hold the exclusive lease waits
 // for the holder to finish (or reports the session already gone).
+import { assertNoForeignMount } from '../health/root-mount.js';
 import { lstat, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sessionBackend } from './backend-of.js';
@@ -55,6 +56,7 @@ export async function discardSession(ctx: StoreContext, name: string, options: {
 }
 
 async function removeSession(ctx: StoreContext, name: string, dir: string, rec: SessionRecord | null): Promise<Outcome> {
+  assertNoForeignMount(ctx.store, name, rec?.backend ?? null, 'discard'); // removing in place would go through it
   if (rec) {
     rec.state = 'discarding';
     await writeSession(ctx.store, rec);

@@ -2,6 +2,7 @@
 // re-activated (re-mounted) when its backend needs it. What checkpoint, diff, path and run share.
 import type { Backend, BackendContext } from '../../backends/types.js';
 import { PdbError } from '../../model/errors.js';
+import { assertNoForeignMount } from '../health/root-mount.js';
 import { sessionBackend } from './backend-of.js';
 import {
   assertSessionDirs,
@@ -31,6 +32,7 @@ export async function openSession(ctx: StoreContext, name: string): Promise<Open
   }
   // A root replaced by a link must not become the cwd of a run or the tree a checkpoint walks.
   await assertSessionDirs(ctx.store, name);
+  assertNoForeignMount(ctx.store, name, rec.backend, 'use'); // a bind mount over the root, say
   const backend = await sessionBackend(rec);
   return {
     rec,

@@ -7,6 +7,7 @@
 // and the phase; the staging in DIR/.pdb holds only bytes (staging.ts). Each step re-checks its
 // path right before it renames (apply-steps.ts); a conflict or failure part way rolls back what
 // was done, so DIR ends as before or fully applied. After a crash, gc finishes or rolls back (recover.ts).
+import { randomBytes } from 'node:crypto';
 import type { Digest } from '../../../model/canonical-json.js';
 import { crashPoint } from '../../../model/crash-point.js';
 import { PdbError, isPdbError } from '../../../model/errors.js';
@@ -16,7 +17,7 @@ import type { Intent } from '../../records/journal.js';
 import { readSession, type StoreContext } from '../../records/session-record.js';
 import { lastCheckpointChanges } from '../patch.js';
 import { applyDetail, applySteps, type ApplyPhase, type Step } from './plan.js';
-import { closeStaging, copyOut, handles, openStaging, removeStaging, stagingOf } from './staging.js';
+import { closeStaging, copyOut, handles, openStaging, removeStaging, stagingOf, writeNonce } from './staging.js';
 import { rollBack, runForward, settledAs, type StepRun } from './apply-steps.js';
 import { checkTarget, closeTarget, openTarget, retypedPaths, withTargetLock, type Target } from './target.js';
 
@@ -63,8 +64,9 @@ function conflictError(name: string, dir: string, bad: string[]): PdbError {
 }
 
 /** Stage every file and symlink the steps bring in, hashed on their way out of the store. */
-async function stageAll(run: StepRun, onProgress?: ProgressFn): Promise<void> {
+async function stageAll(run: StepRun, nonce: string, onProgress?: ProgressFn): Promise<void> {
   await openStaging(run.t, run.s, true);
+  writeNonce(run.t, run.s, nonce); // DIR's corroboration of the intent, before anything in DIR changes
   const items = run.steps.flatMap((st: Step) => (st.post && st.post.kind !== 'dir' ? [{ entry: st.post, name: String(st.index) }] : []));
   await copyOut(run.store, run.t, handles(run.s).files, items, onProgress);
 }
@@ -85,6 +87,7 @@ async function undo(ctx: StoreContext, run: StepRun, op: Operation, err: unknown
     });
   }
   // Bytes only are left there; a base entry moved aside for a path not as before is kept, not deleted.
+  await setPhase(ctx, op.intent!, 'done').catch(() => undefined); // best effort: gc rolls back again if not
   await removeStaging(run.t, run.s, settledAs(run, 'backward'), kept).catch(() => undefined);
   await op.finish();
   if (kept.length === 0 || !isPdbError(err)) throw err;
@@ -128,14 +131,15 @@ async function applyChanges(
   retyped: Set<string>,
   onProgress?: ProgressFn,
 ) {
-  const detail = applyDetail({ dir: t.dir, dev: String(t.dev), ino: String(t.ino), changeset, phase: 'staging' });
+  const nonce = randomBytes(16).toString('hex');
+  const detail = applyDetail({ dir: t.dir, dev: String(t.dev), ino: String(t.ino), changeset, phase: 'staging', nonce });
   // Holds nothing but the intent (the target's lock is withTargetLock's): one not finished stays for gc.
   const op = await openOperation(ctx, { intent: { op: 'apply', session: name, detail } });
   const intent = op.intent!;
   crashPoint('apply:after-intent');
   const run: StepRun = { store: ctx.store, t, s: stagingOf(t, intent.id), steps, retyped, kept: [] };
   try {
-    await stageAll(run, onProgress);
+    await stageAll(run, nonce, onProgress);
     // The point of no return: with the phase at applying, gc finishes (or rolls back); before it, gc removes the staging.
     await setPhase(ctx, intent, 'applying');
   } catch (err) {
@@ -151,6 +155,8 @@ async function applyChanges(
   } catch (err) {
     return undo(ctx, run, op, err);
   }
+  // Settled: a crash from here leaves an intent with nothing to do in DIR, once its staging is gone.
+  await setPhase(ctx, intent, 'done');
   await removeStaging(t, run.s, settledAs(run, 'forward'), run.kept);
   await op.finish();
   return counts;

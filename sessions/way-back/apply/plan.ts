@@ -83,7 +83,8 @@ export function applySteps(changes: readonly Change[]): Step[] {
   return [...first.sort(deepest), ...adds.sort((a, b) => depth(a.path) - depth(b.path)), ...deletes.sort(deepest)];
 }
 
-export const APPLY_PHASES = ['staging', 'applying', 'rolling-back'] as const;
+// done: every change settled (forward or back), only the staging left to remove.
+export const APPLY_PHASES = ['staging', 'applying', 'rolling-back', 'done'] as const;
 export type ApplyPhase = (typeof APPLY_PHASES)[number];
 
 /** What an apply intent records (strings, as every intent's detail). */
@@ -93,11 +94,17 @@ export interface ApplyDetail {
   ino: string;
   changeset: Digest;
   phase: ApplyPhase;
+  /**
+   * 32 hex digits of randomness, also written into the staging's marker in DIR before the first
+   * change there: recovery acts only where DIR corroborates the intent (staging.ts). Null in an
+   * intent written before there was one.
+   */
+  nonce: string | null;
 }
 
 /** The detail an apply intent is written with. */
 export function applyDetail(d: ApplyDetail): Record<string, string> {
-  return { dir: d.dir, dev: d.dev, ino: d.ino, changeset: d.changeset, phase: d.phase };
+  return { dir: d.dir, dev: d.dev, ino: d.ino, changeset: d.changeset, phase: d.phase, ...(d.nonce ? { nonce: d.nonce } : {}) };
 }
 
 /** An apply intent's detail and the changes of its Changeset (read from the store), or why it is not one this store wrote. */
@@ -115,7 +122,8 @@ export function readApplyIntent(
     if (!doc || !Array.isArray(doc.changes)) return { foreign: `${d.changeset} is not a Changeset` };
     const changes = doc.changes;
     const steps = applySteps(changes);
-    const detail = { dir: d.dir, dev: d.dev!, ino: d.ino!, changeset: d.changeset, phase: d.phase as ApplyPhase };
+    const nonce = typeof d.nonce === 'string' && /^[0-9a-f]{32}$/.test(d.nonce) ? d.nonce : null;
+    const detail = { dir: d.dir, dev: d.dev!, ino: d.ino!, changeset: d.changeset, phase: d.phase as ApplyPhase, nonce };
     return { detail, changes, steps };
   } catch (err) {
     // A missing or corrupt object is the store's damage, not a foreign plan: reported, the intent kept.

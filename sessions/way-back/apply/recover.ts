@@ -4,7 +4,8 @@
 // only, each checked against the Changeset before use, and staged anew from the store when it
 // does not match. The target must still be the directory the apply started in (device and inode);
 // an intent that is not one this store could have written, or whose directory was replaced, is
-// quarantined and reported, never run.
+// quarantined and reported, never run; so is one that DIR does not corroborate (its staging's
+// marker holds the intent's nonce, read through handles: staging.ts).
 import { dirname } from 'node:path';
 import { PdbError } from '../../../model/errors.js';
 import { mountContaining } from '../../../model/os/mounts.js';
@@ -12,7 +13,7 @@ import type { Intent } from '../../records/journal.js';
 import type { StoreContext } from '../../records/session-record.js';
 import { setPhase } from './apply.js';
 import { readApplyIntent, type ApplyDetail } from './plan.js';
-import { closeStaging, openStaging, removeStaging, stagingOf } from './staging.js';
+import { closeStaging, openStaging, removeStaging, stagingOf, uncorroborated } from './staging.js';
 import { rollBack, runForward, settledAs, type StepRun } from './apply-steps.js';
 import { closeTarget, lstatOr, openTargetHandle, retypedPaths, withTargetLock, type Target } from './target.js';
 
@@ -88,8 +89,15 @@ export async function recoverApply(ctx: StoreContext, intent: Intent, dryRun: bo
     const why = `${detail.dir} is not the directory the apply started in (moved or replaced)`;
     return { action: `quarantine apply intent ${intent.id}: ${why}; nothing was run`, quarantine: why };
   }
-  const verbs = { staging: 'remove the staging of', applying: 'finish', 'rolling-back': 'finish rolling back' } as const;
+  const verbs = {
+    staging: 'remove the staging of',
+    applying: 'finish',
+    'rolling-back': 'finish rolling back',
+    done: 'remove the staging of',
+  } as const;
   try {
+    const why = uncorroborated(t.root, intent.id, detail.nonce, detail.phase);
+    if (why) return { action: `quarantine apply intent ${intent.id}: ${why}; nothing was run`, quarantine: why };
     if (dryRun) return { action: `${verbs[detail.phase]} apply of ${who} into ${t.dir}` };
     return await withTargetLock(
       ctx,
@@ -99,7 +107,7 @@ export async function recoverApply(ctx: StoreContext, intent: Intent, dryRun: bo
         try {
           let out: ApplyRecovery;
           let went: 'forward' | 'backward' = 'backward';
-          if (detail.phase === 'staging') out = { action: `remove the staging of an apply into ${t.dir}` };
+          if (detail.phase === 'staging' || detail.phase === 'done') out = { action: `remove the staging of an apply into ${t.dir}` };
           else if (detail.phase === 'applying') ({ went, ...out } = await finish(ctx, intent, run, who));
           else {
             await openStaging(t, run.s, true);
@@ -110,6 +118,7 @@ export async function recoverApply(ctx: StoreContext, intent: Intent, dryRun: bo
           }
           // A base entry moved aside whose path did not end as planned is kept in DIR/.pdb/kept, never deleted.
           const moved: string[] = [];
+          await setPhase(ctx, intent, 'done'); // its staging (the marker) goes next: nothing left to do in DIR after
           await removeStaging(t, run.s, settledAs(run, went), moved);
           return moved.length ? { ...out, note: [out.note, moved.join('; ')].filter(Boolean).join('; ') } : out;
         } finally {

@@ -8,7 +8,10 @@
 // open (model/os/dir-handle.ts): a link, a file or another device in its place is refused, and a
 // link swapped in later is never written through. What recovery finds there is checked against
 // the Changeset again, and staged anew from the store when it does not match. A base entry moved
-// aside is deleted only once its path ended as planned; otherwise it is kept.
+// aside is deleted only once its path ended as planned; otherwise it is kept. `nonce` holds the
+// intent's nonce, written before anything else in DIR changes: the target's corroboration of the
+// intent (issue 41), without which recovery never acts on DIR.
+import { closeSync, constants, readSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Digest } from '../../../model/canonical-json.js';
 import { PdbError, isPdbError, osErrorCode } from '../../../model/errors.js';
@@ -19,6 +22,7 @@ import {
   listAt,
   mkdirAt,
   openDirAt,
+  openFileAt,
   readlinkAt,
   renameAt,
   rmdirAt,
@@ -169,6 +173,54 @@ export async function openStaging(t: Target, s: Staging, make: boolean): Promise
   } catch (err) {
     got.forEach(closeDir);
     throw err;
+  }
+}
+
+const NONCE_FILE = 'nonce';
+
+/** Write the intent's nonce into the staging's marker (the staging open): before any change to DIR. */
+export function writeNonce(t: Target, s: Staging, nonce: string): void {
+  try {
+    writeFileAt(handles(s).dir, NONCE_FILE, nonce, { exclusive: false });
+  } catch (err) {
+    throw targetError(t, err, 'marking the staging as this apply', join(s.dir, NONCE_FILE));
+  }
+}
+
+/**
+ * Why DIR (its handle) does not corroborate an apply intent (null: it does). DIR/.pdb/apply-<id>/nonce
+ * is read through handles opened without following a link and must hold the intent's nonce. A
+ * staging that is not there corroborates only an intent that has nothing left to do in DIR (its
+ * phase `staging` or `done`): recovery then writes nothing there.
+ */
+export function uncorroborated(root: DirHandle, intentId: string, nonce: string | null, phase: string): string | null {
+  const marker = `${STAGING_ROOT}/apply-${intentId}/${NONCE_FILE}`;
+  let dir: DirHandle;
+  try {
+    dir = openDirAt(root, `${STAGING_ROOT}/apply-${intentId}`, { sameDevice: true });
+  } catch (err) {
+    const code = osErrorCode(err);
+    if (code === 'ENOENT' && (phase === 'staging' || phase === 'done')) return null;
+    return `its staging ${marker.slice(0, -NONCE_FILE.length - 1)} in the directory is ${code === 'ENOENT' ? 'missing' : `not a real directory of it (${code})`}, so nothing there says this apply ran`;
+  }
+  try {
+    if (!nonce) return 'the intent holds no nonce (written before pdb-env recorded one), so nothing in the directory can confirm it';
+    let fd: number;
+    try {
+      fd = openFileAt(dir, NONCE_FILE, constants.O_RDONLY | constants.O_NONBLOCK);
+    } catch (err) {
+      return `the staging's marker ${marker} cannot be read (${osErrorCode(err) ?? (err as Error).message})`;
+    }
+    const buf = Buffer.alloc(64);
+    let n: number;
+    try {
+      n = readSync(fd, buf, 0, buf.length, 0);
+    } finally {
+      closeSync(fd);
+    }
+    return buf.subarray(0, n).toString('utf8') === nonce ? null : `the staging's marker ${marker} does not hold the intent's nonce`;
+  } finally {
+    closeDir(dir);
   }
 }
 

@@ -2,7 +2,7 @@
 // naming a session root or a directory the store never applied into, and a forged discard intent
 // naming a ready session, are quarantined and reported by doctor, never run.
 import { spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -44,6 +44,49 @@ test('a forged apply intent naming another session root, or the store itself, is
   const quarantined = readdirSync(join(c.store, 'quarantine', 'journal'));
   assert.ok(quarantined.some((n) => n.startsWith('f1.json')) && quarantined.some((n) => n.startsWith('f2.json')), quarantined.join());
   assert.match(r.notes.join('\n'), /f1 was not run: .*session root|inside the pdb-env store/);
+});
+
+test('a forged apply intent naming an ordinary directory outside every store, with a real Changeset, is quarantined, never run (finding 2)', async () => {
+  const c = await applyCase(t.dir, 'forged-ordinary');
+  const cp = await changedSession(c, 's', (root) => {
+    writeFileSync(join(root, 'a.txt'), 'changed\n');
+    rmSync(join(root, 'lib'), { recursive: true });
+  });
+  // c.target holds the base: the forged intent would turn it into the session's result, lib deleted.
+  const before = await filesOf(c.target);
+  for (const [id, phase] of [
+    ['o1', 'applying'],
+    ['o2', 'rolling-back'],
+  ] as const) {
+    forge(c.store, id, { op: 'apply', session: 's', detail: { ...applyDetail(c.target, cp.changeset), phase, nonce: 'a'.repeat(32) } });
+    // o1: no staging in DIR at all; o2: a staging whose marker holds another nonce.
+    if (id === 'o2') {
+      mkdirSync(join(c.target, '.pdb', `apply-${id}`), { recursive: true });
+      writeFileSync(join(c.target, '.pdb', `apply-${id}`, 'nonce'), 'b'.repeat(32));
+    }
+    const withStaging = await filesOf(c.target);
+    const found = (await c.svc.doctor()).find((f) => f.id === id);
+    assert.is(found?.kind as string, 'untrusted-intent', JSON.stringify(found));
+    assert.match(found!.detail, id === 'o1' ? /staging .* is missing/ : /does not hold the intent's nonce/);
+    assert.match(found!.repair ?? '', /pdb-env apply s --to/);
+    const r = await c.svc.gc();
+    assert.equal(await filesOf(c.target), withStaging, `gc ran a forged apply: ${r.actions.join('\n')}`);
+    assert.equal(withStaging, before);
+    assert.ok(readdirSync(join(c.store, 'quarantine', 'journal')).some((n) => n.startsWith(`${id}.json`)));
+  }
+  assert.equal(readdirSync(join(c.store, 'journal')), []);
+});
+
+test('an apply intent written before intents held a nonce is quarantined the same way', async () => {
+  const c = await applyCase(t.dir, 'old-intent');
+  const cp = await changedSession(c, 's', (root) => writeFileSync(join(root, 'a.txt'), 'changed\n'));
+  const before = await filesOf(c.target);
+  forge(c.store, 'old1', { op: 'apply', session: 's', detail: applyDetail(c.target, cp.changeset) });
+  const found = (await c.svc.doctor()).find((f) => f.id === 'old1');
+  assert.is(found?.kind as string, 'untrusted-intent', JSON.stringify(found));
+  await c.svc.gc();
+  assert.equal(await filesOf(c.target), before);
+  assert.equal(readdirSync(join(c.store, 'journal')), []);
 });
 
 test('a forged discard intent naming a ready session is quarantined, never run: the session and its work stay', async () => {

@@ -199,6 +199,40 @@ test('UserPromptSubmit and Stop: a checkpoint before and after the turn in the s
   cli(['discard', 'turns'], { env });
 });
 
+test("WorktreeRemove without --store acts only on the store of its cwd's project, never on another store's session (issue 41)", () => {
+  // Two projects, each with its default store (no PDB_ENV_STORE): under XDG_DATA_HOME.
+  const own = { PDB_ENV_STORE: '', XDG_DATA_HOME: join(t.dir, 'xdg') };
+  const [a, b] = ['proj-a', 'proj-b'].map((n) => join(t.dir, 'two', n));
+  const roots: string[] = [];
+  for (const p of [a, b]) {
+    writeTree(p, { 'package.json': '{}\n', 'x.txt': 'x\n' });
+    const made = cli(['hook', 'claude-code'], {
+      env: own,
+      input: JSON.stringify({ hook_event_name: 'WorktreeCreate', cwd: p, name: 'w' }),
+    });
+    assert.is(made.code, 0, made.stderr);
+    roots.push(made.stdout.trim());
+    writeFileSync(join(made.stdout.trim(), 'work.txt'), 'uncheckpointed\n');
+  }
+  assert.is.not(roots[0], roots[1]);
+  const remove = (cwd: string, path: string) =>
+    cli(['hook', 'claude-code', '--json'], {
+      env: own,
+      cwd: t.dir,
+      input: JSON.stringify({ hook_event_name: 'WorktreeRemove', cwd, worktree_path: path }),
+    });
+  const across = remove(a!, roots[1]!);
+  assert.is(across.code, 1, across.stdout + across.stderr);
+  assert.is(JSON.parse(across.stdout).error.code, 'E_SESSION_NOT_FOUND');
+  assert.match(across.stdout + across.stderr, /is not the root of a session of the store .* \(the store for .*proj-a\)/, across.stderr);
+  assert.is(readFileSync(join(roots[1]!, 'work.txt'), 'utf8'), 'uncheckpointed\n', "the other store's session is untouched");
+  const ownRemove = remove(a!, roots[0]!);
+  assert.is(ownRemove.code, 0, ownRemove.stderr);
+  assert.is(JSON.parse(ownRemove.stdout).discarded, true);
+  const other = remove(b!, roots[1]!);
+  assert.is(other.code, 0, other.stderr);
+});
+
 test('WorktreeCreate refuses a source that is no repository or project root it recognises, unless configured (issue 41)', () => {
   const plain = join(t.dir, 'plain', 'images');
   writeTree(plain, { 'disk.img': 'pretend 600 MB\n' });

@@ -92,47 +92,61 @@ test('an edit moved aside just before a crash (found in the staging, not the bas
   assert.is(await targetState(c.target, c.base, result), 'untouched', 'rolled back around the lost edit');
 });
 
-test('DIR/.pdb replaced by a link to a planted staging: gc refuses it, goes on, exits 1; doctor names the fix; after it, gc finishes', async () => {
-  const { c, result, staging, outsideBefore } = await crashedApply('linked-staging', 'apply:after-first-rename');
-  // The planted staging outside holds a plan and a payload of its own; the real one is moved out too.
+test('DIR/.pdb replaced by a link to a planted staging: nothing in DIR corroborates the intent, so doctor reports it and gc quarantines it; nothing of DIR deleted, nothing outside', async () => {
+  const { c, staging } = await crashedApply('linked-staging', 'apply:after-first-rename');
+  // The planted staging outside holds a plan, a payload and the real marker; the real one is moved out too.
   const fake = join(c.outside, 'fake-pdb');
   renameSync(join(c.target, '.pdb'), fake);
   writeFileSync(join(fake, staging.split('/').pop()!, 'plan.json'), JSON.stringify({ deletes: [{ path: '../secret', dir: false }] }));
   symlinkSync(fake, join(c.target, '.pdb'));
   const fakeBefore = await filesOf(c.outside);
+  const dirBefore = await filesOf(c.target);
   // Something else for gc to do: a temp file of a dead process.
   writeFileSync(join(c.store, 'tmp', 'write.4194305.x.abc123'), 'left by a crash');
+  const doctor = json(pdb(c.store, ['doctor', '--json'])).findings as Array<{ kind: string; detail: string; repair: string | null }>;
+  const found = doctor.find((f) => f.kind === 'untrusted-intent');
+  assert.ok(found, JSON.stringify(doctor));
+  assert.match(found!.detail, /\.pdb\/apply-.* not a real directory/);
+  assert.match(found!.repair ?? '', new RegExp(`pdb-env apply s --to ${c.target}`));
   const gc = pdb(c.store, ['gc', '--json']);
-  assert.is(gc.code, 1, `gc should report the stuck apply and exit 1: ${gc.stdout}${gc.stderr}`);
-  const out = JSON.parse(gc.stdout) as { failed: Array<{ code: string; message: string; path?: string }>; actions: string[] };
-  assert.is(out.failed.length, 1, gc.stdout);
-  assert.match(out.failed[0]!.message, /\.pdb/);
+  assert.is(gc.code, 0, gc.stdout + gc.stderr);
+  assert.match(gc.stdout, /quarantine intent/);
   assert.equal(readdirSync(join(c.store, 'tmp')), [], 'gc went on and removed the dead temp file');
   assert.equal(await filesOf(c.outside), fakeBefore, 'nothing outside DIR changed, the planted staging included');
-  assert.is.not(await targetState(c.target, c.base, result), 'applied');
-  const doctor = json(pdb(c.store, ['doctor', '--json'])).findings as Array<{ kind: string; detail: string; repair: string | null }>;
-  assert.is(doctor.length, 1, JSON.stringify(doctor));
-  assert.match(doctor[0]!.detail, /gc could not finish it/);
-  assert.match(doctor[0]!.repair ?? '', /\.pdb/);
-  rmSync(join(c.target, '.pdb'));
-  const again = pdb(c.store, ['gc', '--json']);
-  assert.is(again.code, 0, again.stdout + again.stderr);
-  assert.is(await targetState(c.target, c.base, result), 'applied');
+  assert.equal(await filesOf(c.target), dirBefore, 'gc changed nothing of DIR');
+  assert.ok(lstatSync(join(c.target, '.pdb')).isSymbolicLink());
+  assert.equal(readdirSync(join(c.store, 'journal')), []);
   assert.equal(json(pdb(c.store, ['doctor', '--json'])).findings, []);
-  void outsideBefore;
+});
+
+test('a person removed the staging after a crash: the intent is quarantined and reported, never run; gc deletes nothing of DIR', async () => {
+  const { c, staging } = await crashedApply('removed-staging', 'apply:after-first-rename');
+  rmSync(join(c.target, '.pdb'), { recursive: true });
+  const dirBefore = await filesOf(c.target);
+  const all = json(pdb(c.store, ['doctor', '--json'])).findings as Array<{ kind: string; detail: string; repair: string | null }>;
+  const doctor = all.filter((f) => f.kind !== 'stale-lock'); // the killed apply's lock
+  assert.is(doctor.length, 1, JSON.stringify(all));
+  assert.is(doctor[0]!.kind, 'untrusted-intent');
+  assert.match(doctor[0]!.detail, /is missing/);
+  assert.match(doctor[0]!.repair ?? '', /finish by hand with pdb-env apply s --to/);
+  const gc = pdb(c.store, ['gc', '--json']);
+  assert.is(gc.code, 0, gc.stdout + gc.stderr);
+  assert.equal(await filesOf(c.target), dirBefore, 'gc changed nothing of DIR');
+  assert.ok(readdirSync(join(c.store, 'quarantine', 'journal')).some((n) => staging.endsWith(`apply-${n.split('.json')[0]}`)));
 });
 
 test('a session discarded after its apply crashed, and a gc that could not finish it and swept: the next gc still can', async () => {
   const { c, result } = await crashedApply('discarded', 'apply:after-first-rename');
   await c.svc.discard('s');
-  // The first gc cannot use the staging (a link), so it sweeps what no root keeps; the apply's Changeset is a root.
-  renameSync(join(c.target, '.pdb'), join(c.outside, 'moved-pdb'));
-  mkdirSync(join(c.outside, 'empty'));
-  symlinkSync(join(c.outside, 'empty'), join(c.target, '.pdb'));
+  // The first gc cannot reach the target (as after a reboot before it is mounted: another device), so it sweeps what no root keeps; the apply's Changeset is a root.
+  const [file] = readdirSync(join(c.store, 'journal'));
+  const path = join(c.store, 'journal', file!);
+  const intent = JSON.parse(readFileSync(path, 'utf8'));
+  writeFileSync(path, JSON.stringify({ ...intent, detail: { ...intent.detail, dev: '4242' } }));
   const stuck = pdb(c.store, ['gc', '--json']);
   assert.is(stuck.code, 1, stuck.stdout);
   assert.not.match(stuck.stdout, /nothing swept/, 'the sweep ran');
-  rmSync(join(c.target, '.pdb'));
+  writeFileSync(path, JSON.stringify(intent));
   const gc = pdb(c.store, ['gc', '--json']);
   assert.is(gc.code, 0, gc.stdout + gc.stderr);
   assert.is(await targetState(c.target, c.base, result), 'applied');
