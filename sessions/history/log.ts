@@ -8,6 +8,7 @@ import { isDigest, type Digest } from '../../model/canonical-json.js';
 import { PdbError } from '../../model/errors.js';
 import type { ObjectStore } from '../../model/store/object-store.js';
 import { diffEntries, type Change, type Snapshot } from '../../model/snapshot.js';
+import { diffSnapshotBytes } from '../../model/snapshot-diff.js';
 import { MIN_DIGEST_PREFIX } from '../records/digests.js';
 import { checkpointLogFile, readSession, type StoreContext } from '../records/session-record.js';
 
@@ -109,11 +110,21 @@ export async function resolveRef(ctx: StoreContext, name: string, ref: string): 
 
 /** The Snapshot `digest`, or E_OBJECT_MISSING saying gc collected the checkpoint. */
 export function historySnapshot(ctx: StoreContext, name: string, r: ResolvedRef): Snapshot {
+  assertKept(ctx, name, r);
+  return ctx.store.getDocument<Snapshot>(r.snapshot, 'Snapshot');
+}
+
+/** The canonical bytes of the Snapshot `digest` (checked against it), or E_OBJECT_MISSING as historySnapshot. */
+function historyBytes(ctx: StoreContext, name: string, r: ResolvedRef): Buffer {
+  assertKept(ctx, name, r);
+  return ctx.store.getBytes(r.snapshot);
+}
+
+function assertKept(ctx: StoreContext, name: string, r: ResolvedRef): void {
   if (!ctx.store.has(r.snapshot))
     throw new PdbError('E_OBJECT_MISSING', `the Snapshot of ${r.ref} (${r.snapshot}) of session "${name}" is no longer in the store`, {
       hint: 'gc keeps the last history.keep checkpoints of a session (pdb-env.json; default 100) and pinned ones: pdb-env pin DIGEST keeps one.',
     });
-  return ctx.store.getDocument<Snapshot>(r.snapshot, 'Snapshot');
 }
 
 export interface CheckpointDiff {
@@ -127,8 +138,13 @@ export interface CheckpointDiff {
 export async function diffCheckpoints(ctx: StoreContext, name: string, from: string, to: string): Promise<CheckpointDiff> {
   const a = await resolveRef(ctx, name, from);
   const b = await resolveRef(ctx, name, to);
+  // Merged from the two documents' bytes, not parsed into entries (model/snapshot-diff.ts).
   const changes =
-    a.snapshot === b.snapshot ? [] : diffEntries(historySnapshot(ctx, name, a).entries, historySnapshot(ctx, name, b).entries);
+    a.snapshot === b.snapshot
+      ? []
+      : diffSnapshotBytes(historyBytes(ctx, name, a), historyBytes(ctx, name, b), () =>
+          diffEntries(historySnapshot(ctx, name, a).entries, historySnapshot(ctx, name, b).entries),
+        );
   return { session: name, from: a, to: b, changes };
 }
 
