@@ -7,7 +7,15 @@ import type { Inconsistency } from './replay.js';
 
 /** The fields of a benchmark receipt this check reads (schemas/bench-receipt.schema.json). */
 export interface BenchReceiptFigures {
-  results: Array<{ name: string; group: string; n: number; medianMs: number | null; samplesMs: number[]; ratios: Record<string, number> }>;
+  results: Array<{
+    name: string;
+    group: string;
+    n: number;
+    medianMs: number | null;
+    samplesMs: number[];
+    ratios: Record<string, number>;
+    metrics?: Record<string, string | number | null>;
+  }>;
   goals?: Array<{
     group: string;
     measured: string;
@@ -58,8 +66,26 @@ export function benchReceiptInconsistencies(r: BenchReceiptFigures): Inconsisten
   r.goals?.forEach((g, i) => {
     const at = `/goals/${i}`;
     const j = rowAt.get(`${g.group}\u0000${g.measured}`);
-    const raw = j === undefined ? undefined : r.results[j]!.ratios[g.baseline];
+    // A peak-RSS goal's baseline is a fixed limit ("300 MB RSS", MB = 10^6 bytes): its ratio is the row's peakRssKiB over it.
+    const rssLimitMb = /^(\d+) MB RSS$/.exec(g.baseline)?.[1];
+    const kib = j === undefined ? undefined : r.results[j]!.metrics?.peakRssKiB;
+    const rssKiB = typeof kib === 'number' ? kib : undefined;
+    const raw =
+      rssLimitMb !== undefined
+        ? rssKiB === undefined
+          ? undefined
+          : (rssKiB * 1024) / (Number(rssLimitMb) * 1e6)
+        : j === undefined
+          ? undefined
+          : r.results[j]!.ratios[g.baseline];
     // Some goals compare groups rather than rows (scale's growth): their ratio is not a row's, and only the verdict is recomputed.
+    if (rssLimitMb !== undefined && raw === undefined)
+      out.push({
+        pointer: `${at}/measured`,
+        recorded: g.measured,
+        recomputed: `no row "${g.measured}" in group "${g.group}" with peakRssKiB`,
+        rule: "a peak-RSS goal's ratio is its row's peak RSS over the limit",
+      });
     if (raw !== undefined) {
       const ratio = Math.round((g.direction === 'at-most' ? raw : 1 / raw) * 1000) / 1000;
       if (Math.abs(ratio - g.ratio) > GOAL_SLACK)

@@ -3,6 +3,9 @@ import type { Worker } from 'node:worker_threads';
 import { PdbError, toPdbError } from '../errors.js';
 import { runFsTask, type FsTask, type FsTaskResult } from './fs-worker.js';
 
+/** One item's answer from a worker. */
+export type FsResult = { digest: string; size: number; installed?: boolean; sig?: string };
+
 type Pending = { resolve: (r: FsTaskResult) => void; reject: (e: unknown) => void };
 
 /**
@@ -86,26 +89,43 @@ export class FsPool {
     items: T[],
     makeTask: (batch: T[]) => FsTask,
     options: { inlineBelow?: number; batchSize?: number; onBatch?: (batch: T[]) => void } = {},
-  ) {
-    const inlineBelow = options.inlineBelow ?? 48;
-    const batches: T[][] = [];
-    const batchSize = options.batchSize ?? Math.max(8, Math.min(256, Math.ceil(items.length / (this.size * 8))));
-    for (let i = 0; i < items.length; i += batchSize) batches.push(items.slice(i, i + batchSize));
-    const done = (b: T[], r: FsTaskResult) => {
-      if (r.ok) options.onBatch?.(b);
-      return r;
-    };
-    if (items.length >= inlineBelow) this.workerClass ??= (await import('node:worker_threads')).Worker;
-    const results =
-      items.length < inlineBelow
-        ? batches.map((b) => done(b, runFsTask(makeTask(b), this.umask)))
-        : await Promise.all(batches.map((b) => this.submit(() => makeTask(b)).then((r) => done(b, r))));
-    const out: Array<{ digest: string; size: number; installed?: boolean; sig?: string } | null> = [];
-    for (const r of results) {
-      if (!r.ok) throw taskError(r.error);
-      out.push(...r.results);
-    }
+  ): Promise<Array<FsResult | null>> {
+    const out: Array<FsResult | null> = new Array(items.length);
+    await this.each(items, makeTask, (i, r) => (out[i] = r), options);
     return out;
+  }
+
+  /**
+   * Run a task over `items` split into batches, handing each result to `onResult` with its item's
+   * index as its batch comes back: nothing is kept here, so a caller that keeps less than the
+   * results (columns of digests) never holds them all. Fails with the first failed task.
+   */
+  async each<T>(
+    items: T[],
+    makeTask: (batch: T[]) => FsTask,
+    onResult: (index: number, result: FsResult | null) => void,
+    options: { inlineBelow?: number; batchSize?: number; onBatch?: (batch: T[]) => void } = {},
+  ): Promise<void> {
+    const inlineBelow = options.inlineBelow ?? 48;
+    const batchSize = options.batchSize ?? Math.max(8, Math.min(256, Math.ceil(items.length / (this.size * 8))));
+    const starts: number[] = [];
+    for (let i = 0; i < items.length; i += batchSize) starts.push(i);
+    let failed: { start: number; error: PdbError } | null = null;
+    const done = (start: number, r: FsTaskResult) => {
+      if (!r.ok) {
+        if (!failed || start < failed.start) failed = { start, error: taskError(r.error) }; // the first in item order, as map reads them
+        return;
+      }
+      options.onBatch?.(items.slice(start, start + batchSize));
+      r.results.forEach((x, k) => onResult(start + k, x));
+    };
+    if (items.length < inlineBelow) {
+      for (const s of starts) done(s, runFsTask(makeTask(items.slice(s, s + batchSize)), this.umask));
+    } else {
+      this.workerClass ??= (await import('node:worker_threads')).Worker;
+      await Promise.all(starts.map((s) => this.submit(() => makeTask(items.slice(s, s + batchSize))).then((r) => done(s, r))));
+    }
+    if (failed) throw (failed as { error: PdbError }).error;
   }
 
   async close(): Promise<void> {

@@ -191,10 +191,10 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
   if (trust && options.store && options.checkObjects) recheckObjects(trust, raw, options.store);
   const toHash = raw.touched.filter((t) => t.kind === KIND_FILE);
   const hashed = await hashFiles(root, toHash, options);
-  const changed = trust ? changesOf(trust, raw, hashed.content) : null;
+  const changed = trust ? changesOf(trust, raw, hashed) : null;
   let cols: IndexColumns | null = null;
   const coarse = (h?.coarse ?? true) && allWholeSeconds(raw);
-  const columns = () => (cols ??= nextColumns(trust?.cols ?? null, raw, (t) => hashed.content.get(t), coarse));
+  const columns = () => (cols ??= nextColumns(trust?.cols ?? null, raw, (t) => hashed.get(t), coarse));
   let entries: Entry[] | null = null;
   let hashedPaths: Set<string> | null = null;
   const same = trust !== null && changed!.size === 0;
@@ -207,9 +207,9 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
     extraExcludes: ex.extra,
     files: raw.files,
     bytes: raw.bytes,
-    filesHashed: hashed.content.size,
-    filesTrusted: raw.files - hashed.content.size,
-    wasHashed: (path) => (hashedPaths ??= new Set([...hashed.content.keys()].map((t) => t.path))).has(path),
+    filesHashed: hashed.count,
+    filesTrusted: raw.files - hashed.count,
+    wasHashed: (path) => (hashedPaths ??= new Set(hashed.files.map((t) => t.path))).has(path),
     objectsInstalled: hashed.installed,
     stale,
     changedPaths: changed ? sortEntries([...changed.keys()].map((path) => ({ path }))).map((x) => x.path) : null,
@@ -274,7 +274,7 @@ function recheckObjects(trust: TreeIndex, raw: RawScan, store: ObjectStore): voi
 }
 
 /** The entry of a touched path as scanned. */
-function entryOf(t: RawEntry, content: ReadonlyMap<RawEntry, Content>): Entry {
+function entryOf(t: RawEntry, content: Hashed): Entry {
   if (t.kind === KIND_DIR) return { path: t.path, kind: 'dir' };
   if (t.kind === KIND_LINK) return { path: t.path, kind: 'symlink', target: t.target! };
   const got = content.get(t)!;
@@ -288,7 +288,7 @@ function entryOf(t: RawEntry, content: ReadonlyMap<RawEntry, Content>): Entry {
 }
 
 /** Paths whose entry is not the index's: touched entries with other content, kind or target, and rows not seen. */
-function changesOf(trust: TreeIndex, raw: RawScan, content: ReadonlyMap<RawEntry, Content>): Map<string, Entry | null> {
+function changesOf(trust: TreeIndex, raw: RawScan, content: Hashed): Map<string, Entry | null> {
   const c = trust.cols;
   const changed = new Map<string, Entry | null>();
   for (const t of raw.touched) {
@@ -308,12 +308,21 @@ function changesOf(trust: TreeIndex, raw: RawScan, content: ReadonlyMap<RawEntry
   return changed;
 }
 
+/**
+ * The touched files as hashed: digests and sizes in columns by position in `files` (a first import
+ * of 250,000 files held a Map, a Content and a Buffer per file, and every worker result, at once).
+ */
+export interface Hashed {
+  /** The files hashed, largest first. */
+  files: RawEntry[];
+  count: number;
+  installed: number;
+  /** The content of a hashed file (a view into the columns), undefined for one not hashed. */
+  get(t: RawEntry): Content | undefined;
+}
+
 /** Hash (or hash and install) the touched files; their content by entry. */
-async function hashFiles(
-  root: string,
-  files: RawEntry[],
-  options: ScanOptions,
-): Promise<{ content: Map<RawEntry, Content>; installed: number }> {
+async function hashFiles(root: string, files: RawEntry[], options: ScanOptions): Promise<Hashed> {
   const pool = options.pool ?? sharedFsPool();
   const store = options.store;
   // Large files first so one 256 MiB file does not finish last on a single worker.
@@ -324,40 +333,67 @@ async function hashFiles(
     order.reduce((n, f) => n + f.size, 0),
     options.onProgress,
   );
-  const abs = order.map((f) => `${root}/${f.path}`);
-  const sizes = new Map(order.map((f, i) => [abs[i]!, f.size]));
-  const results = await pool.map(
-    abs,
-    (paths) => (store ? { op: 'install', paths, objectsDir: store.paths.objects, tmpDir: store.paths.tmp } : { op: 'hash', paths }),
+  const digests = Buffer.alloc(order.length * 32);
+  const sizes = new Float64Array(order.length);
+  // Two workers may race to install the same bytes (both renames are atomic and equal): count digests.
+  const installedDigests = new Set<string>();
+  let failed = -1;
+  let failure: PdbError | null = null;
+  // Each batch's paths are made when a worker takes it and its results kept as columns when it
+  // answers: only the batches in flight exist as objects. The first failure in file order is thrown.
+  await pool.each(
+    order,
+    (batch) => {
+      const paths = batch.map((f) => `${root}/${f.path}`);
+      return store ? { op: 'install', paths, objectsDir: store.paths.objects, tmpDir: store.paths.tmp } : { op: 'hash', paths };
+    },
+    (j, r) => {
+      const f = order[j]!;
+      const bad = resultError(f, r);
+      if (bad) {
+        if (failed < 0 || j < failed) [failed, failure] = [j, bad];
+        return;
+      }
+      digests.write(r!.digest, j * 32, 32, 'hex');
+      sizes[j] = r!.size;
+      if (r!.installed) installedDigests.add(digests.toString('latin1', j * 32, j * 32 + 32));
+    },
     {
-      onBatch: (paths) =>
+      onBatch: (batch) =>
         count(
-          paths.length,
-          paths.reduce((n, p) => n + sizes.get(p)!, 0),
+          batch.length,
+          batch.reduce((n, f) => n + f.size, 0),
         ),
     },
   );
-  // Two workers may race to install the same bytes (both renames are atomic and equal): count digests.
-  const installedDigests = new Set<string>();
-  const content = new Map<RawEntry, Content>();
-  order.forEach((f, j) => {
-    const r = results[j]!;
-    if (r.size !== f.size) {
-      throw new PdbError('E_SOURCE_CHANGED', `"${f.path}" changed size while it was read (${f.size} -> ${r.size} bytes)`, {
-        path: f.path,
-        hint: 'Stop writers in the tree and try again.',
-      });
-    }
-    if (r.installed) installedDigests.add(r.digest);
-    // Only a whole sha256 counts as hashed (a worker that answered without reading leaves a file unhashed).
-    if (typeof r.digest !== 'string' || !/^[0-9a-f]{64}$/.test(r.digest))
-      throw new PdbError('E_SOURCE_CHANGED', `"${f.path}" was not hashed (its worker returned no digest)`, {
-        path: f.path,
-        hint: 'This is a pdb-env bug: report it with the tree it happened on.',
-      });
-    content.set(f, { digest: Buffer.from(r.digest, 'hex'), size: r.size });
-  });
-  return { content, installed: installedDigests.size };
+  if (failure) throw failure;
+  const slot = new Map<RawEntry, number>();
+  order.forEach((f, j) => slot.set(f, j));
+  return {
+    files: order,
+    count: order.length,
+    installed: installedDigests.size,
+    get: (t) => {
+      const j = slot.get(t);
+      return j === undefined ? undefined : { digest: digests.subarray(j * 32, j * 32 + 32), size: sizes[j]! };
+    },
+  };
+}
+
+/** Why a worker's answer for `f` is no hash of it, or null when it is one. */
+function resultError(f: RawEntry, r: { digest: string; size: number } | null): PdbError | null {
+  if (r!.size !== f.size)
+    return new PdbError('E_SOURCE_CHANGED', `"${f.path}" changed size while it was read (${f.size} -> ${r!.size} bytes)`, {
+      path: f.path,
+      hint: 'Stop writers in the tree and try again.',
+    });
+  // Only a whole sha256 counts as hashed (a worker that answered without reading leaves a file unhashed).
+  if (typeof r!.digest !== 'string' || !/^[0-9a-f]{64}$/.test(r!.digest))
+    return new PdbError('E_SOURCE_CHANGED', `"${f.path}" was not hashed (its worker returned no digest)`, {
+      path: f.path,
+      hint: 'This is a pdb-env bug: report it with the tree it happened on.',
+    });
+  return null;
 }
 
 /** sha256 digests of files (hash only, nothing installed), in the order given. */

@@ -68,20 +68,24 @@ export async function materializeTree(
     e.digest.slice('sha256:'.length),
   ];
   const count = progressCounter('copy', files.length, bytes, onProgress);
-  let results;
+  // Each signature goes into the map as its batch comes back: no result object per file is kept.
+  const sigs = new Map<string, string>();
   try {
-    results = await pool.map(files, (batch) => ({ op: 'copy', items: batch.map(item) }), {
-      onBatch: (batch) =>
-        count(
-          batch.length,
-          batch.reduce((n, e) => n + e.size, 0),
-        ),
-    });
+    await pool.each(
+      files,
+      (batch) => ({ op: 'copy', items: batch.map(item) }),
+      (i, r) => sigs.set(files[i]!.path, r!.sig!),
+      {
+        onBatch: (batch) =>
+          count(
+            batch.length,
+            batch.reduce((n, e) => n + e.size, 0),
+          ),
+      },
+    );
   } catch (err) {
     throw objectFailure(store, destRoot, err);
   }
-  const sigs = new Map<string, string>();
-  files.forEach((e, i) => sigs.set(e.path, results[i]!.sig!));
   return { files: files.length, bytes, sigs };
 }
 

@@ -4,6 +4,9 @@
 // files, through the CLI (bin/pdb-env), with each command's peak RSS (GNU time). The goals: time
 // grows at most linearly with the entries (the 10x tree costs at most 10x), and no command, nor
 // the harness (`pdb-env bench --source` on the largest tree, with --harness), goes past 1 GiB RSS.
+// Issue 38 (item 3): on the largest tree, create --from, checkpoint and diff each within 300 MB
+// RSS, bench --source within 512 MB (MB = 10^6 bytes): one row of peak RSS per command and a goal
+// on each, whose ratio validate recomputes from the row (harness/receipt/bench-consistency.ts).
 import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -31,6 +34,24 @@ const { values } = scriptArgs(
 );
 const $ = zx({ verbose: false, quiet: true });
 const GIB_KIB = 1024 * 1024;
+/** The issue-38 limits, in MB of 10^6 bytes; the goal's baseline names it ("300 MB RSS"). */
+const COMMAND_RSS_MB = 300;
+const HARNESS_RSS_MB = 512;
+
+/** A goal that a row's peak RSS stays within `mb` MB: its ratio is peakRssKiB over the limit. */
+function rssGoal(what: string, row: BenchRow, mb: number): BenchGoal {
+  const ratio = Math.round(((Number(row.metrics.peakRssKiB) * 1024) / (mb * 1e6)) * 1000) / 1000;
+  return {
+    goal: `${what} within ${mb} MB RSS`,
+    group: row.group,
+    measured: row.name,
+    baseline: `${mb} MB RSS`,
+    direction: 'at-most',
+    limit: 1,
+    ratio,
+    met: ratio <= 1,
+  };
+}
 const rounds = Number(values.rounds);
 const work = resolve(values.work);
 mkdirSync(work, { recursive: true });
@@ -76,6 +97,8 @@ interface SizeResult {
   /** Medians by measurement name, and the peak RSS of every command (KiB). */
   medians: Record<string, number>;
   peakKiB: number;
+  /** The peak-RSS rows of create --from, checkpoint and diff (each over all their runs). */
+  commandRows: BenchRow[];
 }
 
 async function measureSize(files: number, backend: string): Promise<SizeResult> {
@@ -87,32 +110,38 @@ async function measureSize(files: number, backend: string): Promise<SizeResult> 
   let peak = 0;
   const note = <T extends { rssKiB: number }>(r: T) => ((peak = Math.max(peak, r.rssKiB)), r);
   console.log(`${entries} entries: first import (${backend})`);
-  const first = note(await pdb('create', 'w', '--from', tree, '--backend', backend, '--json'));
+  // The peak RSS of each command over all its runs (KiB).
+  const peaks = { create: 0, checkpoint: 0, diff: 0 };
+  const of = <T extends { rssKiB: number }>(cmd: keyof typeof peaks, r: T) => ((peaks[cmd] = Math.max(peaks[cmd], r.rssKiB)), note(r));
+  const first = of('create', await pdb('create', 'w', '--from', tree, '--backend', backend, '--json'));
   const base = JSON.parse(first.stdout).base as string;
   await pdb('discard', 'w');
   await sleep(300);
-  note(await pdb('create', 'w', '--from', tree, '--backend', backend)); // every signature trusted from here on
+  of('create', await pdb('create', 'w', '--from', tree, '--backend', backend)); // every signature trusted from here on
   await pdb('discard', 'w');
   note(await pdb('create', 'cp', '--base', base, '--backend', backend));
   const root = (await $`${PDB_ENV} path cp --store ${store}`).stdout.trim();
   for (let k = 0; k < 2; k++) {
     await sleep(300);
-    note(await pdb('checkpoint', 'cp'));
+    of('checkpoint', await pdb('checkpoint', 'cp'));
   }
   const s = { from: [] as number[], base: [] as number[], cp0: [] as number[], cp10: [] as number[] };
   const targets = someFiles(root, 10 * rounds);
   for (let i = 0; i < rounds; i++) {
     await $`sync`;
-    s.from.push(note(await pdb('create', `f${i}`, '--from', tree, '--backend', backend)).ms);
+    s.from.push(of('create', await pdb('create', `f${i}`, '--from', tree, '--backend', backend)).ms);
     await $`sync`;
     s.base.push(note(await pdb('create', `b${i}`, '--base', base, '--backend', backend)).ms);
     await pdb('discard', `f${i}`);
     await pdb('discard', `b${i}`);
-    s.cp0.push(note(await pdb('checkpoint', 'cp')).ms);
+    s.cp0.push(of('checkpoint', await pdb('checkpoint', 'cp')).ms);
     for (const f of targets.slice(i * 10, i * 10 + 10)) appendFileSync(join(root, f), `\n// round ${i}\n`);
-    s.cp10.push(note(await pdb('checkpoint', 'cp')).ms);
+    s.cp10.push(of('checkpoint', await pdb('checkpoint', 'cp')).ms);
     await sleep(300);
   }
+  // diff of the live root against the base, and between the base and the last checkpoint (its Snapshots' bytes).
+  of('diff', await pdb('diff', 'cp'));
+  of('diff', await pdb('diff', 'cp', '--from', 'base'));
   const minus = s.from.map((x, i) => x - s.base[i]!);
   const g = `${entries} entries`;
   const rows = [
@@ -123,10 +152,16 @@ async function measureSize(files: number, backend: string): Promise<SizeResult> 
   ];
   rows.forEach((r) => (r.metrics.entries = entries));
   rows.push(benchRow('peak RSS of every command', g, [], {}, { peakRssKiB: peak, entries }));
+  const commandRows = [
+    benchRow('peak RSS: create --from (first import and again)', g, [], {}, { peakRssKiB: peaks.create, entries }),
+    benchRow('peak RSS: checkpoint (0 and 10 changed)', g, [], {}, { peakRssKiB: peaks.checkpoint, entries }),
+    benchRow('peak RSS: diff (live root, and base to last checkpoint)', g, [], {}, { peakRssKiB: peaks.diff, entries }),
+  ];
+  rows.push(...commandRows);
   const medians = { import: median(minus) ?? NaN, cp0: median(s.cp0) ?? NaN, cp10: median(s.cp10) ?? NaN };
   await pdb('discard', 'cp'); // an overlay session is a mount: discard unmounts it
   rmSync(store, { recursive: true, force: true });
-  return { entries, rows, medians, peakKiB: peak };
+  return { entries, rows, medians, peakKiB: peak, commandRows };
 }
 
 /** The harness on the largest tree: one block of the repo workload, a no-op step; its peak RSS. */
@@ -155,22 +190,10 @@ async function harnessRss(files: number, backend: string): Promise<{ row: BenchR
   };
 }
 
-async function main(): Promise<void> {
-  const sizes = values.sizes.split(',').map(Number);
-  const report = JSON.parse((await $`${PDB_ENV} backends --json`).stdout) as { backends: Array<{ name: string; available: boolean }> };
-  const backend = values.backend ?? (report.backends.some((b) => b.name === 'overlay' && b.available) ? 'overlay' : 'full-copy');
-  const start = await startBenchReceipt(work, resolve(values.out));
-  const results: SizeResult[] = [];
-  for (const n of sizes) results.push(await measureSize(n, backend));
-  const rows = results.flatMap((r) => r.rows);
+/** The growth goals from the smallest tree to the largest: each time at most `entries` times. */
+function growthGoals(small: SizeResult, large: SizeResult, backend: string): BenchGoal[] {
   const goals: BenchGoal[] = [];
-  const [small, large] = [results[0]!, results[results.length - 1]!];
   const factor = large.entries / small.entries;
-  console.log(`\n${backend}, ${rounds} rounds; scanner ${scannerInfo().scanner}`);
-  for (const r of results)
-    console.log(
-      `  ${String(r.entries).padStart(8)} entries: unchanged import ${formatDuration(r.medians.import!, 3)}, checkpoint 0 / 10 changed ${formatDuration(r.medians.cp0!, 3)} / ${formatDuration(r.medians.cp10!, 3)}, peak RSS ${(r.peakKiB / 1024).toFixed(0)} MiB`,
-    );
   for (const [key, what] of [
     ['import', 'unchanged import (create --from minus --base)'],
     ['cp0', 'checkpoint, 0 files changed'],
@@ -191,6 +214,25 @@ async function main(): Promise<void> {
       met: growth <= factor,
     });
   }
+  return goals;
+}
+
+async function main(): Promise<void> {
+  const sizes = values.sizes.split(',').map(Number);
+  const report = JSON.parse((await $`${PDB_ENV} backends --json`).stdout) as { backends: Array<{ name: string; available: boolean }> };
+  const backend = values.backend ?? (report.backends.some((b) => b.name === 'overlay' && b.available) ? 'overlay' : 'full-copy');
+  const start = await startBenchReceipt(work, resolve(values.out));
+  const results: SizeResult[] = [];
+  for (const n of sizes) results.push(await measureSize(n, backend));
+  const rows = results.flatMap((r) => r.rows);
+  const goals: BenchGoal[] = [];
+  const [small, large] = [results[0]!, results[results.length - 1]!];
+  console.log(`\n${backend}, ${rounds} rounds; scanner ${scannerInfo().scanner}`);
+  for (const r of results)
+    console.log(
+      `  ${String(r.entries).padStart(8)} entries: unchanged import ${formatDuration(r.medians.import!, 3)}, checkpoint 0 / 10 changed ${formatDuration(r.medians.cp0!, 3)} / ${formatDuration(r.medians.cp10!, 3)}, peak RSS ${(r.peakKiB / 1024).toFixed(0)} MiB`,
+    );
+  goals.push(...growthGoals(small, large, backend));
   const peak = Math.max(...results.map((r) => r.peakKiB));
   goals.push({
     goal: 'every CLI command within 1 GiB RSS',
@@ -202,9 +244,11 @@ async function main(): Promise<void> {
     ratio: Math.round((peak / GIB_KIB) * 1000) / 1000,
     met: peak <= GIB_KIB,
   });
+  for (const row of large.commandRows) goals.push(rssGoal(row.name.replace(/^peak RSS: /, ''), row, COMMAND_RSS_MB));
   if (values.harness) {
     const h = await harnessRss(sizes[sizes.length - 1]!, backend);
     rows.push(h.row);
+    goals.push(rssGoal('pdb-env bench --source', h.row, HARNESS_RSS_MB));
     goals.push({
       goal: 'the harness within 1 GiB RSS',
       group: backend,
@@ -218,7 +262,7 @@ async function main(): Promise<void> {
   }
   for (const g of goals)
     console.log(
-      `  ${g.met ? 'MET    ' : 'NOT MET'}  ${g.goal}: ${g.ratio}${g.baseline.endsWith('entries') ? `x from ${g.baseline} to ${g.measured} (entries grew ${g.limit}x)` : ' GiB'}`,
+      `  ${g.met ? 'MET    ' : 'NOT MET'}  ${g.goal}: ${g.ratio}${g.baseline.endsWith('entries') ? `x from ${g.baseline} to ${g.measured} (entries grew ${g.limit}x)` : g.baseline.endsWith('MB RSS') ? ` of ${g.baseline}` : ' GiB'}`,
     );
   const file = await writeBenchReceipt(start, {
     benchmark: 'scale',

@@ -8,6 +8,7 @@ import { isDigest, type Digest } from '../../model/canonical-json.js';
 import { PdbError } from '../../model/errors.js';
 import type { ObjectStore } from '../../model/store/object-store.js';
 import { diffEntries, diffThroughBase, type Change, type Changeset, type Snapshot } from '../../model/snapshot.js';
+import { diffSnapshotBytes } from '../../model/snapshot-diff.js';
 import { MIN_DIGEST_PREFIX } from '../records/digests.js';
 import { checkpointLogFile, readSession, type StoreContext } from '../records/session-record.js';
 
@@ -125,6 +126,12 @@ export function historySnapshot(ctx: StoreContext, name: string, r: ResolvedRef)
   return ctx.store.getDocument<Snapshot>(r.snapshot, 'Snapshot');
 }
 
+/** The canonical bytes of the Snapshot `digest` (checked against it), or E_OBJECT_MISSING as historySnapshot. */
+function historyBytes(ctx: StoreContext, name: string, r: ResolvedRef): Buffer {
+  assertInHistory(ctx, name, r);
+  return ctx.store.getBytes(r.snapshot);
+}
+
 /** A point of history as its changes against a base: the base itself (none), or its checkpoint's Changeset; null when that is gone. */
 export function changesFromBase(ctx: StoreContext, r: ResolvedRef): { base: Digest; changes: Change[] } | null {
   if (r.changeset === null) return { base: r.snapshot, changes: [] };
@@ -146,7 +153,10 @@ export function diffHistory(ctx: StoreContext, name: string, a: ResolvedRef, b: 
   if (a.snapshot === b.snapshot) return [];
   const [ca, cb] = [changesFromBase(ctx, a), changesFromBase(ctx, b)];
   if (ca && cb && ca.base === cb.base) return diffThroughBase(ca.changes, cb.changes);
-  return diffEntries(historySnapshot(ctx, name, a).entries, historySnapshot(ctx, name, b).entries);
+  // Merged from the two documents' bytes, not parsed into entries (model/snapshot-diff.ts).
+  return diffSnapshotBytes(historyBytes(ctx, name, a), historyBytes(ctx, name, b), () =>
+    diffEntries(historySnapshot(ctx, name, a).entries, historySnapshot(ctx, name, b).entries),
+  );
 }
 
 export interface CheckpointDiff {

@@ -18,10 +18,17 @@ export interface ImportResult {
   /** The Snapshot (built when first read: an unchanged import never needs it). */
   snapshot: Snapshot;
   excludes: string[];
-  scan: ScanResult;
+  /** What the scan found and did (its walk and hashes are not kept: a large tree's are hundreds of MB). */
+  scan: ScanSummary;
   /** The source's tree index as this import left it: the state the race check compares the source with. */
   index: TreeIndex;
 }
+
+/** The counts of an import's scan and the paths it found changed. */
+export type ScanSummary = Pick<
+  ScanResult,
+  'files' | 'bytes' | 'filesHashed' | 'filesTrusted' | 'objectsInstalled' | 'stale' | 'changedPaths' | 'extraExcludes'
+>;
 
 export interface ImportOptions {
   /** Check that every trusted digest is in the store (after an object turned out missing). */
@@ -69,13 +76,15 @@ export async function importSource(store: ObjectStore, sourceDir: string, option
   const next = same ? index! : scan.nextIndex({ snapshot: digest, changeset: null, base: null, generation, source: src });
   if (!same) await writeFileAtomic(store.paths, indexFile, treeIndexPieces(next), 0o644, { sync: false });
   let snapshot: Snapshot | null = null;
+  const { files, bytes, filesHashed, filesTrusted, objectsInstalled, stale, changedPaths, extraExcludes } = scan;
   return {
     digest,
     excludes,
-    scan,
+    scan: { files, bytes, filesHashed, filesTrusted, objectsInstalled, stale, changedPaths, extraExcludes },
     index: next,
     get snapshot() {
-      return (snapshot ??= { version: SNAPSHOT_VERSION, base: null, excludes, entries: scan.entries });
+      // The index's rows are the tree as scanned (the trusted index itself when nothing changed).
+      return (snapshot ??= { version: SNAPSHOT_VERSION, base: null, excludes, entries: next.entries });
     },
   };
 }

@@ -49,6 +49,45 @@ const EDITS: Array<[string, BenchReceiptFigures, (r: BenchReceiptFigures) => voi
   ],
 ];
 
+test("a peak-RSS goal's ratio is recomputed from its row's peak RSS: an edited one fails", () => {
+  // Peak RSS against a fixed limit ("300 MB RSS": 300,000,000 bytes): the ratio is the row's peakRssKiB over it.
+  const row = (name: string, kib: number) => ({
+    name,
+    group: '250000 entries',
+    n: 0,
+    medianMs: null,
+    samplesMs: [],
+    ratios: {},
+    metrics: { peakRssKiB: kib },
+  });
+  const goal = (measured: string, mb: number, ratio: number) => ({
+    group: '250000 entries',
+    measured,
+    baseline: `${mb} MB RSS`,
+    direction: 'at-most' as const,
+    limit: 1,
+    ratio,
+    met: ratio <= 1,
+  });
+  const r: BenchReceiptFigures = {
+    results: [row('peak RSS: checkpoint', 200_000), row('peak RSS: bench --source', 700_000)],
+    goals: [goal('peak RSS: checkpoint', 300, 0.683), goal('peak RSS: bench --source', 512, 1.4)],
+  };
+  assert.equal(benchReceiptInconsistencies(r), []);
+  const edited = structuredClone(r);
+  Object.assign(edited.goals![1]!, { ratio: 0.9, met: true });
+  assert.equal(
+    benchReceiptInconsistencies(edited).map((i) => [i.pointer, i.recomputed]),
+    [['/goals/1/ratio', 1.4]],
+  );
+  const unmeasured = structuredClone(r);
+  delete unmeasured.results[0]!.metrics;
+  assert.equal(
+    benchReceiptInconsistencies(unmeasured).map((i) => i.pointer),
+    ['/goals/0/measured'],
+  );
+});
+
 for (const [name, base, edit, pointer] of EDITS) {
   test(`a benchmark receipt with an edited ${name} fails validate`, () => {
     const r = structuredClone(base);

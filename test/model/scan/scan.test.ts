@@ -110,7 +110,10 @@ test('filesHashed counts the digests the reader returned: every file here, and a
   assert.is(scan.filesHashed, 3);
   assert.ok(scan.wasHashed('sub/b') && !scan.wasHashed('link'));
   // A pool that answers without reading: the count must not come from what was asked.
-  const lazy = { map: async (paths: string[]) => paths.map(() => ({ digest: undefined, size: 1 })) } as unknown as FsPool;
+  const lazy = {
+    each: async (items: unknown[], _make: unknown, onResult: (i: number, r: unknown) => void) =>
+      items.forEach((_, i) => onResult(i, { digest: undefined, size: 1 })),
+  } as unknown as FsPool;
   try {
     await scanTree(src, { excludes: [], pool: lazy });
     assert.unreachable('a file without a digest counted as hashed');

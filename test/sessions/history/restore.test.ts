@@ -210,6 +210,27 @@ test('diff --from --to between two checkpoints', async () => {
   assert.ok((await svc.diffCheckpoints('s', 'base', '1')).changes.some((c) => c.path === '.env'));
 });
 
+test('diff --from --to merges the two Snapshots from their bytes: neither is parsed into entries', async () => {
+  // Parsing two 250,000-entry Snapshots into objects took 416 MB RSS for a diff of ten files.
+  const { svc, root } = await setup();
+  await svc.checkpoint('s');
+  writeFileSync(join(root, 'a.txt'), 'changed\n');
+  chmodSync(join(root, 'run.sh'), 0o644);
+  await svc.checkpoint('s');
+  const parse = svc.store.getDocument.bind(svc.store);
+  const parsed: string[] = [];
+  svc.store.getDocument = <T>(digest: Parameters<typeof parse>[0], what?: string) => (parsed.push(what ?? ''), parse<T>(digest, what));
+  const d = await svc.diffCheckpoints('s', 'base', '2');
+  assert.equal(
+    parsed.filter((w) => w === 'Snapshot'),
+    [],
+    'no Snapshot document parsed whole',
+  );
+  const whole = diffEntries(svc.readSnapshot(d.from.snapshot).entries, svc.readSnapshot(d.to.snapshot).entries);
+  assert.equal(d.changes, whole, 'the same changes as the entries give');
+  assert.ok(d.changes.some((c) => c.kind === 'mode' && c.path === 'run.sh'));
+});
+
 test('refused while a run holds the session; nothing checkpointed, nothing written', async () => {
   const { svc, root } = await setup();
   await svc.checkpoint('s');

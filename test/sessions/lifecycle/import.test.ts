@@ -34,6 +34,27 @@ async function setup() {
   return { src, svc };
 }
 
+test("an import's result keeps its scan's counts, not its walk or hashes (a session is materialized while it is held)", async () => {
+  const { src, svc } = await setup();
+  const imported = await svc.importSource(src);
+  assert.equal(Object.keys(imported.scan).sort(), [
+    'bytes',
+    'changedPaths',
+    'extraExcludes',
+    'files',
+    'filesHashed',
+    'filesTrusted',
+    'objectsInstalled',
+    'stale',
+  ]);
+  assert.is(imported.scan.files, 4);
+  assert.equal(
+    imported.snapshot.entries.map((e) => e.path),
+    ['a.txt', 'b.txt', 'lib', 'lib/c.txt', 'lib/d.txt'],
+  );
+  assert.is(imported.snapshot.entries.length, imported.index.cols.n, "the Snapshot's entries are the index's rows");
+});
+
 test('an unchanged source imports to the same digest with 0 files hashed', async () => {
   const { src, svc } = await setup();
   const first = await svc.importSource(src);
