@@ -17,6 +17,7 @@ import {
   changeOf,
   createChangeset,
   diffEntries,
+  diffThroughBase,
   sortEntries,
   type Change,
   type Changeset,
@@ -199,7 +200,14 @@ export async function assertOnlyAncestors(ctx: StoreContext, name: string, ances
 }
 
 /** Paths added, modified and deleted since the checkpoint before (or the base); null when that Snapshot is gone. */
-function countsSincePrevious(ctx: StoreContext, s: OpenSession, prev: Digest, { scan, index }: SessionScan) {
+function countsSincePrevious(
+  ctx: StoreContext,
+  s: OpenSession,
+  last: { snapshot: Digest; changeset: Digest } | null,
+  { scan, index }: SessionScan,
+  sinceBase: Change[] | null,
+) {
+  const prev = last?.snapshot ?? s.rec.base;
   if (index && index.header.snapshot === prev && scan.changedEntries) {
     const inIndex = (path: string): Entry | null => {
       const i = index.position(path);
@@ -211,6 +219,17 @@ function countsSincePrevious(ctx: StoreContext, s: OpenSession, prev: Digest, { 
       if (c) changes.push(c);
     }
     return changeCounts(changes);
+  }
+  // The index is not the previous checkpoint's (a restore recorded its target after it): the two
+  // Changesets from the base give the difference, O(changes), as restore finds it.
+  if (sinceBase) {
+    if (prev === s.rec.base) return changeCounts(sinceBase);
+    try {
+      const cs = ctx.store.getDocument<Changeset>(last!.changeset, 'Changeset');
+      if (cs.base === s.rec.base && cs.result === prev) return changeCounts(diffThroughBase(cs.changes, sinceBase));
+    } catch (err) {
+      if (!isPdbError(err, 'E_OBJECT_MISSING') && !isPdbError(err, 'E_OBJECT_CORRUPT')) throw err;
+    }
   }
   if (!ctx.store.has(prev)) return { added: null, modified: null, deleted: null };
   return changeCounts(diffEntries(ctx.store.getDocument<Snapshot>(prev, 'Snapshot').entries, scan.entries));
@@ -235,18 +254,19 @@ export async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: 
   let snapshot: Digest;
   let changeset: Digest;
   let changes: number;
+  let list: Change[] | null = null;
   if (again) [snapshot, changeset, changes] = [h.snapshot!, h.changeset!, h.changes!];
   else {
     // The result's canonical bytes straight from the scanned tree's columns (no entry objects).
     // Each shares most chunks with the one recorded last (model/store/chunks.ts).
     snapshot = await scan.installSnapshot(ctx.store, s.rec.base, h?.snapshot ?? s.rec.base);
-    const list = changesSinceBase(ctx, s, scanned);
+    list = changesSinceBase(ctx, s, scanned);
     changeset = await ctx.store.putDocument(createChangeset(s.rec.base, snapshot, list), h?.changeset ?? null);
     changes = list.length;
   }
   crashPoint('checkpoint:after-objects');
   const rec = await readSession(ctx.store, name);
-  const counts = countsSincePrevious(ctx, s, rec.lastCheckpoint?.snapshot ?? s.rec.base, scanned);
+  const counts = countsSincePrevious(ctx, s, rec.lastCheckpoint ?? null, scanned, list);
   rec.lastCheckpoint = { snapshot, changeset, at: new Date().toISOString() };
   const label = options.label ?? null;
   const number = await appendCheckpointLog(ctx.store, name, {

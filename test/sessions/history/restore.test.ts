@@ -168,6 +168,15 @@ test('restore and diff --from/--to of a few changed paths read no Snapshot: the 
   assert.is(readFileSync(join(root, 'a.txt'), 'utf8'), 'alpha\n');
   assert.equal([r.written, r.removed, r.checkpoint.snapshot], [1, 0, one.snapshot]);
   assert.equal(readSnapshots(), [], 'restore read a whole Snapshot');
+  // The first checkpoint after it: its index is the safety checkpoint's, its previous checkpoint the
+  // target; the counts come from the two Changesets, no Snapshot read, and match the whole trees'.
+  writeFileSync(join(root, 'y.txt'), 'y\n');
+  const three = await svc.checkpoint('s');
+  assert.equal(readSnapshots(), [], 'the checkpoint after a restore read a whole Snapshot');
+  const whole = diffEntries(svc.readSnapshot(one.snapshot).entries, svc.readSnapshot(three.snapshot).entries);
+  const count = (kind: string[]) => whole.filter((c) => kind.includes(c.kind)).length;
+  assert.equal([three.added, three.modified, three.deleted], [count(['add']), count(['modify', 'mode', 'retype']), count(['delete'])]);
+  assert.equal([three.added, three.modified, three.deleted], [1, 0, 0]);
 });
 
 test('across a publish --rebase (a checkpoint on another base): restore and diff --from/--to fall back to the whole Snapshots, exactly', async () => {
