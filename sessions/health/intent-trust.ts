@@ -14,7 +14,7 @@ import { isPdbError } from '../../model/errors.js';
 import type { Intent } from '../records/journal.js';
 import { readSession, sessionDir, type StoreContext } from '../records/session-record.js';
 import { findEnclosingStore } from '../records/store-location.js';
-import { readApplyIntent } from '../way-back/apply/plan.js';
+import { applyNonce } from '../way-back/apply/plan.js';
 import { STAGING_ROOT, uncorroborated } from '../way-back/apply/staging.js';
 import { openTargetHandle } from '../way-back/apply/target.js';
 
@@ -42,9 +42,8 @@ async function untrustedApply(ctx: StoreContext, intent: Intent): Promise<string
   const h = openTargetHandle(dir, st.dev, st.ino);
   if (!h) return null;
   try {
-    const read = readApplyIntent(ctx.store, intent);
-    const nonce = 'foreign' in read ? null : read.detail.nonce;
-    return uncorroborated(h, intent.id, nonce, intent.detail.phase ?? '');
+    // The nonce alone: the Changeset is recoverApply's to read (a missing object is reported there).
+    return uncorroborated(h, intent.id, applyNonce(intent.detail), intent.detail.phase ?? '');
   } finally {
     closeDir(h);
   }

@@ -7,25 +7,27 @@
 //   2. remove what the target does not have (or has as another kind), deepest first;
 //   3. make the target's new directories, shallowest first;
 //   4. rename each staged entry into place (atomic per path: a reader sees old or new bytes).
-// Steps 2-4 go through directory handles (model/os/dir-handle.ts): each parent is opened from the
-// root component by component without following a link, so a component swapped for a link fails
-// (ELOOP, ENOTDIR) instead of sending a write out of the root.
+// Every step goes through directory handles (model/os/dir-handle.ts): the staging and each parent
+// are opened from the root component by component without following a link, so a component
+// swapped for a link (ROOT/.pdb included) fails (ELOOP, ENOTDIR) instead of sending a write out
+// of the root.
 // Each step compares with the target, so running it again on a half-restored tree finishes it.
-import { lstat, mkdir, rmdir, symlink, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PdbError, osErrorCode, toPdbError } from '../../model/errors.js';
 import {
   closeDir,
+  handlePath,
   mkdirAt,
   openDirAt,
   openParentAt,
   openRoot,
   renameAt,
   rmdirAt,
+  rmTreeAt,
+  symlinkAt,
   unlinkAt,
   type DirHandle,
 } from '../../model/os/dir-handle.js';
-import { removeTree } from '../../model/os/remove-tree.js';
 import type { ProgressFn } from '../../model/progress.js';
 import type { ObjectStore } from '../../model/store/object-store.js';
 import { comparePaths, type Change } from '../../model/snapshot.js';
@@ -52,47 +54,86 @@ export interface TreeWrite {
 
 const ioError = (err: unknown, action: string, path: string) => toPdbError(err, 'E_IO', { action, path });
 
-/** A directory that is pdb-env's own (made if missing): not a link, on the root's device. */
-async function ownDir(root: string, dir: string): Promise<void> {
-  await mkdir(dir).catch((err: unknown) => {
-    if (osErrorCode(err) !== 'EEXIST') throw ioError(err, 'making the staging of the restore', dir);
-  });
-  const [st, rt] = await Promise.all([lstat(dir), lstat(root)]);
-  if (!st.isDirectory() || st.dev !== rt.dev)
+/**
+ * The directory `name` in `parent` (made if missing), opened without following a link and on the
+ * root's device: a link, a file or a mount in its place is E_BAD_PATH.
+ */
+function ownDir(parent: DirHandle, name: string, path: string): DirHandle {
+  try {
+    mkdirAt(parent, name);
+  } catch (err) {
+    if (osErrorCode(err) !== 'EEXIST') throw ioError(err, 'making the staging of the restore', path);
+  }
+  try {
+    return openDirAt(parent, name, { sameDevice: true });
+  } catch (err) {
+    if (!['ELOOP', 'ENOTDIR', 'EXDEV'].includes(osErrorCode(err) ?? '')) throw ioError(err, 'opening the staging of the restore', path);
     throw new PdbError(
       'E_BAD_PATH',
-      `${dir} is not a directory of the session root's filesystem: the restore stages only there and never follows a link`,
-      {
-        path: dir,
-        hint: `Move ${dir} away, then restore again (pdb-env gc finishes an interrupted restore).`,
-      },
+      `${path} is not a directory of the session root's filesystem: the restore stages only there and never follows a link`,
+      { path, hint: `Move ${path} away, then restore again (pdb-env gc finishes an interrupted restore).`, cause: err },
     );
+  }
 }
 
-/** Remove a restore's staging, and ROOT/.pdb once it is empty (best effort for the latter). */
+/** Remove a restore's staging, and ROOT/.pdb once it is empty (best effort for the latter); through handles, never a link. */
 export async function removeRestoreStaging(root: string, id: string): Promise<void> {
-  const dir = restoreStaging(root, id);
-  const st = await lstat(dir).catch(() => null);
-  if (st?.isDirectory()) await removeTree(dir);
-  else if (st) await unlink(dir);
-  await rmdir(join(root, RESTORE_STAGING_ROOT)).catch(() => undefined); // not empty (an apply's, a user's) or gone
+  const rootH = openRoot(root);
+  let pdbH: DirHandle | null = null;
+  try {
+    try {
+      pdbH = openDirAt(rootH, RESTORE_STAGING_ROOT, { sameDevice: true });
+    } catch (err) {
+      if (osErrorCode(err) === 'ENOENT') return;
+      throw ioError(err, 'opening the staging of the restore', join(root, RESTORE_STAGING_ROOT));
+    }
+    try {
+      rmTreeAt(pdbH, `restore-${id}`);
+    } catch (err) {
+      if (osErrorCode(err) !== 'ENOENT') throw ioError(err, 'removing the staging of the restore', restoreStaging(root, id));
+    }
+    try {
+      rmdirAt(rootH, RESTORE_STAGING_ROOT);
+    } catch {
+      // not empty (an apply's, a user's) or gone: left as it is
+    }
+  } finally {
+    closeDir(pdbH);
+    closeDir(rootH);
+  }
 }
 
 /** Copy the files and links of `put` out of the store into the staging, named by their index; files hashed on the way. */
 async function stage(store: ObjectStore, root: string, staging: string, put: readonly Change[], onProgress?: ProgressFn): Promise<void> {
-  await ownDir(root, join(root, RESTORE_STAGING_ROOT));
-  await ownDir(root, staging);
-  const files: ObjectCopy[] = [];
-  for (const [i, c] of put.entries()) {
-    const e = c.after!;
-    await unlink(join(staging, String(i))).catch(() => undefined); // a copy from a run that was killed
-    if (e.kind === 'file') files.push({ path: e.path, digest: e.digest, size: e.size, exec: e.exec, name: String(i) });
-    else if (e.kind === 'symlink')
-      await symlink(e.target, join(staging, String(i))).catch((err: unknown) => {
-        throw ioError(err, `staging ${e.path}`, staging);
-      });
+  const rootH = openRoot(root);
+  let pdbH: DirHandle | null = null;
+  let h: DirHandle | null = null;
+  try {
+    pdbH = ownDir(rootH, RESTORE_STAGING_ROOT, join(root, RESTORE_STAGING_ROOT));
+    h = ownDir(pdbH, staging.slice(staging.lastIndexOf('/') + 1), staging);
+    const files: ObjectCopy[] = [];
+    for (const [i, c] of put.entries()) {
+      const e = c.after!;
+      try {
+        unlinkAt(h, String(i)); // a copy from a run that was killed
+      } catch {
+        // none there
+      }
+      if (e.kind === 'file') files.push({ path: e.path, digest: e.digest, size: e.size, exec: e.exec, name: String(i) });
+      else if (e.kind === 'symlink')
+        try {
+          symlinkAt(e.target, h, String(i));
+        } catch (err) {
+          throw ioError(err, `staging ${e.path}`, staging);
+        }
+    }
+    // Through the handle (/proc/self/fd/N): the staging as opened, wherever its name points now.
+    await copyObjectsOut(store, handlePath(h), files, onProgress);
+  } finally {
+    closeDir(h);
+    closeDir(pdbH);
+    closeDir(rootH);
   }
-  await copyObjectsOut(store, staging, files, onProgress);
 }
 
 /** Steps 2-4 of the module comment, through directory handles; counts into `out`, `wrote` after each write. */

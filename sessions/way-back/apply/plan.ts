@@ -102,6 +102,11 @@ export interface ApplyDetail {
   nonce: string | null;
 }
 
+/** The nonce an apply intent records (32 hex digits), or null: none, or not one apply writes. */
+export function applyNonce(d: Record<string, unknown>): string | null {
+  return typeof d.nonce === 'string' && /^[0-9a-f]{32}$/.test(d.nonce) ? d.nonce : null;
+}
+
 /** The detail an apply intent is written with. */
 export function applyDetail(d: ApplyDetail): Record<string, string> {
   return { dir: d.dir, dev: d.dev, ino: d.ino, changeset: d.changeset, phase: d.phase, ...(d.nonce ? { nonce: d.nonce } : {}) };
@@ -122,8 +127,7 @@ export function readApplyIntent(
     if (!doc || !Array.isArray(doc.changes)) return { foreign: `${d.changeset} is not a Changeset` };
     const changes = doc.changes;
     const steps = applySteps(changes);
-    const nonce = typeof d.nonce === 'string' && /^[0-9a-f]{32}$/.test(d.nonce) ? d.nonce : null;
-    const detail = { dir: d.dir, dev: d.dev!, ino: d.ino!, changeset: d.changeset, phase: d.phase as ApplyPhase, nonce };
+    const detail = { dir: d.dir, dev: d.dev!, ino: d.ino!, changeset: d.changeset, phase: d.phase as ApplyPhase, nonce: applyNonce(d) };
     return { detail, changes, steps };
   } catch (err) {
     // A missing or corrupt object is the store's damage, not a foreign plan: reported, the intent kept.

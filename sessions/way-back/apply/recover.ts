@@ -119,7 +119,9 @@ export async function recoverApply(ctx: StoreContext, intent: Intent, dryRun: bo
           // A base entry moved aside whose path did not end as planned is kept in DIR/.pdb/kept, never deleted.
           const moved: string[] = [];
           await setPhase(ctx, intent, 'done'); // its staging (the marker) goes next: nothing left to do in DIR after
-          await removeStaging(t, run.s, settledAs(run, went), moved);
+          // Settled (done) either way: a path that ended as either plan had it needs no copy moved aside.
+          const either = async (i: number) => (await settledAs(run, 'forward')(i)) || (await settledAs(run, 'backward')(i));
+          await removeStaging(t, run.s, detail.phase === 'done' ? either : settledAs(run, went), moved);
           return moved.length ? { ...out, note: [out.note, moved.join('; ')].filter(Boolean).join('; ') } : out;
         } finally {
           closeStaging(run.s);

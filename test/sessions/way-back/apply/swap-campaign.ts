@@ -103,7 +103,7 @@ async function applyRound(c: Round, round: number, delay: number, label: string)
   const loop = startSwapLoop(target, 'd', 'dl', join(target, '.pdb'));
   const run = await runKilled(store, ['apply', 's', '--to', target], delay);
   await loop.stop();
-  if (!run.killed) c.took.apply = Math.max(c.took.apply * 0.8, run.ms);
+  if (!run.killed && run.code === 0) c.took.apply = Math.max(c.took.apply * 0.8, run.ms);
   r[run.killed ? 'killed' : 'finished'].apply++;
   rmSync(join(target, 'dl'));
   const gc = pdb(store, ['gc']);
@@ -132,7 +132,7 @@ async function discardRound(c: Round, round: number, delay: number, label: strin
   const loop = startSwapLoop(sessions, name, `${name}-link`);
   const run = await runKilled(store, ['discard', name], delay);
   await loop.stop();
-  if (!run.killed) c.took.discard = Math.max(c.took.discard * 0.8, run.ms);
+  if (!run.killed && run.code === 0) c.took.discard = Math.max(c.took.discard * 0.8, run.ms);
   r[run.killed ? 'killed' : 'finished'].discard++;
   if (lstatSync(join(sessions, `${name}-link`), { throwIfNoEntry: false })?.isSymbolicLink()) rmSync(join(sessions, `${name}-link`));
   const gc = pdb(store, ['gc']);
@@ -160,7 +160,7 @@ async function restoreRound(c: Round, round: number, delay: number, label: strin
   const loop = startSwapLoop(root, 'd', 'dl', join(root, '.pdb'));
   const run = await runKilled(store, ['restore', 'r', '--to', String(to)], delay);
   await loop.stop();
-  if (!run.killed) c.took.restore = Math.max(c.took.restore * 0.8, run.ms);
+  if (!run.killed && run.code === 0) c.took.restore = Math.max(c.took.restore * 0.8, run.ms);
   r[run.killed ? 'killed' : 'finished'].restore++;
   const gc = pdb(store, ['gc']);
   if (gc.code !== 0) finding('wrong', `${label}: gc exited ${gc.code}: ${gc.stderr.trim()}`);
@@ -237,6 +237,8 @@ export async function runSwapCampaign(
   restoreTrees(rs.root, 'B');
   await svc.checkpoint('r', { label: 'B' });
   const restore: Round['restore'] = { at: 2, trees: { 1: treeA, 2: treeOf(rs.root) } };
+  // The kill window: about an uncrashed run's time. A run the swap made fail early does not shrink
+  // it (only exit 0 counts), or later kills would all land before the operation starts.
   const took = { apply: 1500, restore: 2000, discard: 800 };
   const finding = (kind: 'lost' | 'wrong' | 'outside', line: string) => {
     r[kind]++;
