@@ -311,6 +311,16 @@ function evaluatedOracle(
           'every case of a block is compared with the same full-copy result',
         );
   }
+  // Where nothing projects the tree (no entry dropped, the source scope), the projected digest a
+  // version 4 receipt records is the result itself: an edit of one alone shows here.
+  if (c.projectedSnapshot != null && c.projectedSnapshot !== c.resultSnapshot && !projectionApplies(c, ref, k, workload, params))
+    push(
+      ctx,
+      `${at}/projectedSnapshot`,
+      c.projectedSnapshot,
+      c.resultSnapshot,
+      'with nothing projected, the projected digest is the result Snapshot',
+    );
   // An ok comparison means equal projected trees: the case's projected digest is its reference's.
   const own =
     c.projectedSnapshot !== undefined ? c.projectedSnapshot : projectionApplies(c, ref, k, workload, params) ? undefined : c.resultSnapshot;

@@ -42,13 +42,14 @@ function moveCreateIntoOverhead(r: Receipt): Receipt {
 }
 
 /** A folder of the committed receipts, each signed by K; `edit` changes the full-plan ones (signed by `resign`, or keeping K's signature). */
-function evidence(name: string, edit?: { resign: typeof L | null }): string {
+function evidence(name: string, edit?: { resign: typeof L | null; move?: boolean }): string {
   const dir = join(t.dir, name);
   mkdirSync(dir);
   for (const { name: f, receipt } of committed) {
     const signed = receiptEnvelopeText(receipt, [K]);
     if (!edit || !f.startsWith('full-')) writeFileSync(join(dir, f), signed);
-    else if (edit.resign) writeFileSync(join(dir, f), receiptEnvelopeText(moveCreateIntoOverhead(receipt), [edit.resign]));
+    else if (edit.resign)
+      writeFileSync(join(dir, f), receiptEnvelopeText(edit.move === false ? receipt : moveCreateIntoOverhead(receipt), [edit.resign]));
     else {
       const env = JSON.parse(signed);
       env.payload = Buffer.from(`${JSON.stringify(moveCreateIntoOverhead(receipt), null, 2)}\n`).toString('base64');
@@ -96,7 +97,7 @@ test('validate checks the signature and names the signer; an edited signed recei
     JSON.parse(bad.stdout).files[0].problems[0].message,
     /^E_RECEIPT_SIGNATURE: signature [0-9a-f]{16}: the signature does not match the payload/,
   );
-  const legacy = cli(['validate', join(REPO_ROOT, 'receipts', committed[0]!.name)]);
+  const legacy = cli(['validate', join(REPO_ROOT, 'receipts', 'lanes-blocks-20261201T132431Z-ea3a69.json')]);
   assert.match(legacy.stdout, /^ok .*unsigned\)$/m);
 });
 
@@ -110,26 +111,40 @@ test('the reflink gate cannot be flipped by editing a signed receipt: report ref
     edited.stderr,
     /E_RECEIPT_SIGNATURE: (edited\/)?full-[^ ]+\.json fails its signature: signature [0-9a-f]{16}: the signature does not match the payload/,
   );
-  const resigned = evidence('resigned', { resign: L });
+  // Signed again by another key, the edit is still refused: a version 4 receipt records each
+  // phase's start, and validate's replay finds the time moved out of create (the gap rule).
+  const resignedEdit = cli(['report', evidence('resigned-edit', { resign: L }), '--policy', policy('any')]);
+  assert.is(resignedEdit.code, 1);
+  assert.match(
+    resignedEdit.stderr,
+    /E_RECEIPT_INCONSISTENT: .*full-[^ ]+\.json disagrees with itself or its plan: .*\/phases\/\d+\/startMs/,
+  );
+  // An honest receipt signed by another key: a policy naming K refuses it; without a signers rule it
+  // is read, the listing shows who signed it, and the verdict is the honest one.
+  const resigned = evidence('resigned', { resign: L, move: false });
   const refused = cli(['report', resigned, '--policy', policy('k-only', [K.keyid])]);
   assert.is(refused.code, 1);
-  assert.match(refused.stderr, new RegExp(`E_RECEIPT_SIGNER: .*full-[^ ]+\\.json is signed by ${L.keyid.slice(0, 16)}`));
-  // Without a signers rule the re-signed edit is read, and the listing shows who signed it.
+  assert.match(refused.stderr, new RegExp(`E_RECEIPT_SIGNER: .*full-[^ ]+\\.json is signed by ${L.keyid.slice(0, 16)}`), refused.stderr);
   const listed = cli(['report', resigned, '--policy', policy('any'), '--out', join(t.dir, 'out')]);
   assert.is(listed.code, 0, listed.stderr);
   assert.match(listed.stdout, new RegExp(`full-[^ ]+\\.json: signed by ${L.keyid}`));
   assert.match(listed.stdout, new RegExp(`default-[^ ]+\\.json: signed by ${K.keyid}`));
-  assert.match(listed.stdout, /^HOLD: reflink under policy reflink-linux$/m, 'the edit is one that flips the gate when nothing guards it');
+  assert.match(listed.stdout, /^REJECT: reflink under policy reflink-linux$/m);
   // The written report lists the signers too: a column of its Receipts table, and by run id in report.json.
   const md = readFileSync(join(t.dir, 'out', 'report.md'), 'utf8');
   assert.match(md, /\| signed by \|\n/);
-  assert.match(md, new RegExp(`\\| 20261201T130540Z-57c22a \\|.*\\| ${L.keyid.slice(0, 16)} \\|`));
+  assert.match(md, new RegExp(`\\| 20261203T121559Z-fe5770 \\|.*\\| ${L.keyid.slice(0, 16)} \\|`));
   const json = JSON.parse(readFileSync(join(t.dir, 'out', 'report.json'), 'utf8'));
-  assert.equal(json.signers['20261201T130540Z-57c22a'], [L.keyid]);
+  assert.equal(json.signers['20261203T121559Z-fe5770'], [L.keyid]);
 });
 
 test('a policy with signers refuses unsigned receipts', () => {
-  const r = cli(['report', join(REPO_ROOT, 'receipts', committed[0]!.name), '--policy', policy('k-only', [K.keyid])]);
+  const r = cli([
+    'report',
+    join(REPO_ROOT, 'receipts', 'lanes-blocks-20261201T132431Z-ea3a69.json'),
+    '--policy',
+    policy('k-only', [K.keyid]),
+  ]);
   assert.is(r.code, 1);
   assert.match(r.stderr, /E_RECEIPT_SIGNER: .* is unsigned/);
 });

@@ -3,7 +3,8 @@
 // again by another key verifies, as another signer; the unsigned copy the hook reads is checked
 // against the payload; a receipt written before signing reads as unsigned.
 import { generateKeyPairSync } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -12,7 +13,7 @@ import type { Receipt } from '../../../harness/receipt/receipt-types.js';
 import { loadSigningKey, SIGNING_KEY_ENV, type SigningKey } from '../../../model/signing/key-store.js';
 import { REPO_ROOT } from '../../helpers/index.js';
 
-const COMMITTED = join(REPO_ROOT, 'receipts', 'full-20261201T130540Z-57c22a.json');
+const COMMITTED = join(REPO_ROOT, 'receipts', 'full-20261203T121559Z-fe5770.json');
 const newKey = (): SigningKey =>
   loadSigningKey({
     env: { [SIGNING_KEY_ENV]: generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() },
@@ -32,12 +33,22 @@ function moveCreateIntoOverhead(r: Receipt): Receipt {
 }
 
 test('a committed receipt, sealed, opens to the same receipt signed by its key; the plain file reads as unsigned', () => {
-  const legacy = readReceiptFile(COMMITTED);
-  assert.equal([legacy.signatures, legacy.problems, signersOf(legacy)], [null, [], 'unsigned']);
+  const committed = readReceiptFile(COMMITTED);
+  assert.equal(committed.problems, []);
+  assert.is((signersOf(committed) as string[]).length, 1, 'the committed evidence is signed');
+  const dir = mkdtempSync(join(tmpdir(), 'pdb-envelope-'));
+  try {
+    const plain = join(dir, 'plain.json');
+    writeFileSync(plain, JSON.stringify(committed.document, null, 2));
+    const legacy = readReceiptFile(plain);
+    assert.equal([legacy.signatures, legacy.problems, signersOf(legacy)], [null, [], 'unsigned']);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
   const opened = openReceipt(JSON.parse(receiptEnvelopeText(receipt(), [K])));
   assert.equal(opened.problems, []);
   assert.equal(signersOf(opened), [K.keyid]);
-  assert.equal(opened.document, JSON.parse(readFileSync(COMMITTED, 'utf8')));
+  assert.equal(opened.document, committed.document);
 });
 
 test('the envelope is DSSE, and keeps what the before-stop hook reads (kind, startedAt, finishedAt, host id and load) beside it', () => {

@@ -10,6 +10,7 @@ import { runBench } from '../../../harness/bench.js';
 import { checkReceipt, receiptInconsistencies, type Inconsistency } from '../../../harness/receipt/consistency.js';
 import { summarize } from '../../../harness/receipt/receipt.js';
 import { phaseGapLimit } from '../../../harness/receipt/replay.js';
+import { readReceiptFile } from '../../../harness/receipt/envelope.js';
 import type { CaseRecord, Receipt } from '../../../harness/receipt/receipt-types.js';
 import type { Plan } from '../../../harness/plan/plan.js';
 import { cli, REPO_ROOT, tempDir } from '../../helpers/index.js';
@@ -17,9 +18,9 @@ import { cli, REPO_ROOT, tempDir } from '../../helpers/index.js';
 const t = tempDir('pdb-replay-');
 test.after(() => t.cleanup());
 
-const read = (file: string): Receipt => JSON.parse(readFileSync(join(REPO_ROOT, file), 'utf8')) as Receipt;
+const read = (file: string): Receipt => readReceiptFile(join(REPO_ROOT, file)).document as Receipt;
 /** 14 git-worktree cases, every one a mismatch; two workloads, fileops and two-agent. */
-const DEFAULT = read('receipts/default-20261201T132203Z-a901d3.json');
+const DEFAULT = read('receipts/default-20261203T122827Z-99b0e8.json');
 const DEFAULT_PLAN = JSON.parse(readFileSync(join(REPO_ROOT, 'plans/default.json'), 'utf8')) as Plan;
 
 /** The summary as the editor would adjust it: counted again from the edited cases. */
@@ -107,7 +108,7 @@ const EDITS: Array<{ name: string; edit: (r: Receipt) => void; pointer: RegExp }
   {
     name: 'an ok case whose result was changed (its oracle digest kept)',
     edit: (r) => void (okNonOracle(r).resultSnapshot = `sha256:${'0'.repeat(64)}`),
-    pointer: /^\/cases\/\d+\/checks\/\d+\/passed$/,
+    pointer: /^\/cases\/\d+\/(checks\/\d+\/passed|projectedSnapshot)$/,
   },
   { name: 'filesHashed set to 0', edit: (r) => void (oracleOf(okNonOracle(r)).filesHashed!.case = 0), pointer: /filesHashed\/case$/ },
   {
@@ -137,29 +138,32 @@ const EDITS: Array<{ name: string; edit: (r: Receipt) => void; pointer: RegExp }
 ];
 
 test('every committed receipt replays from its plan, and one without a committed plan says so', () => {
-  for (const f of [
-    'default-20261201T132203Z-a901d3',
-    'full-20261201T130540Z-57c22a',
-    'full-20261201T131424Z-f520de',
-    'lanes-blocks-20261201T132431Z-ea3a69',
-    'npm-proof-20261201T151527Z-ebd5f2',
-    'pnpm-proof-20261201T140304Z-d63941',
-    'real-agents-20261201T132325Z-12670a',
-  ]) {
+  for (const f of ['lanes-blocks-20261201T132431Z-ea3a69', 'npm-proof-20261201T151527Z-ebd5f2', 'pnpm-proof-20261201T140304Z-d63941']) {
     const c = checkReceipt(read(`receipts/${f}.json`));
     assert.equal(c.issues, [], f);
     assert.is(c.plan.from, 'committed', f);
+  }
+  // Version 4 receipts carry the plan they ran.
+  for (const f of [
+    'default-20261203T122827Z-99b0e8',
+    'full-20261203T121559Z-fe5770',
+    'full-20261203T122257Z-1daced',
+    'real-agents-20261203T122956Z-4ed07b',
+  ]) {
+    const c = checkReceipt(read(`receipts/${f}.json`));
+    assert.equal(c.issues, [], f);
+    assert.is.not(c.plan.from, 'none', f);
   }
   const vite = checkReceipt(read('receipts/repo-vite-20261201T165610Z-61c7b0.json'));
   assert.equal(vite.issues, []);
   assert.is(vite.plan.from, 'none');
   const r = cli([
     'validate',
-    join(REPO_ROOT, 'receipts/default-20261201T132203Z-a901d3.json'),
+    join(REPO_ROOT, 'receipts/lanes-blocks-20261201T132431Z-ea3a69.json'),
     join(REPO_ROOT, 'receipts/repo-vite-20261201T165610Z-61c7b0.json'),
   ]);
   assert.is(r.code, 0, r.stdout + r.stderr);
-  assert.match(r.stdout, 'replayed from plans/default.json');
+  assert.match(r.stdout, 'replayed from plans/lanes-blocks.json');
   assert.match(r.stdout, 'no plan: schedule not replayed');
   const strict = cli(['validate', '--require-plan', join(REPO_ROOT, 'receipts/repo-vite-20261201T165610Z-61c7b0.json')]);
   assert.is(strict.code, 1, strict.stdout);
