@@ -150,7 +150,7 @@ static napi_value Scan(napi_env env, napi_callback_info info) {
 
 static void freeBytes(napi_env env, void *data, void *hint) { free(data); }
 
-// The columns, head and tail of a snapshotBytes or snapshotToFile call, checked; 0 (an exception
+// The columns, head and tail of a snapshotBytes call, checked; 0 (an exception
 // thrown) when they are not what snapshot.c may read.
 static int snapshotArgs(napi_env env, napi_callback_info info, size_t want, napi_value *args, snapshot_cols_t *c, void **h, size_t *head,
                         void **t, size_t *tail) {
@@ -205,46 +205,6 @@ static napi_value SnapshotBytes(napi_env env, napi_callback_info info) {
   napi_status st = napi_create_buffer_copy(env, length, bytes, NULL, &out);
   free(bytes);
   return st == napi_ok ? out : NULL;
-}
-
-// snapshotToFile(columns, head, tail, fd) -> { digest: hex, length } | { errno } | null: the same
-// bytes written to the open file `fd` and hashed as they are made (snapshot.c); null where this
-// process has no SHA-256 to give the addon (the caller hashes in JavaScript then).
-static napi_value SnapshotToFile(napi_env env, napi_callback_info info) {
-  napi_value args[4], out, v;
-  snapshot_cols_t c;
-  void *h = NULL, *t = NULL;
-  size_t head = 0, tail = 0;
-  if (!snapshotArgs(env, info, 4, args, &c, &h, &head, &t, &tail)) return NULL;
-  int32_t fd = -1;
-  if (napi_get_value_int32(env, args[3], &fd) != napi_ok || fd < 0) {
-    napi_throw_error(env, "E_INTERNAL", "pdb_scan: bad file descriptor");
-    return NULL;
-  }
-  if (!sha256Available()) {
-    napi_get_null(env, &out);
-    return out;
-  }
-  uint8_t digest[32];
-  size_t length = 0;
-  int err = 0;
-  napi_create_object(env, &out);
-  if (!snapshotToFile(&c, h, head, t, tail, fd, digest, &length, &err)) {
-    napi_create_int32(env, err, &v);
-    napi_set_named_property(env, out, "errno", v);
-    return out;
-  }
-  static const char hex[] = "0123456789abcdef";
-  char text[64];
-  for (int k = 0; k < 32; k++) {
-    text[2 * k] = hex[digest[k] >> 4];
-    text[2 * k + 1] = hex[digest[k] & 15];
-  }
-  napi_create_string_latin1(env, text, 64, &v);
-  napi_set_named_property(env, out, "digest", v);
-  napi_create_double(env, (double)length, &v);
-  napi_set_named_property(env, out, "length", v);
-  return out;
 }
 
 // sha256(parts) -> the 32-byte digest of the byte arrays one after the other (a Buffer), or null
@@ -335,8 +295,6 @@ static napi_value Init(napi_env env, napi_value exports) {
   napi_set_named_property(env, exports, "scan", fn);
   napi_create_function(env, "snapshotBytes", NAPI_AUTO_LENGTH, SnapshotBytes, NULL, &fn);
   napi_set_named_property(env, exports, "snapshotBytes", fn);
-  napi_create_function(env, "snapshotToFile", NAPI_AUTO_LENGTH, SnapshotToFile, NULL, &fn);
-  napi_set_named_property(env, exports, "snapshotToFile", fn);
   napi_create_function(env, "chunks", NAPI_AUTO_LENGTH, Chunks, NULL, &fn);
   napi_set_named_property(env, exports, "chunks", fn);
   napi_create_function(env, "sha256", NAPI_AUTO_LENGTH, Sha256, NULL, &fn);

@@ -35,84 +35,14 @@ int sha256Parts(const uint8_t *const *parts, const size_t *lens, size_t n, uint8
   return SHA256_Final(out, ctx) == 1;
 }
 
-// Where full chunks of output go when they are not kept in memory: a second thread hashes each one
-// and writes it to a file while the first makes the next (two buffers, handed back and forth).
-typedef struct {
-  pthread_t thread;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  uint8_t *pending, *spare;
-  size_t pendingLen, pendingCap, spareCap;
-  int hasPending, done, err, fd;
-  size_t written;
-  _Alignas(16) unsigned char ctx[256];
-} sink_t;
-
-static int writeAll(int fd, const uint8_t *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return errno;
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-static void *sinkThread(void *arg) {
-  sink_t *k = arg;
-  pthread_mutex_lock(&k->mu);
-  for (;;) {
-    while (!k->hasPending && !k->done) pthread_cond_wait(&k->cv, &k->mu);
-    if (!k->hasPending) break;
-    uint8_t *p = k->pending;
-    size_t n = k->pendingLen, cap = k->pendingCap;
-    pthread_mutex_unlock(&k->mu);
-    SHA256_Update(k->ctx, p, n);
-    int err = k->err ? 0 : writeAll(k->fd, p, n);
-    pthread_mutex_lock(&k->mu);
-    if (err) k->err = err;
-    k->written += n;
-    k->spare = p;
-    k->spareCap = cap;
-    k->hasPending = 0;
-    pthread_cond_broadcast(&k->cv);
-  }
-  pthread_mutex_unlock(&k->mu);
-  return NULL;
-}
-
-// Hand `len` bytes of `p` (a buffer of `cap`) to the thread; the buffer it is done with comes back.
-static uint8_t *sinkSwap(sink_t *k, uint8_t *p, size_t len, size_t cap, size_t *spareCap) {
-  pthread_mutex_lock(&k->mu);
-  while (k->hasPending) pthread_cond_wait(&k->cv, &k->mu);
-  uint8_t *back = k->spare;
-  *spareCap = k->spareCap;
-  k->pending = p;
-  k->pendingLen = len;
-  k->pendingCap = cap;
-  k->hasPending = 1;
-  pthread_cond_broadcast(&k->cv);
-  pthread_mutex_unlock(&k->mu);
-  return back;
-}
-
 typedef struct {
   uint8_t *p;
   size_t len, cap;
   int failed;
-  sink_t *sink; // NULL: the whole output is kept in p
 } out_t;
 
 static void reserve(out_t *o, size_t more) {
   if (o->failed || o->len + more <= o->cap) return;
-  if (o->sink && o->len > 0) {
-    size_t cap = 0;
-    o->p = sinkSwap(o->sink, o->p, o->len, o->cap, &cap);
-    o->cap = cap;
-    o->len = 0;
-    if (more <= o->cap) return;
-  }
   size_t cap = o->cap ? o->cap : 1 << 20;
   while (cap < o->len + more) cap *= 2;
   uint8_t *p = realloc(o->p, cap);
@@ -268,7 +198,7 @@ static int writeEntries(const snapshot_cols_t *c, const uint8_t *head, size_t he
   uint8_t *path = malloc(longest + 1);
   out_t o = *out;
   if (!dirAt || !len || !paths || !path) o.failed = 1;
-  else if (!o.sink) reserve(&o, bound);
+  else reserve(&o, bound);
   put(&o, head, headLen);
   for (uint32_t i = 0; !o.failed && i < c->n; i++) {
     size_t n = rowPath(c, i, dirAt, paths, path);
@@ -294,53 +224,6 @@ int snapshotEntries(const snapshot_cols_t *c, const uint8_t *head, size_t headLe
   *bytes = o.p;
   *length = o.len;
   return 1;
-}
-
-// 256 KiB chunks: each is hashed and written while it is still in the cache, and the 5 MB of a
-// 25,000-entry tree is never held (nor its pages faulted in) at once.
-#define CHUNK (256 << 10)
-
-int snapshotToFile(const snapshot_cols_t *c, const uint8_t *head, size_t headLen, const uint8_t *tail, size_t tailLen, int fd,
-                   uint8_t digest[32], size_t *length, int *err) {
-  *err = 0;
-  if (!sha256Available()) return 0;
-  sink_t k;
-  memset(&k, 0, sizeof k);
-  k.fd = fd;
-  k.spare = malloc(CHUNK);
-  k.spareCap = CHUNK;
-  out_t o = {.p = malloc(CHUNK), .cap = CHUNK, .sink = &k};
-  if (!k.spare || !o.p || SHA256_Init(k.ctx) != 1) {
-    free(k.spare);
-    free(o.p);
-    *err = ENOMEM;
-    return 0;
-  }
-  pthread_mutex_init(&k.mu, NULL);
-  pthread_cond_init(&k.cv, NULL);
-  int threaded = pthread_create(&k.thread, NULL, sinkThread, &k) == 0;
-  int ok = 1;
-  if (threaded) ok = writeEntries(c, head, headLen, tail, tailLen, &o);
-  pthread_mutex_lock(&k.mu);
-  while (k.hasPending) pthread_cond_wait(&k.cv, &k.mu);
-  k.done = 1;
-  pthread_cond_broadcast(&k.cv);
-  pthread_mutex_unlock(&k.mu);
-  if (threaded) pthread_join(k.thread, NULL);
-  // The last, partial chunk, here on this thread (the other has ended).
-  if (threaded && ok && o.len > 0) {
-    SHA256_Update(k.ctx, o.p, o.len);
-    if (!k.err) k.err = writeAll(fd, o.p, o.len);
-    k.written += o.len;
-  }
-  SHA256_Final(digest, k.ctx);
-  pthread_mutex_destroy(&k.mu);
-  pthread_cond_destroy(&k.cv);
-  free(o.p);
-  free(k.spare);
-  *length = k.written;
-  *err = !threaded ? EAGAIN : !ok ? ENOMEM : k.err;
-  return *err == 0;
 }
 
 // Content-defined chunks (FastCDC, normalized): the same cut as model/store/chunks.ts cutPoint,

@@ -16,18 +16,10 @@ typedef struct {
 /** head + every row's entry, comma-separated + tail, in a malloc'ed buffer; 0 when out of memory. */
 int snapshotEntries(const snapshot_cols_t *c, const uint8_t *head, size_t headLen, const uint8_t *tail, size_t tailLen, uint8_t **bytes, size_t *length);
 
-/** 1 when SHA-256 can be had from the OpenSSL in this process (snapshotToFile needs it). */
+/** 1 when SHA-256 can be had from the OpenSSL in this process (chunkDocument needs it). */
 int sha256Available(void);
 /** The SHA-256 of the `n` byte ranges one after the other into `out`; 0 where it cannot be had. */
 int sha256Parts(const uint8_t *const *parts, const size_t *lens, size_t n, uint8_t out[32]);
-
-/**
- * The same bytes as snapshotEntries, written to `fd` and hashed as they are made, never all held;
- * their sha256 in `digest`, their count in `length`. 0 with `err` an errno when it failed (or 0
- * when SHA-256 is not available here).
- */
-int snapshotToFile(const snapshot_cols_t *c, const uint8_t *head, size_t headLen, const uint8_t *tail, size_t tailLen, int fd,
-                   uint8_t digest[32], size_t *length, int *err);
 
 /** The FastCDC parameters of model/store/chunks.ts: its gear table, sizes and masks. */
 typedef struct {

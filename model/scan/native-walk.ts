@@ -15,17 +15,6 @@ export interface NativeAddon {
     head: Buffer,
     tail: Buffer,
   ): Buffer;
-  /**
-   * The same bytes written to the open file `fd`, hashed as they are made (native/snapshot.c):
-   * their sha256 (hex) and count; an errno when writing failed; null where this process has no
-   * SHA-256 for the addon. Absent from an addon built before it.
-   */
-  snapshotToFile?(
-    columns: Pick<IndexColumns, 'kind' | 'flags' | 'parent' | 'nameEnd' | 'nameBytes' | 'valueEnd' | 'valueBytes' | 'digest' | 'size'>,
-    head: Buffer,
-    tail: Buffer,
-    fd: number,
-  ): { digest: string; length: number; errno?: undefined } | { errno: number } | null;
   scan(args: {
     root: string;
     excludeNames: string[];

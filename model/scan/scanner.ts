@@ -63,12 +63,6 @@ export function nativeSnapshotWriter(scanner: 'auto' | 'js' | 'native' = 'auto')
   return addon && typeof addon.snapshotBytes === 'function' ? addon.snapshotBytes.bind(addon) : null;
 }
 
-/** The native streaming Snapshot writer (snapshotToFile), on the same terms as nativeSnapshotWriter. */
-export function nativeSnapshotFileWriter(scanner: 'auto' | 'js' | 'native' = 'auto'): NativeAddon['snapshotToFile'] | null {
-  const { addon } = addonFor(scanner);
-  return addon && typeof addon.snapshotToFile === 'function' ? addon.snapshotToFile.bind(addon) : null;
-}
-
 /** The stat walk of `input.root` against its index, by the scanner in use ('auto'), or the one named. */
 export function scanWalk(input: WalkInput, scanner: 'auto' | 'js' | 'native' = 'auto'): RawScan {
   const { addon, reason } = addonFor(scanner);

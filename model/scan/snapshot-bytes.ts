@@ -5,12 +5,10 @@
 // must escape (flag F_ESCAPE, set for every path holding such a character, so for everything
 // below such a directory too) and every symlink target go through JSON.stringify. The test suite
 // checks the two agree on random trees with every character class JSON treats specially.
-import { constants } from 'node:os';
 import { sha256Digest, type Digest } from '../canonical-json.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { F_ESCAPE, F_EXEC, KIND_DIR, KIND_FILE, rowPath, rowTarget, type IndexColumns } from './index-columns.js';
-import { osError } from '../os/native.js';
-import { nativeSnapshotFileWriter, nativeSnapshotWriter } from './scanner.js';
+import { nativeSnapshotWriter } from './scanner.js';
 import { CHUNK_THRESHOLD, nativeChunkList } from '../store/chunks.js';
 
 const HEX = Buffer.from('0123456789abcdef', 'latin1');
@@ -39,7 +37,9 @@ export function snapshotBytesFromColumns(
   const native = nativeSnapshotWriter(writer);
   if (native) {
     const bytes = native(c, head, tail);
-    return { bytes, digest: sha256Digest(bytes) };
+    // A large one is cut and hashed by the addon in one pass; installing it takes that cut (chunks.ts).
+    const cut = bytes.length > CHUNK_THRESHOLD ? nativeChunkList(bytes) : null;
+    return { bytes, digest: cut?.digest ?? sha256Digest(bytes) };
   }
   return jsSnapshotBytes(c, head, tail);
 }
@@ -53,10 +53,10 @@ function documentEnds(base: Digest | null, excludes: readonly string[]): { head:
 }
 
 /**
- * Install the Snapshot of the rows into `store`; its digest. Where the native scanner runs and
- * has SHA-256, native/snapshot.c writes the bytes into the object's file and hashes them as it
- * goes (on a second thread), so they are never held here; otherwise they are made as above and
- * installed. Either way the object holds the same bytes (the test suite reads both back).
+ * Install the Snapshot of the rows into `store`; its digest. A Snapshot larger than
+ * CHUNK_THRESHOLD is stored as chunks (model/store/chunks.ts); made in memory and cut and hashed by
+ * the addon, it is never written whole. Streamed into a file instead and read back to be cut, the
+ * same 25,000-entry Snapshot took 25-40 ms more of a checkpoint.
  */
 export async function installSnapshotFromColumns(
   store: ObjectStore,
@@ -66,27 +66,6 @@ export async function installSnapshotFromColumns(
   writer: 'auto' | 'js' | 'native' = 'auto',
   like: Digest | null = null,
 ): Promise<Digest> {
-  // A Snapshot larger than CHUNK_THRESHOLD is stored as chunks (model/store/chunks.ts). Made in
-  // memory and cut and hashed by the addon, it is never written whole: streamed into a file and
-  // read back to be cut, the same 25,000-entry Snapshot took 25-40 ms more of a checkpoint.
-  const native = nativeSnapshotWriter(writer);
-  if (native) {
-    const { head, tail } = documentEnds(base, excludes);
-    const bytes = native(c, head, tail);
-    const cut = bytes.length > CHUNK_THRESHOLD ? nativeChunkList(bytes) : null;
-    if (cut) return store.putDocumentBytes(bytes, cut.digest, like);
-  }
-  const toFile = nativeSnapshotFileWriter(writer);
-  if (toFile) {
-    const { head, tail } = documentEnds(base, excludes);
-    const digest = store.putDocumentWritten((fd) => {
-      const r = toFile(c, head, tail, fd);
-      if (r === null || r.errno === constants.errno.EAGAIN) return null; // no SHA-256 in this process, or no second thread
-      if (r.errno !== undefined) throw osError(r.errno, 'a Snapshot object');
-      return `sha256:${r.digest}` as Digest;
-    }, like);
-    if (digest) return digest;
-  }
   const doc = snapshotBytesFromColumns(c, base, excludes, writer);
   return store.putDocumentBytes(doc.bytes, doc.digest, like);
 }

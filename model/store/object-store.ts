@@ -217,55 +217,6 @@ export class ObjectStore {
     return digest;
   }
 
-  /**
-   * Install the document that `write` writes into an open file and names by its digest, as
-   * putDocumentBytes does, without its bytes ever held here (native/snapshot.c streams a
-   * Snapshot). `write` returning null installs nothing, and null is returned.
-   */
-  putDocumentWritten(write: (fd: number) => Digest | null, like: Digest | null = null): Digest | null {
-    const tmp = tempName(this.paths, 'doc');
-    let digest: Digest | null = null;
-    try {
-      const fd = openSync(tmp, 'wx', 0o444);
-      try {
-        digest = write(fd);
-      } finally {
-        closeSync(fd);
-      }
-      if (digest === null) {
-        unlinkSync(tmp);
-        return null;
-      }
-      const dst = this.objectPath(digest);
-      if (statSync(tmp).size > CHUNK_THRESHOLD) {
-        // Read back (from the page cache) to be chunked: the native writer streams a Snapshot
-        // faster than it makes one in memory (installSnapshotFromColumns).
-        installChunked(this, digest, readFileSync(tmp), like);
-        unlinkSync(tmp);
-        return digest;
-      }
-      if (existsSync(dst)) {
-        if (readFileSync(dst).equals(readFileSync(tmp))) {
-          unlinkSync(tmp);
-          return digest;
-        }
-        this.quarantineObject(digest);
-      }
-      renameSync(tmp, dst);
-      return digest;
-    } catch (err) {
-      try {
-        unlinkSync(tmp);
-      } catch {
-        // rollback of our own temp file (gone already when it was installed)
-      }
-      throw toPdbError(err, 'E_IO', {
-        action: digest ? `installing object ${digest}` : 'writing a document object',
-        path: digest ? this.objectPath(digest) : tmp,
-      });
-    }
-  }
-
   async putBytes(bytes: Buffer): Promise<Digest> {
     const digest = sha256Digest(bytes);
     await this.install(digest, bytes, 'obj');

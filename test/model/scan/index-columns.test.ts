@@ -211,37 +211,6 @@ test('a Snapshot installed from columns holds canonicalSnapshot’s bytes, strea
   assert.equal(readdirSync(store.paths.tmp), []);
 });
 
-test('putDocumentWritten installs nothing and leaves nothing when the writer gives up or fails', async () => {
-  const store = await ObjectStore.init(join(t.dir, 'store-written'));
-  assert.is(
-    store.putDocumentWritten(() => null),
-    null,
-  );
-  assert.equal(readdirSync(store.paths.tmp), []);
-  try {
-    store.putDocumentWritten(() => {
-      throw new Error('disk full');
-    });
-    assert.unreachable('the failure was not passed on');
-  } catch (err) {
-    assert.match((err as Error).message, /disk full/);
-  }
-  assert.equal(readdirSync(store.paths.tmp), []);
-  if (!native) return;
-  // The addon's own write failure comes back as an errno (here: a file open read-only).
-  const addon = createRequire(import.meta.url)(NATIVE_ADDON) as NativeAddon;
-  const file = join(t.dir, 'read-only');
-  writeFileSync(file, '');
-  const fd = openSync(file, 'r');
-  try {
-    const c = columnsFromEntries([{ path: 'a', kind: 'dir' }], (e) => ({ st: stat(e), trusted: true }));
-    const r = addon.snapshotToFile!(c, Buffer.from('{'), Buffer.from('}'), fd);
-    assert.equal(r, { errno: 9 }, 'EBADF');
-  } finally {
-    closeSync(fd);
-  }
-});
-
 test('the next index holds exactly the new tree: rows kept, touched, dropped and merged in', () => {
   fc.assert(
     fc.property(tree, tree, fc.array(fc.constantFrom(...NAMES), { maxLength: 4 }), (before, after, touch) => {
