@@ -11,15 +11,15 @@ import { loadNativeAddon } from '../os/native.js';
 import { tempPath } from '../os/temp-name.js';
 
 /**
- * Chunk sizes: small enough that a 1-entry change of a Snapshot rewrites about 5 KB, large enough
- * that a 250,000-entry Snapshot (48 MB) is about 12,000 files; 32 KiB at most (repeated bytes cut
- * nowhere before it). At 8 KiB on average (64 KiB at most) a 1-file checkpoint of a 28,000-entry
- * tree added up to 1.04x the goal's 64 KiB plus the file
- * (receipts/bench/bench-rhythm-20261203T095734Z-68fb77.json): a Snapshot chunk, the chunk list's
- * own chunks and the Changeset's, each about an average chunk.
+ * Chunk sizes: small enough that a 1-entry change of a Snapshot rewrites a few KB, large enough
+ * that a 250,000-entry Snapshot (48 MB) is about 20,000 files; 32 KiB at most (repeated bytes cut
+ * nowhere before it). At 8 KiB on average a 1-file checkpoint added up to 1.04x the goal's 64 KiB
+ * plus the file (receipts/bench/bench-rhythm-20261203T095734Z-68fb77.json), at 4 KiB with the
+ * level-2 masks 1.359x (bench-rhythm-20261203T121309Z-66de8d.json): docs/store.md says why 2 KiB
+ * and the level-1 masks.
  */
-export const CHUNK_MIN = 1024;
-export const CHUNK_AVG = 4 * 1024;
+export const CHUNK_MIN = 512;
+export const CHUNK_AVG = 2 * 1024;
 export const CHUNK_MAX = 32 * 1024;
 /** A document larger than this is stored as chunks; smaller ones stay one object (as every document before). */
 export const CHUNK_THRESHOLD = 16 * 1024;
@@ -35,10 +35,13 @@ function gear(): Int32Array {
   return gearTable;
 }
 
-// Normalized chunking (FastCDC level 2): a harder mask before the average size, an easier one after.
+// Normalized chunking, level 1 (FastCDC): a harder mask before the average size, an easier one
+// after, each one bit from the average's. Level 2 (two bits) keeps sizes closer to the average but
+// ties a cut to where its chunk started: after an insertion into sorted, path-heavy text (a
+// Changeset) its cuts took up to 17 chunks to fall on the old ones again.
 // The hash shifts left, so only its top bits depend on a full 32-byte window: the masks use those.
-const MASK_HARD = 0xfffc0000 | 0; // 14 bits: log2(CHUNK_AVG) + 2
-const MASK_EASY = 0xffc00000 | 0; // 10 bits: log2(CHUNK_AVG) - 2
+const MASK_HARD = 0xfff00000 | 0; // 12 bits: log2(CHUNK_AVG) + 1
+const MASK_EASY = 0xffc00000 | 0; // 10 bits: log2(CHUNK_AVG) - 1
 
 /** Where the chunk that starts at `start` ends (exclusive). */
 function cutPoint(b: Uint8Array, start: number, GEAR: Int32Array): number {

@@ -76,8 +76,18 @@ async function removeSession(ctx: StoreContext, name: string, dir: string, rec: 
     return { session: name, discarded: true };
   }
   crashPoint('discard:after-rename');
-  await removeTree(trash).catch((err: unknown) => {
-    throw toPdbError(err, 'E_IO', { action: `removing the discarded session ${name}`, path: trash });
-  });
+  // A peer discard that opened the directory before the move may still write its lease into it
+  // before it sees the directory gone and takes the lease back (sessions/locks/lease.ts): a
+  // directory emptied meanwhile is removed again, a bounded number of times.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await removeTree(trash);
+      break;
+    } catch (err) {
+      if (osErrorCode(err) !== 'ENOTEMPTY' || attempt >= 50)
+        throw toPdbError(err, 'E_IO', { action: `removing the discarded session ${name}`, path: trash });
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
   return { session: name, discarded: true };
 }

@@ -1,5 +1,5 @@
 import { randomHex } from '../../model/os/hash.js';
-import { lstatSync, readdirSync } from 'node:fs';
+import { lstatSync, readdirSync, rmdirSync } from 'node:fs';
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -153,7 +153,7 @@ export const DISCARD_PEER_WAIT_MS = 120_000;
  * the same session (bounded), so parallel discards all succeed; E_SESSION_NOT_FOUND when the
  * session went away meanwhile (a peer removed it), E_LEASE_BUSY for any other holder.
  */
-export async function acquireDiscardLease(dir: string, session: string): Promise<Lease> {
+export async function acquireDiscardLease(dir: string, session: string, hooks: { afterOpen?: () => void } = {}): Promise<Lease> {
   const deadline = Date.now() + DISCARD_PEER_WAIT_MS;
   for (let pause = 10, links = 0; ; pause = Math.min(pause * 2, 200)) {
     // The session directory as a handle (opened without following a link), the lease written
@@ -168,6 +168,7 @@ export async function acquireDiscardLease(dir: string, session: string): Promise
       await sleep(pause);
       continue;
     }
+    hooks.afterOpen?.(); // tests: what a peer does between the open and the lease
     let r: LeaseAttempt;
     try {
       r = await tryAcquireLease(join(handlePath(h), 'lease'), 'exclusive', 'discard');
@@ -180,11 +181,20 @@ export async function acquireDiscardLease(dir: string, session: string): Promise
     }
     if (r.lease) {
       const held = r.lease;
-      // The path way checks the directory before each call only: once more after it, or let go and try again.
-      if (dirHandleWay() !== 'path' || sameDir(dir, h))
+      // Still the directory at the name: a peer's discard may have moved it into the store's tmp
+      // to delete it since the open (and the path way checks the directory before each call only).
+      if (sameDir(dir, h))
         // Released through the same handle: its /proc/self/fd name must not be another directory's by then.
         return { kind: held.kind, release: () => held.release().finally(() => closeDir(h)) };
       await held.release().catch(() => undefined);
+      // The lease directory this attempt may have made in the moved tree: a peer deleting that
+      // tree must find it empty. Through the handle only: by path it would be whatever is at the name now.
+      if (dirHandleWay() !== 'path')
+        try {
+          rmdirSync(join(handlePath(h), 'lease'));
+        } catch {
+          // not empty (another's lease) or gone: not ours to remove
+        }
       closeDir(h);
       continue;
     }

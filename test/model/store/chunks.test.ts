@@ -29,7 +29,7 @@ test('chunks cover the bytes in order, each between the minimum and the maximum 
     if (i < ends.length - 1) assert.ok(end - at > CHUNK_MIN);
     at = end;
   }
-  assert.ok(ends.length > 120 && ends.length < 500, `about 4 KiB a chunk on random bytes (${ends.length} chunks in 1 MiB)`);
+  assert.ok(ends.length > 250 && ends.length < 1000, `about 2 KiB a chunk on random bytes (${ends.length} chunks in 1 MiB)`);
   assert.equal(chunkEnds(new Uint8Array(0)), []);
 });
 
@@ -44,6 +44,40 @@ test('an edit in the middle changes the chunks around it only: the others are th
   const pb = pieces(b);
   const fresh = [...pb].filter((d) => !pa.has(d));
   assert.ok(fresh.length >= 1 && fresh.length <= 3, `${fresh.length} new chunks of ${pb.size}`);
+});
+
+// A Changeset's text: records sorted by path, long shared path prefixes, random digests. One more
+// record inserted must cost the chunks around it, not a run of chunks after it (receipt
+// bench-rhythm-20261203T121309Z-66de8d: one 211-byte file added 17 new chunks, 74 KB, of the
+// session's cumulative Changeset, because the normalized cut resynchronized slowly on such text).
+test('one record inserted into sorted, path-heavy text costs a few chunks, not a run of them', () => {
+  const record = (i: number) => {
+    const pkg = ['@babel+core@7.29.16', 'date-fns@4.1.0', 'typescript@5.9.3', 'react-dom@19.2.0'][i % 4]!;
+    const path = `node_modules/.pnpm/${pkg}/node_modules/${pkg.split('@')[0]!.replace('+', '/')}/lib/part-${String(i).padStart(5, '0')}.js`;
+    const d = (s: string) => sha256Digest(`${s} ${i}`);
+    return `{"after":{"digest":"${d('a')}","exec":false,"kind":"file","path":"${path}","size":${1000 + i}},"before":{"digest":"${d('b')}","exec":false,"kind":"file","path":"${path}","size":${990 + i}},"kind":"modify","path":"${path}"}`;
+  };
+  const doc = (ids: number[]) => Buffer.from(`{"base":"${sha256Digest('base')}","changes":[${ids.map(record).join(',')}]}`);
+  const pieces = (x: Buffer) => {
+    let at = 0;
+    return chunkEnds(x).map((end) => sha256Digest(x.subarray(at, (at = end))));
+  };
+  let worst = 0;
+  for (let seed = 0; seed < 24; seed++) {
+    const ids = Array.from({ length: 400 }, (_, i) => i * 2);
+    const before = new Set(pieces(doc(ids)));
+    ids.splice(seed * 16 + 3, 0, seed * 32 + 7);
+    const after = doc(ids);
+    let at = 0;
+    let fresh = 0;
+    for (const end of chunkEnds(after)) {
+      if (!before.has(sha256Digest(after.subarray(at, end)))) fresh += end - at;
+      at = end;
+    }
+    worst = Math.max(worst, fresh);
+  }
+  // A quarter of the rhythm goal's 64 KiB allowance for a 1-file checkpoint.
+  assert.ok(worst <= 16 * 1024, `an inserted record rewrote ${worst} bytes of chunks (at most 16 KiB)`);
 });
 
 test('chunk lists and records round-trip; anything else is not one', () => {

@@ -1,7 +1,7 @@
 // The rhythm benchmark (scripts/bench/rhythm.ts), two turns and two restore rounds on a small
 // generated tree: a path-free, schema-valid receipt with the checkpoint, the commit and the status
-// rows, the bytes each turn added on both sides, the restore rows (each restore wrote one file
-// back), and the four goals, consistent with the samples as validate recomputes them.
+// rows, the 0-changed checkpoint and clean status rows, the bytes each turn added on both sides, the restore rows (each restore wrote one file
+// back), and the five goals, consistent with the samples as validate recomputes them.
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -45,6 +45,8 @@ test('two turns and two restore rounds on a generated tree: a valid receipt of c
         'pdb-env checkpoint (2)',
         'git add -A -f && git commit (2)',
         'git status --porcelain (2)',
+        'pdb-env checkpoint (0 changed) (2)',
+        'git status --porcelain (clean) (2)',
         'pdb-env checkpoint (1 file changed) (2)',
         'pdb-env restore --to the checkpoint before (1 file) (2)',
         'pdb-env checkpoint right after a restore (2)',
@@ -53,14 +55,15 @@ test('two turns and two restore rounds on a generated tree: a valid receipt of c
     const [cp, commit] = receipt.results;
     assert.is(cp.metrics.filesChangedPerTurn.split(',')[0], '1', 'the first turn changes one file');
     assert.ok(cp.metrics.bytesAdded1FileMedian > 0 && commit.metrics.bytesAdded1FileMedian > 0);
-    const restore = receipt.results[4];
+    const restore = receipt.results[6];
     assert.equal(
       [restore.metrics.writtenPerRound, restore.metrics.removedPerRound],
       ['1,1', '0,0'],
       'each restore wrote the one file back',
     );
-    assert.is(receipt.goals.length, 4);
-    assert.equal(receipt.goals[3].measured, restore.name);
+    assert.is(receipt.goals.length, 5);
+    assert.equal(receipt.goals[3].measured, 'pdb-env checkpoint (0 changed)');
+    assert.equal(receipt.goals[4].measured, restore.name);
     assert.equal(benchReceiptInconsistencies(receipt), [], 'every figure follows from the samples');
   } finally {
     t.cleanup();
