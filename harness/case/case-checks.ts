@@ -6,6 +6,7 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Digest } from '../../model/canonical-json.js';
+import type { IndexColumns } from '../../model/scan/index-columns.js';
 import { scanTree, walkTree, type Walk } from '../../model/scan/scan.js';
 import {
   comparePaths,
@@ -26,25 +27,37 @@ import { columnEntries, compareTrees } from './tree-compare.js';
 /** How many differing paths a check lists. */
 export const MAX_CHECK_PATHS = 10;
 
-/** The base every case of a workload starts from: the run's one import of its fixture. */
+/**
+ * The base every case of a workload starts from: the run's one import of its fixture, held for the
+ * whole run as its tree index's columns (about 120 bytes a row at 268,753 rows, where its entries
+ * as objects took about 500) and read as entries one at a time (baseEntries).
+ */
 export interface BaseInfo {
   digest: Digest;
-  entries: Entry[];
+  columns: IndexColumns;
   excludes: string[];
 }
+
+/** The base's entries, made one at a time as a comparison reads them. */
+export const baseEntries = (base: BaseInfo): Iterable<Entry> => columnEntries(base.columns);
+
+/** The base's entries as one array, for an API that takes one (a workload's expectation, a step's context): made anew, never kept. */
+export const baseEntryList = (base: BaseInfo): Entry[] => [...columnEntries(base.columns)];
 
 /** What the checks read: the store, and each base location's state after the previous case. */
 export interface CheckEnv {
   svc: SessionService;
   storeDir: string;
-  /** State of each base location after the previous case (source and materialized bases), by base digest and directory. */
-  baseState?: Map<string, Entry[]>;
+  /** State of each base location after the previous case (source and materialized bases), by base digest and directory; null: the base's. */
+  baseState?: Map<string, Entry[] | null>;
   /** Collect the garbage of a finished scan before the next one (each hashes a whole tree); none: V8's own schedule. */
   settle?: () => void;
 }
 
 /** The block's sibling session of the case's backend: made at the block's start, scanned then, checked after each case. */
-export type SiblingInfo = { name: string; backend: string; entries: Entry[] } | { backend: string; failure: FailureRecord };
+export type SiblingInfo =
+  /** `entries` null: the sibling was the base itself when it was made. */
+  { name: string; backend: string; entries: Entry[] | null } | { backend: string; failure: FailureRecord };
 
 /** A check without a tree comparison. */
 export function plainCheck(name: string, passed: boolean, detail: string | null): CheckRecord {
@@ -85,7 +98,9 @@ export function treeCheck(
  * ignored files) shows here, before its steps fail for want of the files it dropped.
  */
 export async function createdTreeCheck(root: string, base: BaseInfo): Promise<CheckRecord> {
-  const d = compareTrees(base.entries, walkedEntries(walkTree(root, { excludes: base.excludes })), MAX_CHECK_PATHS, { contents: false });
+  const d = compareTrees(baseEntries(base), walkedEntries(walkTree(root, { excludes: base.excludes })), MAX_CHECK_PATHS, {
+    contents: false,
+  });
   return {
     name: 'created-tree',
     passed: d.mismatches === 0,
@@ -121,7 +136,7 @@ function* walkedEntries({ dirs, files, links }: Walk): Generator<Entry> {
 }
 
 /** The digest of a projected result, as recorded in `oracleSnapshot`. */
-export function projectedDigest(projected: Entry[], base: BaseInfo): Digest {
+export function projectedDigest(projected: Entry[], base: Pick<BaseInfo, 'digest' | 'excludes'>): Digest {
   return snapshotDigest(createSnapshot(projected, base.excludes, base.digest));
 }
 
@@ -152,9 +167,9 @@ export async function baseUnchangedCheck(env: CheckEnv, sourceDir: string, base:
     // The scan's rows are compared as a stream: its entries are made (and kept) only for a location that changed.
     const scanned = () => columnEntries(scan.columns());
     const key = `${base.digest} ${dir}`;
-    const before = env.baseState?.get(key) ?? base.entries;
-    const d = compareTrees(before, scanned(), MAX_CHECK_PATHS);
-    const asBase = before === base.entries ? d.mismatches === 0 : compareTrees(base.entries, scanned(), 0).mismatches === 0;
+    const before = env.baseState?.get(key) ?? null;
+    const d = compareTrees(before ?? baseEntries(base), scanned(), MAX_CHECK_PATHS);
+    const asBase = before === null ? d.mismatches === 0 : compareTrees(baseEntries(base), scanned(), 0).mismatches === 0;
     if (d.mismatches) {
       total += d.mismatches;
       for (const k of Object.keys(counts) as (keyof MismatchCounts)[]) counts[k] += d.counts[k];
@@ -165,7 +180,7 @@ export async function baseUnchangedCheck(env: CheckEnv, sourceDir: string, base:
     }
     // A location equal to the base keeps a reference to the base's entries, one unchanged since the
     // previous case keeps its state, and only a changed one holds a tree of its own.
-    env.baseState?.set(key, asBase ? base.entries : d.mismatches === 0 ? before : scan.entries);
+    env.baseState?.set(key, asBase ? null : d.mismatches === 0 ? before : scan.entries);
   };
   await compare('source', sourceDir);
   env.settle?.(); // once a scan's frame is gone, its garbage with it
@@ -194,11 +209,11 @@ export async function baseUnchangedCheck(env: CheckEnv, sourceDir: string, base:
 /**
  * A session's tree as the harness reads it: every file hashed, the base's excludes. Its rows are
  * compared with the base's as a stream, and it is kept as entries of its own only when it differs:
- * a session equal to the base (every backend that reproduces the tree) is the base's entries.
+ * a session equal to the base (every backend that reproduces the tree) is null, "the base's".
  */
-export async function scanAgainstBase(root: string, base: BaseInfo): Promise<Entry[]> {
+export async function scanAgainstBase(root: string, base: BaseInfo): Promise<Entry[] | null> {
   const scan = await scanTree(root, { excludes: base.excludes });
-  return compareTrees(base.entries, columnEntries(scan.columns()), 0).mismatches === 0 ? base.entries : scan.entries;
+  return compareTrees(baseEntries(base), columnEntries(scan.columns()), 0).mismatches === 0 ? null : scan.entries;
 }
 
 /** The block's sibling of the same backend, compared with its own scan right after it was made. */
@@ -211,7 +226,12 @@ export async function siblingCheck(env: CheckEnv, sibling: SiblingInfo | null, b
       scrubText(`the block's ${sibling.backend} sibling could not be made: ${sibling.failure.code}`),
     );
   const now = await scanTree(env.svc.sessionRoot(sibling.name), { excludes: base.excludes });
-  return treeCheck('sibling-unchanged', sibling.entries, columnEntries(now.columns()), `the block's ${sibling.backend} sibling session`);
+  return treeCheck(
+    'sibling-unchanged',
+    sibling.entries ?? baseEntries(base),
+    columnEntries(now.columns()),
+    `the block's ${sibling.backend} sibling session`,
+  );
 }
 
 export interface VerifyInput {

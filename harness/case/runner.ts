@@ -10,7 +10,15 @@ import type { Digest } from '../../model/canonical-json.js';
 import { toPdbError, type PdbErrorCode } from '../../model/errors.js';
 import type { Entry } from '../../model/snapshot.js';
 import type { Fixture, ProcessOptions, ProcessRunner, SessionHandle, StepContext, Workload } from '../../workloads/types.js';
-import { cleanupCheck, createdTreeCheck, verifyCase, type BaseInfo, type CheckEnv, type SiblingInfo } from './case-checks.js';
+import {
+  baseEntryList,
+  cleanupCheck,
+  createdTreeCheck,
+  verifyCase,
+  type BaseInfo,
+  type CheckEnv,
+  type SiblingInfo,
+} from './case-checks.js';
 import { CaseAborted, createPhaseTimer, diskGrowth, freeBytesAfterSync, mountsUnder, type PhaseTimer } from './measure.js';
 import { createCaseRunner, findCaseProcesses, killCaseProcesses, newCaseToken, type CaseProcessRegistry } from './processes.js';
 import { classifyCase, notJudgedReason } from './outcome.js';
@@ -352,7 +360,10 @@ function stepContext(run: CaseRun): StepContext {
     },
     log: env.log,
     signal: run.abort.signal,
-    baseEntries: run.input.base.entries,
+    // Made when a step reads it (few do), not held for every case.
+    get baseEntries() {
+      return baseEntryList(run.input.base);
+    },
     recordAgent: (r) => void run.agents.push({ ...r, outcome: scrubText(r.outcome) }),
   };
 }
