@@ -29,7 +29,7 @@ export const MAX_CHECK_PATHS = 10;
 
 /**
  * The base every case of a workload starts from: the run's one import of its fixture, held for the
- * whole run as its tree index's columns (about 120 bytes a row at 268,753 rows, where its entries
+ * whole run as its tree index's columns (about 140 bytes a row at 268,753 rows, where its entries
  * as objects took about 500) and read as entries one at a time (baseEntries).
  */
 export interface BaseInfo {
