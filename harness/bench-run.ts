@@ -107,6 +107,8 @@ export interface BenchRun {
   /** The harness's own peak RSS: per case phase (rss) and per run-level phase (memory). */
   rss: RssProbe;
   memory: HarnessMemoryLog;
+  /** Collect the garbage of what the harness just finished, once there is enough of it (case/memory.ts createHeapSettler). */
+  settle(): void;
 }
 
 function relOut(p: string): string {

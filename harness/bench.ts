@@ -21,7 +21,7 @@ import { interrupted, throwIfInterrupted, type BenchOptions, type BenchResult, t
 import { runBlocks } from './block-runner.js';
 import { createCaseProcessRegistry } from './case/processes.js';
 import { hostFingerprint } from './receipt/host.js';
-import { createHarnessMemoryLog, createRssProbe } from './case/memory.js';
+import { createHarnessMemoryLog, createHeapSettler, createRssProbe } from './case/memory.js';
 import { checkPlan, planDigest, type Plan } from './plan/plan.js';
 import { requirePlanVars } from './plan/plan-vars.js';
 import { provenanceOf, readBuildState, readCheckoutState, staleBuildError } from './receipt/provenance.js';
@@ -60,7 +60,8 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
   const dirs = await makeRunDirs(header.runId, parent, header);
   journal.writeHeader({ ...header, ...dirs, vars, attempts: header.attempts + (options.resume ? 1 : 0) });
 
-  const rss = createRssProbe();
+  const settler = createHeapSettler();
+  const rss = createRssProbe({ beforeReset: settler.settle });
   const run: BenchRun = {
     options,
     workloads,
@@ -80,6 +81,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
     vars,
     rss,
     memory: createHarnessMemoryLog(rss),
+    settle: () => void settler.settle(),
   };
   // Kill the running case's process groups at once; the case then stops and cleans up its sessions.
   const onAbort = () => void run.processes.killAll();

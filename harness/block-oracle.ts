@@ -7,21 +7,21 @@
 // reason), which classifies them as environment unless they failed on their own. A case the
 // environment stopped, or one without a result, is not evaluated either.
 import type { Workload } from '../workloads/types.js';
-import { notEvaluated, projectedDigest, treeCheck, type BaseInfo } from './case/case-checks.js';
+import { notEvaluated, treeCheck } from './case/case-checks.js';
 import { classifyCase } from './case/outcome.js';
-import type { OracleTree } from './case/oracle-tree.js';
+import type { KeptOracleTree } from './case/oracle-tree.js';
 import type { CaseResult } from './case/runner.js';
 import { ORACLE_BACKEND } from './plan/plan.js';
 import type { CheckRecord } from './receipt/receipt-types.js';
 
 /**
  * The oracle check of one case against the block's full-copy case (null: there was none in the block).
- * `refProjected` is the reference's projected result, read once for the whole block.
+ * `refTree` is the reference's kept result; both kept trees are read in step, a piece at a time.
  */
 export function oracleCheck(
   r: CaseResult,
   reference: CaseResult | null,
-  refTree: OracleTree | null = reference?.oracleTree() ?? null,
+  refTree: KeptOracleTree | null = reference?.oracleTree() ?? null,
 ): CheckRecord {
   if (!reference) return notEvaluated('oracle', 'no full-copy case ran in this block');
   const ref = { backend: ORACLE_BACKEND, caseId: reference.record.id };
@@ -34,7 +34,7 @@ export function oracleCheck(
   const tree = r.oracleTree();
   if (!tree) return notEvaluated('oracle', 'not judged: the case made no result to compare (it stopped before its checkpoint)', ref);
   return {
-    ...treeCheck('oracle', refTree.entries, tree.entries, "the projected result (vs the block's full-copy case)", ref),
+    ...treeCheck('oracle', refTree.entries(), tree.entries(), "the projected result (vs the block's full-copy case)", ref),
     files: { case: tree.files, reference: refTree.files },
     filesHashed: { case: tree.filesHashed, reference: refTree.filesHashed },
     scope: [...new Set([...refTree.scope, ...tree.scope])],
@@ -44,12 +44,13 @@ export function oracleCheck(
 /**
  * Add the oracle check to every case of the block but the full-copy one (first among its checks),
  * record the digest it compared with, and classify the case again. The reference's result is read
- * once; each other case's is read in turn and dropped after its comparison.
+ * as a stream beside each other case's, both from their kept files, so neither is held whole.
  */
-export function applyBlockOracle(results: CaseResult[], workload: Workload, base: BaseInfo): void {
+export function applyBlockOracle(results: CaseResult[], workload: Workload): void {
   const reference = results.find((r) => r.record.backend === ORACLE_BACKEND) ?? null;
   const refTree = reference?.record.outcome === 'ok' ? reference.oracleTree() : null;
-  const refDigest = refTree ? (reference!.record.projectedSnapshot ?? projectedDigest(refTree.entries, base)) : null;
+  // Recorded when its tree was kept (runner.ts), which every case with a tree to read back has.
+  const refDigest = refTree ? reference!.record.projectedSnapshot : null;
   for (const r of results) {
     if (r === reference) continue;
     const check = oracleCheck(r, reference, refTree);

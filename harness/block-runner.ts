@@ -10,12 +10,11 @@ import { cliEntry } from '../model/paths.js';
 import type { SessionService } from '../sessions/service.js';
 import { BenchInterrupted, interrupted, throwIfInterrupted, type BenchRun, type PreparedWorkload } from './bench-run.js';
 import { applyBlockOracle } from './block-oracle.js';
-import type { SiblingInfo } from './case/case-checks.js';
+import { scanAgainstBase, type SiblingInfo } from './case/case-checks.js';
 import { runCase, type CaseEnv, type CaseResult } from './case/runner.js';
 import { scrubText } from '../model/scrub.js';
 import type { CaseRecord } from './receipt/receipt-types.js';
 import type { ScheduledBlock, ScheduledCase } from './plan/scheduler.js';
-import { internTree } from './case/tree-compare.js';
 
 export async function runBlocks(
   run: BenchRun,
@@ -55,6 +54,7 @@ export async function runBlocks(
     processes: run.processes,
     signal: run.options.signal,
     rss: run.rss,
+    settle: run.settle,
     switches: run.options.checkSwitches,
   };
   mkdirSync(env.sharedDir, { recursive: true });
@@ -73,7 +73,8 @@ async function makeSiblings(run: BenchRun, env: CaseEnv, block: ScheduledBlock, 
     try {
       await env.svc.create(name, { from: p.fixture.sourceDir, base: p.base.digest, backend, allowTestOnly: run.allowTestOnly });
       // A sibling equal to the base (every backend that reproduces the tree) holds no copy of its own.
-      siblings.set(backend, { name, backend, entries: internTree(await env.svc.scanEntries(name), p.base.entries) });
+      siblings.set(backend, { name, backend, entries: await scanAgainstBase(env.svc.sessionRoot(name), p.base) });
+      env.settle?.(); // the create's and the scan's garbage, before the next sibling's
     } catch (err) {
       const e = toPdbError(err);
       siblings.set(backend, { backend, failure: { code: e.code, phase: 'sibling', message: scrubText(e.message) } });
@@ -112,7 +113,7 @@ async function runBlock(
       if ('name' in s) await env.svc.discard(s.name, { force: true }).catch(() => {});
     }
   }
-  await run.memory.measure('oracle', async () => applyBlockOracle(results, run.workloads[block.workload]!, p.base));
+  await run.memory.measure('oracle', async () => applyBlockOracle(results, run.workloads[block.workload]!));
   for (const r of results) finish(run, r.record);
 }
 

@@ -8,7 +8,7 @@ import { canonicalBytes } from '../model/canonical-json.js';
 import type { SessionService } from '../sessions/service.js';
 import type { Fixture } from '../workloads/types.js';
 import { throwIfInterrupted, type BenchRun, type PreparedWorkload } from './bench-run.js';
-import type { BaseInfo } from './case/case-checks.js';
+import { baseEntryList, type BaseInfo } from './case/case-checks.js';
 import { scrubText } from '../model/scrub.js';
 import { workloadParams } from './plan/plan.js';
 import { resolvePlanVars } from './plan/plan-vars.js';
@@ -41,9 +41,10 @@ export async function prepareWorkloads(run: BenchRun, svc: SessionService): Prom
     // The placeholders' values reach the fixture only: the recorded parameters (their digest) keep `${NAME}`.
     const fixture = await w.prepareFixture(join(run.workDir, 'fixtures'), resolvePlanVars(params, run.vars), run.proc);
     const imported = await svc.importSource(fixture.sourceDir);
-    const base: BaseInfo = { digest: imported.digest, entries: imported.snapshot.entries, excludes: imported.snapshot.excludes };
-    run.progress({ kind: 'note', message: `${w.name}: fixture ${fixture.name} imported, ${base.entries.length} entries` });
-    const expected = w.expected ? projectResult(w, params, await w.expected(base.entries, params)).entries : null;
+    // The index's rows are the imported Snapshot's entries; its columns are kept, never its entries as objects.
+    const base: BaseInfo = { digest: imported.digest, columns: imported.index.cols, excludes: imported.excludes };
+    run.progress({ kind: 'note', message: `${w.name}: fixture ${fixture.name} imported, ${base.columns.n} entries` });
+    const expected = w.expected ? projectResult(w, params, await w.expected(baseEntryList(base), params)).entries : null;
     prepared.set(w.name, { fixture, fixtureRecord: fixtureRecord(w.name, fixture, params, base), base, expected, params });
   }
   return prepared;

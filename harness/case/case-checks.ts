@@ -6,35 +6,58 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Digest } from '../../model/canonical-json.js';
-import { scanTree, walkTree } from '../../model/scan/scan.js';
-import { createSnapshot, snapshotDigest, totalMismatches, type Entry, type MismatchCounts } from '../../model/snapshot.js';
+import type { IndexColumns } from '../../model/scan/index-columns.js';
+import { scanTree, walkTree, type Walk } from '../../model/scan/scan.js';
+import {
+  comparePaths,
+  createSnapshot,
+  snapshotDigest,
+  totalMismatches,
+  type Entry,
+  type MismatchCounts,
+  type Snapshot,
+} from '../../model/snapshot.js';
 import type { SessionService } from '../../sessions/service.js';
 import type { StepContext, Workload } from '../../workloads/types.js';
 import { scrubText } from '../../model/scrub.js';
 import { oracleScopeOf, type OracleTree } from './oracle-tree.js';
 import type { CheckRecord, CheckReference, FailureRecord, ProjectionRecord } from '../receipt/receipt-types.js';
-import { compareTrees, internTree } from './tree-compare.js';
+import { columnEntries, compareTrees } from './tree-compare.js';
 
 /** How many differing paths a check lists. */
 export const MAX_CHECK_PATHS = 10;
 
-/** The base every case of a workload starts from: the run's one import of its fixture. */
+/**
+ * The base every case of a workload starts from: the run's one import of its fixture, held for the
+ * whole run as its tree index's columns (about 140 bytes a row at 268,753 rows, where its entries
+ * as objects took about 500) and read as entries one at a time (baseEntries).
+ */
 export interface BaseInfo {
   digest: Digest;
-  entries: Entry[];
+  columns: IndexColumns;
   excludes: string[];
 }
+
+/** The base's entries, made one at a time as a comparison reads them. */
+export const baseEntries = (base: BaseInfo): Iterable<Entry> => columnEntries(base.columns);
+
+/** The base's entries as one array, for an API that takes one (a workload's expectation, a step's context): made anew, never kept. */
+export const baseEntryList = (base: BaseInfo): Entry[] => [...columnEntries(base.columns)];
 
 /** What the checks read: the store, and each base location's state after the previous case. */
 export interface CheckEnv {
   svc: SessionService;
   storeDir: string;
-  /** State of each base location after the previous case (source and materialized bases), by base digest and directory. */
-  baseState?: Map<string, Entry[]>;
+  /** State of each base location after the previous case (source and materialized bases), by base digest and directory; null: the base's. */
+  baseState?: Map<string, Entry[] | null>;
+  /** Collect the garbage of a finished scan before the next one (each hashes a whole tree); none: V8's own schedule. */
+  settle?: () => void;
 }
 
 /** The block's sibling session of the case's backend: made at the block's start, scanned then, checked after each case. */
-export type SiblingInfo = { name: string; backend: string; entries: Entry[] } | { backend: string; failure: FailureRecord };
+export type SiblingInfo =
+  /** `entries` null: the sibling was the base itself when it was made. */
+  { name: string; backend: string; entries: Entry[] | null } | { backend: string; failure: FailureRecord };
 
 /** A check without a tree comparison. */
 export function plainCheck(name: string, passed: boolean, detail: string | null): CheckRecord {
@@ -49,8 +72,8 @@ export function notEvaluated(name: string, detail: string, reference: CheckRefer
 /** Compare two trees entry by entry: how many entries differ, by kind, and the first few relative paths. */
 export function treeCheck(
   name: string,
-  expected: Entry[],
-  actual: Entry[],
+  expected: Iterable<Entry>,
+  actual: Iterable<Entry>,
   what: string,
   reference: CheckReference | null = null,
 ): CheckRecord {
@@ -75,11 +98,9 @@ export function treeCheck(
  * ignored files) shows here, before its steps fail for want of the files it dropped.
  */
 export async function createdTreeCheck(root: string, base: BaseInfo): Promise<CheckRecord> {
-  const { dirs, files, links } = await walkTree(root, { excludes: base.excludes });
-  const walked: Entry[] = dirs.map((path) => ({ path, kind: 'dir' as const }));
-  for (const f of files) walked.push({ path: f.path, kind: 'file', digest: 'sha256:', size: f.size, exec: f.exec });
-  for (const l of links) walked.push({ path: l.path, kind: 'symlink', target: l.target });
-  const d = compareTrees(base.entries, walked, MAX_CHECK_PATHS, { contents: false });
+  const d = compareTrees(baseEntries(base), walkedEntries(walkTree(root, { excludes: base.excludes })), MAX_CHECK_PATHS, {
+    contents: false,
+  });
   return {
     name: 'created-tree',
     passed: d.mismatches === 0,
@@ -92,8 +113,30 @@ export async function createdTreeCheck(root: string, base: BaseInfo): Promise<Ch
   };
 }
 
+/** A walk's directories, files and links (each list sorted) merged into one stream in contract order, an entry at a time. */
+function* walkedEntries({ dirs, files, links }: Walk): Generator<Entry> {
+  let [d, f, l] = [0, 0, 0];
+  const path = (i: number, list: ReadonlyArray<string | { path: string }>) => {
+    const x = list[i];
+    return x === undefined ? null : typeof x === 'string' ? x : x.path;
+  };
+  const first = (a: string | null, b: string | null) => a !== null && (b === null || comparePaths(a, b) < 0);
+  for (;;) {
+    const [pd, pf, pl] = [path(d, dirs), path(f, files), path(l, links)];
+    if (pd === null && pf === null && pl === null) return;
+    if (first(pd, pf) && first(pd, pl)) yield { path: dirs[d++]!, kind: 'dir' };
+    else if (first(pf, pl)) {
+      const file = files[f++]!;
+      yield { path: file.path, kind: 'file', digest: 'sha256:', size: file.size, exec: file.exec };
+    } else {
+      const link = links[l++]!;
+      yield { path: link.path, kind: 'symlink', target: link.target };
+    }
+  }
+}
+
 /** The digest of a projected result, as recorded in `oracleSnapshot`. */
-export function projectedDigest(projected: Entry[], base: BaseInfo): Digest {
+export function projectedDigest(projected: Entry[], base: Pick<BaseInfo, 'digest' | 'excludes'>): Digest {
   return snapshotDigest(createSnapshot(projected, base.excludes, base.digest));
 }
 
@@ -121,24 +164,32 @@ export async function baseUnchangedCheck(env: CheckEnv, sourceDir: string, base:
   const counts: MismatchCounts = { content: 0, mode: 0, symlink: 0, missing: 0, extra: 0, kind: 0 };
   const compare = async (label: string, dir: string) => {
     const scan = await scanTree(dir, { excludes: base.excludes, excludeAbsolute: [env.storeDir] });
+    // The scan's rows are compared as a stream: its entries are made (and kept) only for a location that changed.
+    const scanned = () => columnEntries(scan.columns());
     const key = `${base.digest} ${dir}`;
-    const before = env.baseState?.get(key) ?? base.entries;
-    const d = compareTrees(before, scan.entries, MAX_CHECK_PATHS);
+    const before = env.baseState?.get(key) ?? null;
+    const d = compareTrees(before ?? baseEntries(base), scanned(), MAX_CHECK_PATHS);
+    const asBase = before === null ? d.mismatches === 0 : compareTrees(baseEntries(base), scanned(), 0).mismatches === 0;
     if (d.mismatches) {
       total += d.mismatches;
       for (const k of Object.keys(counts) as (keyof MismatchCounts)[]) counts[k] += d.counts[k];
       for (const p of d.paths) if (changed.length < MAX_CHECK_PATHS && !changed.includes(p)) changed.push(p);
       bad.push(`${label} (${d.mismatches})`);
-    } else if (before !== base.entries && compareTrees(base.entries, scan.entries, 0).mismatches) {
+    } else if (!asBase) {
       already.push(label);
     }
-    // An unchanged location keeps a reference to the base's entries, not a copy of its own.
-    env.baseState?.set(key, internTree(scan.entries, base.entries));
+    // A location equal to the base keeps a reference to the base's entries, one unchanged since the
+    // previous case keeps its state, and only a changed one holds a tree of its own.
+    env.baseState?.set(key, asBase ? null : d.mismatches === 0 ? before : scan.entries);
   };
   await compare('source', sourceDir);
+  env.settle?.(); // once a scan's frame is gone, its garbage with it
   const basesDir = join(env.svc.store.paths.bases, base.digest.slice('sha256:'.length));
   const families = await materializedFamilies(basesDir);
-  for (const f of families) await compare(`materialized ${f} base`, join(basesDir, f));
+  for (const f of families) {
+    await compare(`materialized ${f} base`, join(basesDir, f));
+    env.settle?.();
+  }
   const note = already.length ? `; already different from the import before this case: ${already.join(', ')}` : '';
   return {
     name: 'base-unchanged',
@@ -155,8 +206,18 @@ export async function baseUnchangedCheck(env: CheckEnv, sourceDir: string, base:
   };
 }
 
+/**
+ * A session's tree as the harness reads it: every file hashed, the base's excludes. Its rows are
+ * compared with the base's as a stream, and it is kept as entries of its own only when it differs:
+ * a session equal to the base (every backend that reproduces the tree) is null, "the base's".
+ */
+export async function scanAgainstBase(root: string, base: BaseInfo): Promise<Entry[] | null> {
+  const scan = await scanTree(root, { excludes: base.excludes });
+  return compareTrees(baseEntries(base), columnEntries(scan.columns()), 0).mismatches === 0 ? null : scan.entries;
+}
+
 /** The block's sibling of the same backend, compared with its own scan right after it was made. */
-export async function siblingCheck(env: CheckEnv, sibling: SiblingInfo | null): Promise<CheckRecord | null> {
+export async function siblingCheck(env: CheckEnv, sibling: SiblingInfo | null, base: BaseInfo): Promise<CheckRecord | null> {
   if (!sibling) return null;
   if ('failure' in sibling)
     return plainCheck(
@@ -164,8 +225,13 @@ export async function siblingCheck(env: CheckEnv, sibling: SiblingInfo | null): 
       false,
       scrubText(`the block's ${sibling.backend} sibling could not be made: ${sibling.failure.code}`),
     );
-  const now = await env.svc.scanEntries(sibling.name);
-  return treeCheck('sibling-unchanged', sibling.entries, now, `the block's ${sibling.backend} sibling session`);
+  const now = await scanTree(env.svc.sessionRoot(sibling.name), { excludes: base.excludes });
+  return treeCheck(
+    'sibling-unchanged',
+    sibling.entries ?? baseEntries(base),
+    columnEntries(now.columns()),
+    `the block's ${sibling.backend} sibling session`,
+  );
 }
 
 export interface VerifyInput {
@@ -200,12 +266,15 @@ export interface VerifySink {
  * filesystem), then base unchanged and sibling unchanged, always.
  */
 export async function verifyCase(env: CheckEnv, v: VerifyInput, into: VerifySink, switches: CaseCheckSwitches = {}): Promise<void> {
-  const result = env.svc.readSnapshot(v.resultSnapshot).entries;
+  // The result is read back (its digest checked) before anything is judged; its entries are parsed
+  // only for the workload's own checks, since no other check reads them.
+  let resultBytes: Buffer | null = env.svc.store.getBytes(v.resultSnapshot);
   into.projection = v.tree.projection;
   if (v.expected) into.checks.push(v.notJudged === null ? expectedCheck(v) : notEvaluated('expected', v.notJudged));
   if (v.workload.check && v.notJudged !== null) into.checks.push(notEvaluated('workload-checks', v.notJudged));
   else if (v.workload.check) {
-    const results: Entry[][] = [result];
+    const results: Entry[][] = [(JSON.parse(resultBytes.toString('utf8')) as Snapshot).entries];
+    resultBytes = null;
     for (const n of v.sessions.slice(1)) results.push(await env.svc.scanEntries(n));
     for (const c of await v.workload.check(v.ctx(), results)) {
       const counts = c.mismatches && totalMismatches(c.mismatches) ? c.mismatches : null;
@@ -216,8 +285,9 @@ export async function verifyCase(env: CheckEnv, v: VerifyInput, into: VerifySink
       });
     }
   }
+  resultBytes = null; // released before the scans below
   if (switches.baseCheck !== false) into.checks.push(await baseUnchangedCheck(env, v.sourceDir, v.base));
-  const sibling = switches.siblingCheck === false ? null : await siblingCheck(env, v.sibling);
+  const sibling = switches.siblingCheck === false ? null : await siblingCheck(env, v.sibling, v.base);
   if (sibling) into.checks.push(sibling);
 }
 

@@ -5,11 +5,15 @@
 // checkpoint. The oracle therefore scans every case's root anew, full-copy's included, hashing every
 // file, and it reads what the workload's scope adds to the source: the installed tree and the build
 // output that the Snapshot excludes. The projected tree is kept in the run's oracle directory (never
-// given to a step) until the block's end, so a block holds at most two of them in memory at once.
-import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
+// given to a step) until the block's end and read back from there a piece at a time, so the block's
+// comparisons hold no case's tree whole, and a case holds only its own while it runs.
+import { closeSync, openSync, readFileSync, readSync, realpathSync, writeSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { StringDecoder } from 'node:string_decoder';
 import { join } from 'node:path';
 import { scanTree } from '../../model/scan/scan.js';
-import type { Entry } from '../../model/snapshot.js';
+import { canonicalEntryJson, comparePaths, snapshotHead, snapshotTail, sortEntries, type Entry } from '../../model/snapshot.js';
+import type { Digest } from '../../model/canonical-json.js';
 import type { OracleScope, Workload } from '../../workloads/types.js';
 import type { OracleScopeName, ProjectionRecord } from '../receipt/receipt-types.js';
 import { sha256Digest } from '../../model/canonical-json.js';
@@ -96,22 +100,100 @@ export function trustedOracleTree(
   };
 }
 
+/** A kept tree as the block's end reads it: its counts at hand, its entries streamed from the file. */
+export interface KeptOracleTree extends Omit<OracleTree, 'entries'> {
+  /** The entries in contract order, read from the kept file in pieces; throws E_SOURCE_CHANGED once the file read is not the one written. */
+  entries(): Iterable<Entry>;
+}
+
+/** A tree kept until its block ends: how to read it back, and the digest of the projected Snapshot it is. */
+export interface KeptTreeHandle {
+  read(): KeptOracleTree;
+  /** The digest of the projected result as a Snapshot on the base (case-checks.ts projectedDigest), made while it was written. */
+  projectedSnapshot: Digest;
+}
+
 /**
- * Keep the tree until its block ends, in `dir` (the run's oracle directory, which no step is given);
- * returns how to read it back. What is read back must be what was written: its sha256 is held in
- * memory, so a file changed in between (by anything) fails the read instead of judging the case.
+ * Entries written, and bytes read, at once: each piece's text stays well under V8's large-object
+ * size (128 KiB), so it dies young; a megabyte string a piece went to the large-object space, which
+ * only a full collection frees (250 MB of it for one comparison of two 268,753-entry trees).
  */
-export function keepOracleTree(dir: string, caseId: string, tree: OracleTree): () => OracleTree {
-  const file = join(dir, `${caseId}.json`);
-  const bytes = Buffer.from(JSON.stringify(tree));
-  const digest = sha256Digest(bytes);
-  writeFileSync(file, bytes, { mode: 0o600, flag: 'wx' });
-  return () => {
-    const back = readFileSync(file);
-    if (sha256Digest(back) !== digest)
-      throw new PdbError('E_SOURCE_CHANGED', `the oracle's kept tree of case ${caseId} changed before its block ended`, {
-        hint: "Something wrote into the run's oracle directory while the block ran; run the bench again.",
-      });
-    return JSON.parse(back.toString('utf8')) as OracleTree;
+const PIECE_ENTRIES = 256;
+const READ_BYTES = 48 * 1024;
+
+const changedError = (caseId: string, cause?: unknown) =>
+  new PdbError('E_SOURCE_CHANGED', `the oracle's kept tree of case ${caseId} changed before its block ended`, {
+    hint: "Something wrote into the run's oracle directory while the block ran; run the bench again.",
+    cause,
+  });
+
+/**
+ * Keep the tree until its block ends, in `dir` (the run's oracle directory, which no step is given):
+ * one entry's canonical JSON a line, in contract order, written in pieces. What is read back must be
+ * what was written: its sha256 is held in memory and the reader checks it after the last line, so a
+ * file changed in between (by anything) fails the comparison reading it before it gives a verdict. The projected
+ * Snapshot's digest is hashed from the same lines, so no canonical copy of the whole tree is made.
+ */
+export function keepOracleTree(
+  dir: string,
+  caseId: string,
+  tree: OracleTree,
+  base: { digest: Digest; excludes: readonly string[] },
+): KeptTreeHandle {
+  const file = join(dir, `${caseId}.jsonl`);
+  const entries = contractOrder(tree.entries);
+  const fileHash = createHash('sha256');
+  const snapshot = createHash('sha256').update(snapshotHead(base.digest));
+  const fd = openSync(file, 'wx', 0o600);
+  try {
+    for (let i = 0; i < entries.length; i += PIECE_ENTRIES) {
+      const lines = entries.slice(i, i + PIECE_ENTRIES).map(canonicalEntryJson);
+      const text = `${lines.join('\n')}\n`;
+      writeSync(fd, text);
+      fileHash.update(text);
+      snapshot.update(i === 0 ? lines.join(',') : `,${lines.join(',')}`);
+    }
+  } finally {
+    closeSync(fd);
+  }
+  const digest = fileHash.digest('hex');
+  const { entries: _held, ...counts } = tree;
+  return {
+    projectedSnapshot: `sha256:${snapshot.update(snapshotTail([...base.excludes].sort())).digest('hex')}`,
+    read: () => ({ ...counts, scope: [...counts.scope], entries: () => readKept(file, digest, caseId) }),
   };
+}
+
+/** The entries in contract order: the scan's order, checked in one pass; sorted only when a projection reordered them. */
+function contractOrder(entries: Entry[]): Entry[] {
+  for (let i = 1; i < entries.length; i++) if (comparePaths(entries[i - 1]!.path, entries[i]!.path) >= 0) return sortEntries([...entries]);
+  return entries;
+}
+
+/** The kept file's entries, a piece at a time, its bytes hashed as they are read and checked at the end. */
+function* readKept(file: string, digest: string, caseId: string): Generator<Entry> {
+  const fd = openSync(file, 'r');
+  try {
+    const hash = createHash('sha256');
+    const decoder = new StringDecoder('utf8');
+    const buf = Buffer.allocUnsafe(READ_BYTES);
+    let rest = '';
+    for (let n = readSync(fd, buf); n > 0; n = readSync(fd, buf)) {
+      hash.update(buf.subarray(0, n));
+      const lines = (rest + decoder.write(buf.subarray(0, n))).split('\n');
+      rest = lines.pop()!;
+      for (const line of lines) yield parseLine(line, caseId);
+    }
+    if (rest + decoder.end() !== '' || hash.digest('hex') !== digest) throw changedError(caseId);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function parseLine(line: string, caseId: string): Entry {
+  try {
+    return JSON.parse(line) as Entry;
+  } catch (err) {
+    throw changedError(caseId, err);
+  }
 }

@@ -11,9 +11,9 @@ import { toPdbError, type PdbErrorCode } from '../../model/errors.js';
 import type { Entry } from '../../model/snapshot.js';
 import type { Fixture, ProcessOptions, ProcessRunner, SessionHandle, StepContext, Workload } from '../../workloads/types.js';
 import {
+  baseEntryList,
   cleanupCheck,
   createdTreeCheck,
-  projectedDigest,
   verifyCase,
   type BaseInfo,
   type CheckEnv,
@@ -24,7 +24,7 @@ import { createCaseRunner, findCaseProcesses, killCaseProcesses, newCaseToken, t
 import { classifyCase, notJudgedReason } from './outcome.js';
 import type { RssProbe } from './memory.js';
 import { scrubText } from '../../model/scrub.js';
-import { keepOracleTree, scanOracleTree, trustedOracleTree, type OracleTree } from './oracle-tree.js';
+import { keepOracleTree, scanOracleTree, trustedOracleTree, type KeptOracleTree } from './oracle-tree.js';
 import type { AgentRecord, CaseRecord, CheckRecord, FailureRecord, FixtureRecord, ProjectionRecord } from '../receipt/receipt-types.js';
 import type { ScheduledCase } from '../plan/scheduler.js';
 
@@ -84,10 +84,10 @@ export interface CaseResult {
   record: CaseRecord;
   /**
    * The tree the oracle compares at the block's end, read from the session's bytes after its
-   * checkpoint and kept beside the case (so a block holds at most two trees at once, not one per
-   * case); null when the case made none.
+   * checkpoint and kept in a file beside the case, streamed back from it (so the block's end holds
+   * no case's tree whole); null when the case made none.
    */
-  oracleTree(): OracleTree | null;
+  oracleTree(): KeptOracleTree | null;
   /** The phase failures in the order they happened (the outcome is classified again once the oracle check is in). */
   phaseFailures: FailureRecord[];
   /** Why the case's result is not judged by the oracle (the environment stopped it), or null. */
@@ -120,7 +120,7 @@ interface CaseRun {
   /** What the projection dropped, once the result was read and projected (null: no result to compare). */
   projection: ProjectionRecord | null;
   /** Reads the oracle's tree of the case back, once it was made. */
-  oracleTree: (() => OracleTree) | null;
+  oracleTree: (() => KeptOracleTree) | null;
   /** Digest of the case's projected tree as the oracle read it, once it was made. */
   projectedSnapshot: Digest | null;
   /** Why the case was stopped from outside, if it was. */
@@ -256,8 +256,9 @@ async function caseBody(run: CaseRun): Promise<void> {
       env.switches?.oracleHashing === false
         ? trustedOracleTree(env.svc.readSnapshot(cp.snapshot).entries, workload, params, cp.filesHashed)
         : await scanOracleTree(env.svc.sessionRoot(run.names[0]!), workload, params, base.excludes, env.storeDir);
-    run.oracleTree = keepOracleTree(env.oracleDir, input.scheduled.id, value);
-    run.projectedSnapshot = projectedDigest(value.entries, base);
+    const kept = keepOracleTree(env.oracleDir, input.scheduled.id, value, base);
+    run.oracleTree = kept.read;
+    run.projectedSnapshot = kept.projectedSnapshot;
     return { value };
   });
   await timer.run('verify', null, async () => {
@@ -359,7 +360,10 @@ function stepContext(run: CaseRun): StepContext {
     },
     log: env.log,
     signal: run.abort.signal,
-    baseEntries: run.input.base.entries,
+    // Made when a step reads it (few do), not held for every case.
+    get baseEntries() {
+      return baseEntryList(run.input.base);
+    },
     recordAgent: (r) => void run.agents.push({ ...r, outcome: scrubText(r.outcome) }),
   };
 }

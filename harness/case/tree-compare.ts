@@ -1,7 +1,11 @@
 // Tree comparisons for the checks, in one merge pass over two entry lists sorted as the contract
-// sorts them (by the UTF-8 bytes of the path): no map of every path is built, so comparing two
-// 50,000-entry trees holds nothing beyond the two lists and the first differing paths.
-import { comparePaths, entryKey, sortEntries, type Entry, type MismatchCounts } from '../../model/snapshot.js';
+// sorts them (by the UTF-8 bytes of the path): no map of every path is built. Either side may be a
+// stream (a kept tree read back in pieces, a scan's columns turned into entries one row at a time),
+// so comparing two 250,000-entry trees holds neither whole: only the current entry of each side and
+// the first differing paths.
+import type { IndexColumns } from '../../model/scan/index-columns.js';
+import { KIND_DIR, rowEntry, rowName } from '../../model/scan/index-columns.js';
+import { comparePaths, sortEntries, type Entry, type MismatchCounts } from '../../model/snapshot.js';
 
 export interface TreeDifference {
   /** Entries that differ (missing, extra, or changed). */
@@ -17,10 +21,6 @@ function isSorted(entries: readonly Entry[]): boolean {
   return true;
 }
 
-function inOrder(entries: readonly Entry[]): readonly Entry[] {
-  return isSorted(entries) ? entries : sortEntries([...entries]);
-}
-
 /** How `actual` differs from `expected` at one path present in both; null when it does not. */
 function changeKind(expected: Entry, actual: Entry, contents: boolean): keyof MismatchCounts | null {
   if (expected.kind !== actual.kind) return 'kind';
@@ -33,12 +33,46 @@ function changeKind(expected: Entry, actual: Entry, contents: boolean): keyof Mi
 }
 
 /**
+ * A scan's rows as entries, one at a time in row order (contract order): only the directories'
+ * paths are kept (a child's path is its parent's and its name), never an array of every entry.
+ */
+export function* columnEntries(c: IndexColumns): Generator<Entry> {
+  const dirPaths = new Map<number, string>();
+  for (let i = 0; i < c.n; i++) {
+    const p = c.parent[i]!;
+    const path = p < 0 ? rowName(c, i) : `${dirPaths.get(p)!}/${rowName(c, i)}`;
+    if (c.kind[i] === KIND_DIR) dirPaths.set(i, path);
+    yield rowEntry(c, i, path);
+  }
+}
+
+/**
+ * The entries of `tree` in contract order: an array is checked in one pass and sorted once when it
+ * is not; any other iterable is a stream that must already be in order, and one out of order is a
+ * fault of its writer (thrown, never compared as if sorted).
+ */
+function* inOrder(tree: Iterable<Entry>): Generator<Entry> {
+  if (Array.isArray(tree)) {
+    yield* isSorted(tree) ? tree : sortEntries([...tree]);
+    return;
+  }
+  let last: string | null = null;
+  for (const e of tree) {
+    if (last !== null && comparePaths(last, e.path) >= 0)
+      throw new Error(`a streamed tree is not in contract order: "${e.path}" after "${last}"`);
+    last = e.path;
+    yield e;
+  }
+}
+
+/**
  * Compare two trees entry by entry: counts by kind, and the first `maxPaths` differing paths. With
  * `contents: false` files are compared by size and exec bit only (a tree walked without hashing).
+ * Each side is an array (sorted here if it is not) or a stream in contract order, read once.
  */
 export function compareTrees(
-  expected: readonly Entry[],
-  actual: readonly Entry[],
+  expected: Iterable<Entry>,
+  actual: Iterable<Entry>,
   maxPaths: number,
   options: { contents?: boolean } = {},
 ): TreeDifference {
@@ -51,31 +85,35 @@ export function compareTrees(
     counts[kind]++;
     if (paths.length < maxPaths) paths.push(path);
   };
-  let i = 0;
-  let j = 0;
-  while (i < a.length || j < b.length) {
-    const order = i >= a.length ? 1 : j >= b.length ? -1 : comparePaths(a[i]!.path, b[j]!.path);
-    if (order < 0) note('missing', a[i++]!.path);
-    else if (order > 0) note('extra', b[j++]!.path);
-    else {
-      const kind = changeKind(a[i]!, b[j]!, contents);
-      if (kind) note(kind, a[i]!.path);
-      i++;
-      j++;
+  let x = a.next();
+  let y = b.next();
+  while (!x.done || !y.done) {
+    const order = x.done ? 1 : y.done ? -1 : comparePaths(x.value.path, y.value.path);
+    if (order < 0) {
+      note('missing', x.value!.path);
+      x = a.next();
+    } else if (order > 0) {
+      note('extra', y.value!.path);
+      y = b.next();
+    } else {
+      const kind = changeKind(x.value!, y.value!, contents);
+      if (kind) note(kind, x.value!.path);
+      x = a.next();
+      y = b.next();
     }
   }
   const mismatches = counts.content + counts.mode + counts.symlink + counts.missing + counts.extra + counts.kind;
   return { mismatches, counts, paths };
 }
 
-/** Whether two trees are equal under the contract (one pass, stops at the first difference). */
+/** Whether two trees are equal under the contract (one pass that makes nothing per entry, stops at the first difference). */
 export function sameTree(a: readonly Entry[], b: readonly Entry[]): boolean {
   if (a === b) return true;
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) {
     const x = a[i]!;
     const y = b[i]!;
-    if (x.path !== y.path || entryKey(x) !== entryKey(y)) return compareTrees(a, b, 0).mismatches === 0;
+    if (x.path !== y.path || changeKind(x, y, true) !== null) return compareTrees(a, b, 0).mismatches === 0;
   }
   return true;
 }

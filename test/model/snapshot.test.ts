@@ -29,6 +29,36 @@ test('paths sort by UTF-8 bytes, not UTF-16 units', () => {
   assert.ok(comparePaths('a-b', 'a/b') < 0);
 });
 
+test('comparePaths orders any two strings as their UTF-8 bytes do, surrogates and lone surrogates included', () => {
+  const unit = fc.constantFrom(
+    'a',
+    'b',
+    '/',
+    '-',
+    '\u00e9',
+    '\u07ff',
+    '\ud7ff',
+    '\ue000',
+    '\uff5e',
+    '\uffff',
+    '\u{1F600}',
+    '\u{10FFFF}',
+    '\ud800',
+    '\udc00',
+  );
+  const path = fc.array(unit, { maxLength: 6 }).map((u) => u.join(''));
+  fc.assert(
+    fc.property(path, path, (a, b) => {
+      assert.is(
+        Math.sign(comparePaths(a, b)),
+        Math.sign(Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'))),
+        `${JSON.stringify([a, b])}`,
+      );
+    }),
+    { numRuns: 3000 },
+  );
+});
+
 test('snapshot digest does not depend on entry order', () => {
   const entries: Entry[] = [
     { path: 'b', kind: 'file', digest: d('1'), size: 1, exec: false },

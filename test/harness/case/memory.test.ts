@@ -2,10 +2,56 @@
 // kept (the largest of its runs), and the lifetime peak honest after resets (resetting VmHWM
 // lowers what getrusage reports, so the probe must keep what it read before each reset).
 import { existsSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createHarnessMemoryLog, createRssProbe, readVmHwm, type RssProbe } from '../../../harness/case/memory.js';
+import { createHarnessMemoryLog, createHeapSettler, createRssProbe, readVmHwm, type RssProbe } from '../../../harness/case/memory.js';
 import { skipPart } from '../../helpers/index.js';
+
+setFlagsFromString('--expose-gc');
+/** The test's own full collection, so it starts without the garbage made before it. */
+const gc = runInNewContext('gc') as () => void;
+const heapBytes = () => {
+  const m = process.memoryUsage();
+  return m.heapUsed + m.external;
+};
+
+test('the heap settler collects before a phase only once the garbage passes its slack, then measures from what is live', () => {
+  let heap = 100;
+  let collections = 0;
+  const settler = createHeapSettler(
+    50,
+    () => {
+      collections++;
+      heap -= 60; // what the collection freed; 70 stays live
+    },
+    () => heap,
+  );
+  assert.is(settler.settle(), false, 'nothing made yet');
+  heap += 40;
+  assert.is(settler.settle(), false, 'under the slack');
+  heap += 30;
+  assert.is(settler.settle(), true, 'past the slack');
+  assert.equal([collections, heap], [1, 110]);
+  // What the collection left is the new baseline: no second collection for it.
+  assert.is(settler.settle(), false);
+  heap += 49;
+  assert.is(settler.settle(), false);
+  heap += 1;
+  assert.is(settler.settle(), true);
+});
+
+test('with the real collection, the garbage of a finished phase is gone before the next starts', () => {
+  gc();
+  const settler = createHeapSettler(32 * 2 ** 20);
+  let garbage: unknown[] | null = [];
+  for (let i = 0; i < 400_000; i++) garbage.push({ path: `dir/${i}/file.js`, size: i });
+  garbage = null;
+  const before = heapBytes();
+  assert.ok(settler.settle(), 'the garbage passed the slack');
+  assert.ok(before - heapBytes() > 16 * 2 ** 20, `collected ${((before - heapBytes()) / 2 ** 20).toFixed(0)} MiB`);
+});
 
 test('VmHWM is read in bytes from /proc/self/status text; anything else is not measured', () => {
   assert.is(

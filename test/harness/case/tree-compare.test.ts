@@ -6,7 +6,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Digest } from '../../../model/canonical-json.js';
 import { countMismatches, diffEntries, sortEntries, type Entry } from '../../../model/snapshot.js';
-import { compareTrees, internTree, sameTree } from '../../../harness/case/tree-compare.js';
+import { columnEntries, compareTrees, internTree, sameTree } from '../../../harness/case/tree-compare.js';
+import { scanTree } from '../../../model/scan/scan.js';
+import { tempDir, writeTree } from '../../helpers/index.js';
 
 const d = (n: number) => `sha256:${String(n).padStart(64, '0')}` as Digest;
 // "\u{1F600}" sorts after "\uFFFD" in UTF-8 but before it in UTF-16: contract order is by bytes.
@@ -47,6 +49,34 @@ test('without contents, files are compared by size and exec bit only', () => {
   assert.is(compareTrees([file(1, 1)], [file(2, 1)], 5).counts.content, 1);
   assert.is(compareTrees([file(1, 1)], [file(1, 2)], 5, { contents: false }).counts.content, 1);
   assert.is(compareTrees([file(1, 1)], [file(1, 1, true)], 5, { contents: false }).counts.mode, 1);
+});
+
+test("a scan's columns stream as the same entries its entry list holds, in contract order", async () => {
+  const t = tempDir();
+  try {
+    writeTree(t.dir, {
+      a: { 'b.js': 'x', 'c d': { e: 'y', l: { link: '../b.js' } } },
+      'a-b': { f: { content: 'z', exec: true } },
+      '\u00e9': { g: '' },
+      '\u{1F600}': 'face',
+      z: {},
+    });
+    const scan = await scanTree(t.dir, { excludes: [] });
+    const streamed = [...columnEntries(scan.columns())];
+    assert.equal(streamed, scan.entries);
+    assert.equal(streamed, sortEntries([...streamed]));
+    assert.is(compareTrees(scan.entries, columnEntries(scan.columns()), 5).mismatches, 0);
+  } finally {
+    t.cleanup();
+  }
+});
+
+test('a stream out of contract order is a fault of its writer: thrown, never compared as if sorted', () => {
+  function* unsorted(): Generator<Entry> {
+    yield { path: 'b', kind: 'dir' };
+    yield { path: 'a', kind: 'dir' };
+  }
+  assert.throws(() => compareTrees([], unsorted(), 5), /not in contract order/);
 });
 
 test('an equal scan is interned: the reference itself is kept, not a second copy', () => {
