@@ -24,7 +24,7 @@ async function materializeSubvolumeBase(
     'btrfs-subvolume',
     async (tmp) => {
       await toolOutput('btrfs', ['subvolume', 'create', tmp], 'E_IO', 'creating the base subvolume');
-      return (await materializeTree(ctx.store, snapshot, tmp, undefined, hooks.onProgress)).sigs;
+      return (await materializeTree(ctx.store, snapshot, tmp, undefined, hooks.onProgress)).stats;
     },
     deleteSubvolume,
     // Read-only only after the rename: btrfs refuses to move a read-only subvolume (EROFS, seen

@@ -26,8 +26,8 @@ export const fullCopyBackend: Backend = {
   },
   async createSession(ctx, snapshot, _digest, root, _sessionDir, hooks) {
     const { materializeTree } = await materialize();
-    const { files, sigs } = await materializeTree(ctx.store, snapshot, root, undefined, hooks?.onProgress);
-    return { state: {}, files, cloneObserved: null, sigs };
+    const { files, stats } = await materializeTree(ctx.store, snapshot, root, undefined, hooks?.onProgress);
+    return { state: {}, files, cloneObserved: null, stats };
   },
   async usage(_ctx, root) {
     const { measureBlocks, measuredUsage } = await diskUsage();

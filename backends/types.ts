@@ -5,6 +5,7 @@ import type { PdbErrorCode } from '../model/errors.js';
 import type { ObjectStore } from '../model/store/object-store.js';
 import type { ProgressFn } from '../model/progress.js';
 import type { Snapshot } from '../model/snapshot.js';
+import type { RowStats } from '../model/scan/materialized-index.js';
 
 /** What a backend can do in principle; `probe()` says whether this host allows it now. */
 export interface Capabilities {
@@ -53,6 +54,8 @@ export interface CreatedSession {
   index?: string | null;
   /** Each file's stat signature as it was written, by relative path (a copy or clone): the root's tree index. */
   sigs?: ReadonlyMap<string, string>;
+  /** The same as stat data by row of the Snapshot's columns (model/scan/materialized-index.ts): what a byte copy records, with no string per file. */
+  stats?: RowStats;
 }
 
 /** How a session's bytes were measured: allocated blocks (st_blocks) or extents (FIEMAP's shared flag). */

@@ -21,14 +21,9 @@ import { sharedFsPool } from '../../model/scan/fs-pool.js';
 import { materializeTree } from '../../model/store/materialize.js';
 import { tempName, writeFileAtomic } from '../../model/store/object-store.js';
 import type { Snapshot } from '../../model/snapshot.js';
-import {
-  materializedTreeIndex,
-  racyWindowMs,
-  signatureMtimes,
-  signatureTimes,
-  treeIndexPieces,
-  withDirSignatures,
-} from '../../model/scan/tree-index.js';
+import { KIND_FILE } from '../../model/scan/index-columns.js';
+import { materializedIndex, recordDirStats, recordedTimes, snapshotColumns, type RowStats } from '../../model/scan/materialized-index.js';
+import { COARSE_RACY_WINDOW_MS, RACY_WINDOW_MS, treeIndexPieces } from '../../model/scan/tree-index.js';
 import { toolOutput } from '../../model/os/run-tool.js';
 import { removeTree } from '../../model/os/remove-tree.js';
 import type { BackendContext, BackendHooks } from '../types.js';
@@ -90,14 +85,22 @@ export function markedBase(ctx: BackendContext, digest: Digest, family: BaseFami
 }
 
 async function writeMarker(ctx: BackendContext, snapshot: Snapshot, digest: Digest, family: BaseFamily, index: string | null) {
-  const files = snapshot.entries.filter((e) => e.kind === 'file');
+  // Counted from the rows: a Snapshot an import made builds no entry for it.
+  const c = snapshotColumns(snapshot);
+  let files = 0;
+  let bytes = 0;
+  for (let i = 0; i < c.n; i++)
+    if (c.kind[i] === KIND_FILE) {
+      files++;
+      bytes += c.size[i]!;
+    }
   const marker: BaseMarker = {
     version: 1,
     digest,
     family,
-    files: files.length,
-    bytes: files.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0),
-    entries: snapshot.entries.length,
+    files,
+    bytes,
+    entries: c.n,
     excludes: snapshot.excludes,
     index,
     builtAt: new Date().toISOString(),
@@ -128,38 +131,27 @@ async function verifyBase(ctx: BackendContext, dir: string, snapshot: Snapshot, 
   await writeMarker(ctx, snapshot, digest, family, null);
 }
 
-/** The base's tree index from the signatures its build recorded; its path relative to the store. */
-async function writeBaseIndex(
-  ctx: BackendContext,
-  snapshot: Snapshot,
-  digest: Digest,
-  family: BaseFamily,
-  fileSigs: ReadonlyMap<string, string>,
-  dir: string,
-) {
+/** The base's tree index from the stat data its build recorded; its path relative to the store. */
+async function writeBaseIndex(ctx: BackendContext, snapshot: Snapshot, digest: Digest, family: BaseFamily, stats: RowStats, dir: string) {
   const file = baseIndexFile(ctx, digest, family);
   await mkdir(dirname(file), { recursive: true });
   // Its directories too (after the rename into place, which changed only the root's ctime).
-  const { sigs, root } = withDirSignatures(dir, snapshot.entries, fileSigs);
+  const c = snapshotColumns(snapshot);
+  const root = recordDirStats(dir, c, stats);
   // Nothing writes into a base after its build, and no session exists before this point: waiting
   // out the racy window once makes every signature trustable (a base is built once, used often).
-  // A loop, not Math.max(...spread): a spread of a few hundred thousand arguments overflows the
-  // stack; and no array per signature (a base of a large tree has hundreds of thousands).
-  let newest = 0;
-  for (const sig of sigs.values()) {
-    const [m, c] = signatureTimes(sig);
-    newest = Math.max(newest, m, c);
-  }
-  const wait = newest + racyWindowMs(signatureMtimes(sigs)) + 1 - Date.now();
+  const { newestMs, coarse } = recordedTimes(stats);
+  const wait = newestMs + (coarse ? COARSE_RACY_WINDOW_MS : RACY_WINDOW_MS) + 1 - Date.now();
   if (wait > 0) await sleep(wait);
-  const index = materializedTreeIndex(snapshot, digest, ctx.store.generation(), sigs, Date.now(), root);
+  const fields = { digest, base: snapshot.base, excludes: snapshot.excludes, generation: ctx.store.generation() };
+  const index = materializedIndex(c, fields, stats, Date.now(), root);
   await writeFileAtomic(ctx.store.paths, file, treeIndexPieces(index), 0o644, { sync: false });
   return relative(ctx.store.paths.root, file);
 }
 
 /**
  * Make the base once. `build(tmp)` fills a fresh temp path on the store's filesystem and returns
- * the signatures of the files it wrote; it is then renamed into place, indexed and marked. A
+ * the stat data of the files it wrote (by row); it is then renamed into place, indexed and marked. A
  * concurrent creator that wins the rename is fine: its base is identical. `discard(tmp)` removes a
  * losing or failed temp build (a subvolume needs more than rm). `snapshot` is what an unmarked base
  * found in place is checked against.
@@ -169,7 +161,7 @@ export async function materializeBaseOnce(
   snapshot: Snapshot,
   digest: Digest,
   family: BaseFamily,
-  build: (tmp: string) => Promise<ReadonlyMap<string, string> | null>,
+  build: (tmp: string) => Promise<RowStats | null>,
   discard: (tmp: string) => Promise<void>,
   afterRename?: (dir: string) => Promise<void>,
 ): Promise<string> {
@@ -181,10 +173,10 @@ export async function materializeBaseOnce(
     return dir;
   }
   const tmp = tempName(ctx.store.paths, `base-${family}`);
-  let sigs: ReadonlyMap<string, string> | null;
+  let stats: RowStats | null;
   try {
     await mkdir(dirname(dir), { recursive: true });
-    sigs = await build(tmp);
+    stats = await build(tmp);
     try {
       await rename(tmp, dir);
     } catch (err) {
@@ -200,7 +192,7 @@ export async function materializeBaseOnce(
     throw toPdbError(err, 'E_IO', { action: `materializing the ${family} base` });
   }
   await afterRename?.(dir);
-  await writeMarker(ctx, snapshot, digest, family, sigs ? await writeBaseIndex(ctx, snapshot, digest, family, sigs, dir) : null);
+  await writeMarker(ctx, snapshot, digest, family, stats ? await writeBaseIndex(ctx, snapshot, digest, family, stats, dir) : null);
   return dir;
 }
 
@@ -217,7 +209,7 @@ export async function materializeTreeBase(
     snapshot,
     digest,
     family,
-    async (tmp) => (await materializeTree(ctx.store, snapshot, tmp, undefined, hooks.onProgress)).sigs,
+    async (tmp) => (await materializeTree(ctx.store, snapshot, tmp, undefined, hooks.onProgress)).stats,
     removeTree,
   );
 }

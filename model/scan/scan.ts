@@ -175,7 +175,12 @@ export interface ScanResult {
   nextIndex(fields: Omit<IndexFields, 'recordedAtMs' | 'excludes'>): TreeIndex;
   /** The rows of `trust` that nextIndex changes when it only restates them (index-update.ts), else null. */
   restatedRows(): Uint32Array | null;
-  /** Install the Snapshot of the tree as scanned into `store` (streamed where it can be); its digest. */
+  /**
+   * Make the columns, then let the walk's entries and the hashes go (an object per entry: tens of
+   * MB for a large tree): afterwards `raw.touched` is empty and wasHashed and restatedRows fail; the counts,
+   * columns, entries, nextIndex and installSnapshot stay.
+   */
+  release(): void;
   /** Install the scanned tree's Snapshot; `like` names the Snapshot it follows (whose chunks it shares, model/store/chunks.ts). */
   installSnapshot(store: ObjectStore, base: Digest | null, like?: Digest | null): Promise<Digest>;
 }
@@ -190,11 +195,15 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
   options.onProgress?.({ phase: 'scan', files: raw.files, totalFiles: 0, bytes: 0, totalBytes: 0 });
   if (trust && options.store && options.checkObjects) recheckObjects(trust, raw, options.store);
   const toHash = raw.touched.filter((t) => t.kind === KIND_FILE);
-  const hashed = await hashFiles(root, toHash, options);
+  let hashed: Hashed | null = await hashFiles(root, toHash, options);
   const changed = trust ? changesOf(trust, raw, hashed) : null;
   let cols: IndexColumns | null = null;
   const coarse = (h?.coarse ?? true) && allWholeSeconds(raw);
-  const columns = () => (cols ??= nextColumns(trust?.cols ?? null, raw, (t) => hashed.get(t), coarse));
+  const columns = () => (cols ??= nextColumns(trust?.cols ?? null, raw, (t) => walked().get(t), coarse));
+  const walked = (): Hashed => {
+    if (!hashed) throw new PdbError('E_INTERNAL', 'the walk of a scan was read after it was released');
+    return hashed;
+  };
   let entries: Entry[] | null = null;
   let hashedPaths: Set<string> | null = null;
   const same = trust !== null && changed!.size === 0;
@@ -209,7 +218,7 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
     bytes: raw.bytes,
     filesHashed: hashed.count,
     filesTrusted: raw.files - hashed.count,
-    wasHashed: (path) => (hashedPaths ??= new Set(hashed.files.map((t) => t.path))).has(path),
+    wasHashed: (path) => (hashedPaths ??= new Set(walked().files.map((t) => t.path))).has(path),
     objectsInstalled: hashed.installed,
     stale,
     changedPaths: changed ? sortEntries([...changed.keys()].map((path) => ({ path }))).map((x) => x.path) : null,
@@ -230,7 +239,12 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
       );
       return new TreeIndex(header, c);
     },
-    restatedRows: () => restatedRows(trust?.cols ?? null, raw),
+    restatedRows: () => (walked(), restatedRows(trust?.cols ?? null, raw)),
+    release: () => {
+      columns();
+      hashed = null;
+      raw.touched = [];
+    },
     installSnapshot: (store, base, like = null) => installSnapshotFromColumns(store, columns(), base, options.excludes, 'auto', like),
   };
 }
@@ -336,7 +350,7 @@ async function hashFiles(root: string, files: RawEntry[], options: ScanOptions):
   const digests = Buffer.alloc(order.length * 32);
   const sizes = new Float64Array(order.length);
   // Two workers may race to install the same bytes (both renames are atomic and equal): count digests.
-  const installedDigests = new Set<string>();
+  const installed: number[] = [];
   let failed = -1;
   let failure: PdbError | null = null;
   // Each batch's paths are made when a worker takes it and its results kept as columns when it
@@ -356,7 +370,7 @@ async function hashFiles(root: string, files: RawEntry[], options: ScanOptions):
       }
       digests.write(r!.digest, j * 32, 32, 'hex');
       sizes[j] = r!.size;
-      if (r!.installed) installedDigests.add(digests.toString('latin1', j * 32, j * 32 + 32));
+      if (r!.installed) installed.push(j);
     },
     {
       onBatch: (batch) =>
@@ -372,12 +386,35 @@ async function hashFiles(root: string, files: RawEntry[], options: ScanOptions):
   return {
     files: order,
     count: order.length,
-    installed: installedDigests.size,
+    installed: distinctDigests(digests, installed),
     get: (t) => {
       const j = slot.get(t);
       return j === undefined ? undefined : { digest: digests.subarray(j * 32, j * 32 + 32), size: sizes[j]! };
     },
   };
+}
+
+/**
+ * How many distinct digests the slots `js` of `digests` (32 bytes each) hold: an open-addressing
+ * table of slot numbers keyed by each digest's first bytes (a string per digest in a Set was about
+ * 20 MB at 250,000 files).
+ */
+function distinctDigests(digests: Buffer, js: readonly number[]): number {
+  const table = new Int32Array(2 ** Math.ceil(Math.log2(js.length * 2 + 2))).fill(-1);
+  const mask = table.length - 1;
+  let n = 0;
+  for (const j of js) {
+    for (let h = digests.readUInt32LE(j * 32) & mask; ; h = (h + 1) & mask) {
+      const k = table[h]!;
+      if (k < 0) {
+        table[h] = j;
+        n++;
+        break;
+      }
+      if (digests.compare(digests, k * 32, k * 32 + 32, j * 32, j * 32 + 32) === 0) break;
+    }
+  }
+  return n;
 }
 
 /** Why a worker's answer for `f` is no hash of it, or null when it is one. */

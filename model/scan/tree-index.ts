@@ -16,7 +16,7 @@
 //
 // The file is a cache (index-file.ts): written without fsync, and one that cannot be read (cut
 // short by a crash, damaged, of another format) is ignored, which only costs a full hash.
-import { lstatSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { Digest } from '../canonical-json.js';
 import { osErrorCode } from '../errors.js';
 import type { Entry, Snapshot } from '../snapshot.js';
@@ -142,12 +142,6 @@ export function racyWindowMs(mtimesMs: Iterable<number>): number {
 /** Is a signature with these times safely older than `recordedAtMs` (not racily clean)? */
 export function isTrustable(mtimeMs: number, ctimeMs: number, recordedAtMs: number, windowMs: number): boolean {
   return Math.max(mtimeMs, ctimeMs) < recordedAtMs - windowMs;
-}
-
-/** Times of a signature string, for the racy check: [mtimeMs, ctimeMs]. */
-export function signatureTimes(sig: string): [number, number] {
-  const parts = sig.split(':');
-  return [Number(parts[2]), Number(parts[3])];
 }
 
 /** The bytes of an index file. */
@@ -283,52 +277,4 @@ export function* signatureMtimes(sigs: ReadonlyMap<string, string>): Generator<n
 export function rootSig(st: RowStat, recordedAtMs: number, coarse: boolean): RootSig {
   const window = coarse ? COARSE_RACY_WINDOW_MS : RACY_WINDOW_MS;
   return { ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, trusted: isTrustable(st.mtimeMs, st.ctimeMs, recordedAtMs, window) };
-}
-
-/**
- * `sigs` with the signature of every directory of `entries` under `root` added, and the root's
- * stat: what a materialized tree's index records so that its directories keep their names.
- */
-export function withDirSignatures(
-  root: string,
-  entries: readonly Entry[],
-  sigs: ReadonlyMap<string, string>,
-): { sigs: Map<string, string>; root: RowStat } {
-  const out = new Map(sigs);
-  for (const e of entries) {
-    if (e.kind !== 'dir') continue;
-    // A directory the backend did not make (or made as something else) gets no signature: the
-    // next scan reads it, and the oracle, not the index, judges the tree.
-    let st;
-    try {
-      st = lstatSync(`${root}/${e.path}`, { throwIfNoEntry: false });
-    } catch {
-      continue; // a parent that is not a directory (ENOTDIR)
-    }
-    if (st?.isDirectory()) out.set(e.path, statSignature(st));
-  }
-  return { sigs: out, root: lstatSync(root) };
-}
-
-/**
- * The tree index of a tree just materialized from `snapshot` (a base, or a new session's root):
- * nothing but the writer has touched it, so its signatures hold from `recordedAtMs` on. `sigs`
- * holds each file's (and, when the caller lstat'ed them, each directory's) signature by path;
- * `root` the root directory's stat.
- */
-export function materializedTreeIndex(
-  snapshot: Pick<Snapshot, 'base' | 'excludes' | 'entries'>,
-  digest: Digest,
-  generation: string,
-  sigs: ReadonlyMap<string, string>,
-  recordedAtMs = Date.now(),
-  root: RowStat | null = null,
-): TreeIndex {
-  const index = createTreeIndex(
-    { snapshot: digest, changeset: null, base: snapshot.base, excludes: snapshot.excludes, recordedAtMs, generation, source: null },
-    snapshot.entries,
-    sigs,
-  );
-  if (root) index.header.root = rootSig(root, recordedAtMs, index.header.coarse);
-  return index;
 }

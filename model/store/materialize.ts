@@ -7,12 +7,20 @@ import type { CopyItem } from '../scan/fs-worker.js';
 import { REPAIR_HINT, type ObjectStore } from './object-store.js';
 import { progressCounter, type ProgressFn } from '../progress.js';
 import type { Snapshot } from '../snapshot.js';
-
-type FileEntry = Extract<Snapshot['entries'][number], { kind: 'file' }>;
+import { F_EXEC, KIND_DIR, KIND_FILE, KIND_LINK, rowDigestHex, rowTarget, type IndexColumns } from '../scan/index-columns.js';
+import {
+  dirPaths,
+  emptyRowStats,
+  rowPathIn,
+  setRowSignature,
+  snapshotColumns,
+  type ColumnarSnapshot,
+  type RowStats,
+} from '../scan/materialized-index.js';
 
 /**
  * Write a Snapshot's tree into an empty directory with explicit reads and writes of every byte
- * (the full-copy oracle's way: no copy_file_range, no reflink). Entries are sorted by path, so a
+ * (the full-copy oracle's way: no copy_file_range, no reflink). Rows are sorted by path, so a
  * directory always comes before what it holds.
  *
  * Every byte is verified on the way out: a file whose object no longer hashes to its digest fails
@@ -20,8 +28,9 @@ type FileEntry = Extract<Snapshot['entries'][number], { kind: 'file' }>;
  * next import installs good bytes), an absent object with E_OBJECT_MISSING. The caller removes the
  * half-written tree.
  *
- * Returns each file's stat signature as written (fstat after the copy), by relative path: the tree
- * index of the new tree, so its first checkpoint need not read what was just written.
+ * Returns each file's stat data as written (fstat after the copy), by row of the Snapshot's
+ * columns: the tree index of the new tree (materializedIndex), so its first checkpoint need not
+ * read what was just written.
  */
 export async function materializeTree(
   store: ObjectStore,
@@ -29,64 +38,70 @@ export async function materializeTree(
   destRoot: string,
   pool: FsPool = sharedFsPool(),
   onProgress?: ProgressFn,
-): Promise<{ files: number; bytes: number; sigs: Map<string, string> }> {
-  // The files as their entries (no path, object path or digest string kept per file): each batch's
-  // copy items are made when a worker takes it, so a tree of hundreds of thousands of files holds
-  // only the batches in flight.
-  const files: FileEntry[] = [];
+): Promise<{ files: number; bytes: number; stats: RowStats }> {
+  // The rows, never an entry per file: a Snapshot an import made carries its columns, and each
+  // batch's copy items (paths, object paths) are made when a worker takes it, so a tree of
+  // hundreds of thousands of files holds numbers and the batches in flight.
+  let c: IndexColumns;
+  let dirs: Array<string | undefined>;
+  const files: number[] = [];
   let bytes = 0;
   try {
+    if (!(snapshot as Partial<ColumnarSnapshot>).columns)
+      for (const e of snapshot.entries) if (e.kind === 'file') store.objectPath(e.digest); // a malformed digest fails here, before anything is copied
+    c = snapshotColumns(snapshot);
     mkdirSync(destRoot, { recursive: true });
-    for (const e of snapshot.entries) {
-      switch (e.kind) {
-        case 'dir':
-          mkdirSync(join(destRoot, e.path), { recursive: true });
+    dirs = dirPaths(c);
+    for (let i = 0; i < c.n; i++) {
+      switch (c.kind[i]) {
+        case KIND_DIR:
+          mkdirSync(join(destRoot, dirs[i]!), { recursive: true });
           break;
-        case 'symlink':
-          symlinkSync(e.target, join(destRoot, e.path));
+        case KIND_LINK:
+          symlinkSync(rowTarget(c, i), join(destRoot, rowPathIn(c, dirs, i)));
           break;
-        case 'file':
-          store.objectPath(e.digest); // a malformed digest fails here, before anything is copied
-          files.push(e);
-          bytes += e.size;
+        case KIND_FILE:
+          files.push(i);
+          bytes += c.size[i]!;
           break;
-        default: {
-          const never: never = e;
-          throw new Error(`unknown entry ${JSON.stringify(never)}`);
-        }
+        default:
+          throw new Error(`unknown kind ${c.kind[i]} of row ${i}`);
       }
     }
   } catch (err) {
     throw toPdbError(err, 'E_IO', { action: 'materializing the tree' });
   }
   // Big files first, so the last worker is not left alone with a 256 MiB file.
-  files.sort((a, b) => b.size - a.size);
-  const item = (e: FileEntry): CopyItem => [
-    store.objectPath(e.digest),
-    join(destRoot, e.path),
-    e.exec ? 0o755 : 0o644,
-    e.digest.slice('sha256:'.length),
-  ];
+  files.sort((a, b) => c.size[b]! - c.size[a]!);
+  const item = (i: number): CopyItem => {
+    const hex = rowDigestHex(c, i);
+    return [
+      store.objectPath(`sha256:${hex}` as Digest),
+      join(destRoot, rowPathIn(c, dirs, i)),
+      (c.flags[i]! & F_EXEC) !== 0 ? 0o755 : 0o644,
+      hex,
+    ];
+  };
   const count = progressCounter('copy', files.length, bytes, onProgress);
-  // Each signature goes into the map as its batch comes back: no result object per file is kept.
-  const sigs = new Map<string, string>();
+  // Each file's stat data goes into its row as its batch comes back: no result object per file is kept.
+  const stats = emptyRowStats(c.n);
   try {
     await pool.each(
       files,
       (batch) => ({ op: 'copy', items: batch.map(item) }),
-      (i, r) => sigs.set(files[i]!.path, r!.sig!),
+      (k, r) => setRowSignature(stats, files[k]!, r!.sig),
       {
         onBatch: (batch) =>
           count(
             batch.length,
-            batch.reduce((n, e) => n + e.size, 0),
+            batch.reduce((n, i) => n + c.size[i]!, 0),
           ),
       },
     );
   } catch (err) {
     throw objectFailure(store, destRoot, err);
   }
-  return { files: files.length, bytes, sigs };
+  return { files: files.length, bytes, stats };
 }
 
 /** Name the relative path and the digest of a corrupt or missing object, and quarantine a corrupt one. */

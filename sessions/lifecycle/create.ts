@@ -15,7 +15,8 @@ import { writeFileAtomic, type ObjectStore } from '../../model/store/object-stor
 import type { ProgressFn } from '../../model/progress.js';
 import { removeTree } from '../../model/os/remove-tree.js';
 import type { Snapshot } from '../../model/snapshot.js';
-import { materializedTreeIndex, treeIndexPieces, withDirSignatures } from '../../model/scan/tree-index.js';
+import { treeIndexPieces } from '../../model/scan/tree-index.js';
+import { materializedIndex, recordDirStats, rowStatsFromSigs, snapshotColumns } from '../../model/scan/materialized-index.js';
 import { resolveDigestArg } from '../records/digests.js';
 import { envHead, headRepair, initEnv } from '../records/environments.js';
 import { assertSourceUnchanged, importSource, type ImportResult } from './import.js';
@@ -257,12 +258,15 @@ async function materialize(ctx: StoreContext, req: Request, rec: SessionRecord, 
   }
 }
 
-/** The session's own tree index, from the signatures the backend recorded as it wrote each file. */
-async function writeCreateIndex(ctx: StoreContext, rec: SessionRecord, chosen: Chosen, root: string, files: ReadonlyMap<string, string>) {
+/** The session's own tree index, from the stat data the backend recorded as it wrote each file. */
+async function writeCreateIndex(ctx: StoreContext, rec: SessionRecord, chosen: Chosen, root: string, made: CreatedSession) {
   // Nothing but this create has written into the root yet: the signatures hold from now on.
   const snapshot = chosen.snapshot();
-  const all = withDirSignatures(root, snapshot.entries, files);
-  const index = materializedTreeIndex(snapshot, rec.base, ctx.store.generation(), all.sigs, Date.now(), all.root);
+  const stats = made.stats ?? rowStatsFromSigs(snapshot, made.sigs!);
+  const c = snapshotColumns(snapshot);
+  const rootStat = recordDirStats(root, c, stats);
+  const fields = { digest: rec.base, base: snapshot.base, excludes: snapshot.excludes, generation: ctx.store.generation() };
+  const index = materializedIndex(c, fields, stats, Date.now(), rootStat);
   await writeFileAtomic(ctx.store.paths, sessionIndexFile(ctx.store, rec.name), treeIndexPieces(index), 0o644, { sync: false });
 }
 
@@ -328,7 +332,7 @@ async function createChecked(ctx: StoreContext, req: Request, op: Operation): Pr
     const made = await materialize(ctx, req, rec, dir, chosen);
     rec.backendState = made.state;
     if (made.index) rec.index = made.index;
-    if (made.sigs) await writeCreateIndex(ctx, rec, chosen, root, made.sigs);
+    if (made.stats || made.sigs) await writeCreateIndex(ctx, rec, chosen, root, made);
     await writeSession(ctx.store, rec);
     crashPoint('create:after-materialize');
     await options.afterMaterialize?.();

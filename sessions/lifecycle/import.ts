@@ -10,7 +10,8 @@ import { writeFileAtomic, type ObjectStore } from '../../model/store/object-stor
 import { sourceKey } from '../../model/os/hash.js';
 import type { ProgressFn } from '../../model/progress.js';
 import { SOURCE_CONFIG, readSourceConfig, scanTree, type ScanResult } from '../../model/scan/scan.js';
-import { SNAPSHOT_VERSION, changeOf, type Change, type Snapshot } from '../../model/snapshot.js';
+import { changeOf, type Change, type Snapshot } from '../../model/snapshot.js';
+import { columnarSnapshot } from '../../model/scan/materialized-index.js';
 import { readTreeIndex, treeIndexPieces, type TreeIndex } from '../../model/scan/tree-index.js';
 
 export interface ImportResult {
@@ -68,7 +69,11 @@ export async function importSource(store: ObjectStore, sourceDir: string, option
   const unchanged = !!h && scan.changedPaths!.length === 0 && sameList(h.excludes, excludes);
   let digest: Digest;
   if (unchanged && h.snapshot && store.has(h.snapshot)) digest = h.snapshot;
-  else digest = await scan.installSnapshot(store, null);
+  else {
+    // The tree is in the columns now: the walk's entries go before the Snapshot's bytes are made.
+    scan.release();
+    digest = await scan.installSnapshot(store, null);
+  }
   // Nothing changed and every row is as recorded: the index already says exactly this (a file
   // hashed again, racily clean before or touched, may be trustable now: then it is rewritten).
   const same =
@@ -83,8 +88,9 @@ export async function importSource(store: ObjectStore, sourceDir: string, option
     scan: { files, bytes, filesHashed, filesTrusted, objectsInstalled, stale, changedPaths, extraExcludes },
     index: next,
     get snapshot() {
-      // The index's rows are the tree as scanned (the trusted index itself when nothing changed).
-      return (snapshot ??= { version: SNAPSHOT_VERSION, base: null, excludes, entries: next.entries });
+      // The index's rows are the tree as scanned (the trusted index itself when nothing changed):
+      // a materializer reads them as they are, and entries are built only for one that asks.
+      return (snapshot ??= columnarSnapshot(next.cols, null, excludes, () => next.entries));
     },
   };
 }

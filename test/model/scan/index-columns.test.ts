@@ -44,6 +44,8 @@ const NAMES = [
   'a b',
   'é',
   '🦊',
+  // Above the surrogates in UTF-16, below a character above U+FFFF in UTF-8.
+  '\uff5a',
   'q"x',
   'back\\slash',
   'tab\tnl\n',
@@ -224,6 +226,23 @@ test('the next index holds exactly the new tree: rows kept, touched, dropped and
       assert.equal(snapshotBytesFromColumns(cols, null, []), canonicalSnapshot({ version: 1, base: null, excludes: [], entries: after }));
     }),
     { seed: 262, numRuns: 300 },
+  );
+});
+
+test('the first index (none before it) holds exactly the tree, its rows sorted by their UTF-8 bytes', () => {
+  fc.assert(
+    fc.property(tree, (after) => {
+      const none = columnsFromEntries([], () => null);
+      const raw = walkOf(none, [], after, new Set());
+      raw.touched.reverse(); // the walk's order is no order
+      const cols = nextColumns(null, raw, contentOf(after), false);
+      assert.equal(
+        cols,
+        columnsFromEntries(after, (e) => ({ st: { ...stat(e), mtimeMs: 5000.5 }, trusted: true })),
+      );
+      assert.equal(nextColumns(none, raw, contentOf(after), false), cols);
+    }),
+    { seed: 264, numRuns: 300 },
   );
 });
 
