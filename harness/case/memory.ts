@@ -3,9 +3,8 @@
 // memory. On Linux the mark in /proc/self/status (VmHWM) can be reset to the current RSS by writing
 // "5" to /proc/self/clear_refs, so the peak of one phase is VmHWM read at its end after a reset at
 // its start. Elsewhere the peak of a phase is not measured (null), never stood in for by the lifetime.
+import { fullCollection, heapBytes } from '../../model/os/heap.js';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import type { HarnessMemory, HarnessPhaseMemory } from '../receipt/receipt-types.js';
 
 export interface RssProbe {
@@ -95,24 +94,6 @@ export function createHarnessMemoryLog(probe: RssProbe = createRssProbe()): Harn
       phases: [...phases.values()].map((p) => ({ ...p })),
     }),
   };
-}
-
-/** What the heap and the memory it keeps outside it (Buffers, typed arrays) hold now, garbage included. */
-const heapBytes = () => {
-  const m = process.memoryUsage();
-  return m.heapUsed + m.external;
-};
-
-/** V8's full collection, made callable at run time (as --expose-gc would); null where the flag cannot be set. */
-function fullCollection(): (() => void) | null {
-  const own = (globalThis as { gc?: () => void }).gc;
-  if (typeof own === 'function') return own;
-  try {
-    setFlagsFromString('--expose-gc');
-    return runInNewContext('gc') as () => void;
-  } catch {
-    return null; // not collected on demand: V8 collects on its own schedule
-  }
 }
 
 /**
