@@ -218,7 +218,7 @@ export function columnsFromEntries(entries: readonly Entry[], statOf: (e: Entry,
   return c;
 }
 
-export function setRowStat(c: IndexColumns, i: number, st: RowStat): void {
+export function setRowStat(c: Pick<IndexColumns, 'ino' | 'size' | 'mtime' | 'ctime' | 'mode'>, i: number, st: RowStat): void {
   c.ino[i] = st.ino;
   c.size[i] = st.size;
   c.mtime[i] = st.mtimeMs;

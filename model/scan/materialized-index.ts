@@ -15,6 +15,7 @@ import {
   KIND_FILE,
   columnsFromEntries,
   rowName,
+  setRowStat,
   type IndexColumns,
   type RowStat,
 } from './index-columns.js';
@@ -61,12 +62,8 @@ export function rowPathIn(c: IndexColumns, dirs: ReadonlyArray<string | undefine
 }
 
 /** Stat data per row of a Snapshot's columns, as the tree was written; `has[i]` is 0 where none was recorded. */
-export interface RowStats {
-  ino: Float64Array;
-  size: Float64Array;
-  mtime: Float64Array;
-  ctime: Float64Array;
-  mode: Uint32Array;
+/** The stat columns of IndexColumns, and which rows have them. */
+export interface RowStats extends Pick<IndexColumns, 'ino' | 'size' | 'mtime' | 'ctime' | 'mode'> {
   has: Uint8Array;
 }
 
@@ -82,11 +79,7 @@ export function emptyRowStats(n: number): RowStats {
 }
 
 export function setRowStats(s: RowStats, i: number, st: RowStat): void {
-  s.ino[i] = st.ino;
-  s.size[i] = st.size;
-  s.mtime[i] = st.mtimeMs;
-  s.ctime[i] = st.ctimeMs;
-  s.mode[i] = st.mode;
+  setRowStat(s, i, st);
   s.has[i] = 1;
 }
 

@@ -432,9 +432,3 @@ function resultError(f: RawEntry, r: { digest: string; size: number } | null): P
     });
   return null;
 }
-
-/** sha256 digests of files (hash only, nothing installed), in the order given. */
-export async function hashPaths(paths: string[], pool: FsPool = sharedFsPool()): Promise<Digest[]> {
-  const results = await pool.map(paths, (batch) => ({ op: 'hash', paths: batch }));
-  return results.map((r) => `sha256:${r!.digest}` as Digest);
-}
