@@ -4,7 +4,8 @@
 // so comparing two 250,000-entry trees holds neither whole: only the current entry of each side and
 // the first differing paths.
 import type { IndexColumns } from '../../model/scan/index-columns.js';
-import { KIND_DIR, rowEntry, rowName } from '../../model/scan/index-columns.js';
+import { KIND_DIR, rowEntry } from '../../model/scan/index-columns.js';
+import { rowPathIn } from '../../model/scan/materialized-index.js';
 import { comparePaths, sortEntries, type Entry, type MismatchCounts } from '../../model/snapshot.js';
 
 export interface TreeDifference {
@@ -37,11 +38,10 @@ function changeKind(expected: Entry, actual: Entry, contents: boolean): keyof Mi
  * paths are kept (a child's path is its parent's and its name), never an array of every entry.
  */
 export function* columnEntries(c: IndexColumns): Generator<Entry> {
-  const dirPaths = new Map<number, string>();
+  const dirs = new Array<string | undefined>(c.n);
   for (let i = 0; i < c.n; i++) {
-    const p = c.parent[i]!;
-    const path = p < 0 ? rowName(c, i) : `${dirPaths.get(p)!}/${rowName(c, i)}`;
-    if (c.kind[i] === KIND_DIR) dirPaths.set(i, path);
+    const path = rowPathIn(c, dirs, i);
+    if (c.kind[i] === KIND_DIR) dirs[i] = path;
     yield rowEntry(c, i, path);
   }
 }

@@ -61,8 +61,7 @@ export function rowPathIn(c: IndexColumns, dirs: ReadonlyArray<string | undefine
   return p < 0 ? rowName(c, i) : `${dirs[p]!}/${rowName(c, i)}`;
 }
 
-/** Stat data per row of a Snapshot's columns, as the tree was written; `has[i]` is 0 where none was recorded. */
-/** The stat columns of IndexColumns, and which rows have them. */
+/** Stat data per row of a Snapshot's columns (IndexColumns' stat columns), as the tree was written; `has[i]` is 0 where none was recorded. */
 export interface RowStats extends Pick<IndexColumns, 'ino' | 'size' | 'mtime' | 'ctime' | 'mode'> {
   has: Uint8Array;
 }
