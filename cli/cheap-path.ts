@@ -12,7 +12,8 @@ import { PdbError } from '../model/errors.js';
 import { COMMAND_MODULES } from './command-modules.js';
 import type { CheapCall } from './command-table.cjs';
 import type { CommandModuleExports } from './context.js';
-import { emitError, writeDirectly } from './output.js';
+import { captureOutput, emitError, writeDirectly } from './output.js';
+import { forCaller } from './request.js';
 
 /** Run a plain call of a cheap command; its exit status. */
 export async function runCheap(call: CheapCall): Promise<number> {
@@ -26,5 +27,19 @@ export async function runCheap(call: CheapCall): Promise<number> {
     return 0;
   } catch (err) {
     return emitError(call.options.json === true, err);
+  }
+}
+
+/**
+ * Run a plain call for a client of the pdb-env daemon (cli/daemon/server.ts): what it prints goes
+ * to `sink`, and the command runs for the client's process. Runs inside the checkpoint bundle,
+ * whose modules (output, request) are the ones the command uses.
+ */
+export async function runCheapFor(call: CheapCall, client: { pid: number; sink: (fd: 1 | 2, text: string) => void }): Promise<number> {
+  captureOutput(client.sink);
+  try {
+    return await forCaller(client.pid, () => runCheap(call));
+  } finally {
+    captureOutput(null);
   }
 }

@@ -20,5 +20,6 @@ export const COMMAND_MODULES = {
   agent: () => import('./commands/agent.js'),
   model: () => import('./commands/model.js'),
   hook: () => import('./commands/hook.js'),
+  daemon: () => import('./commands/daemon.js'),
   completion: () => import('./commands/completion.js'),
 } satisfies Record<CommandModule, () => Promise<CommandModuleExports>>;

@@ -364,6 +364,34 @@ export const COMMANDS = {
       },
     },
   },
+  daemon: {
+    summary: 'a resident process that runs plain checkpoints for this user without a node start each time',
+    module: 'daemon',
+    subcommands: {
+      start: {
+        summary: 'start the daemon in the background (or say which one runs)',
+        options: {
+          'idle-timeout': {
+            type: 'string',
+            value: 's',
+            description: 'exit after this many seconds without a command (default 1800; 0: never)',
+          },
+        },
+      },
+      stop: { summary: 'stop the running daemon and wait until it has gone' },
+      status: { summary: 'whether a daemon runs: its pid, socket, commands served and declined' },
+      run: {
+        summary: 'run the daemon in the foreground (what start runs; for a service manager)',
+        options: {
+          'idle-timeout': {
+            type: 'string',
+            value: 's',
+            description: 'exit after this many seconds without a command (default 1800; 0: never)',
+          },
+        },
+      },
+    },
+  },
   completion: {
     summary: 'print a bash, zsh or fish script that completes commands, options and session names',
     module: 'completion',

@@ -12,7 +12,19 @@ export function writeDirectly(): void {
   direct = true;
 }
 
+/** Where output goes instead of fds 1 and 2 while a daemon runs a client's command (cli/daemon/server.ts). */
+let sink: ((fd: 1 | 2, text: string) => void) | null = null;
+
+/** Send what commands print to `to` (null: back to fds 1 and 2). */
+export function captureOutput(to: ((fd: 1 | 2, text: string) => void) | null): void {
+  sink = to;
+}
+
 function put(fd: 1 | 2, text: string): void {
+  if (sink) {
+    sink(fd, text);
+    return;
+  }
   const stream = () => (fd === 1 ? process.stdout : process.stderr);
   if (!direct) {
     stream().write(text);

@@ -5,6 +5,7 @@ import type { CheapCall } from '../command-table.cjs';
 import type { CommandDefinitions, DefineCommand } from '../context.js';
 import { openService } from '../open-service.js';
 import { emit } from '../output.js';
+import { requestCaller } from '../request.js';
 import { createProgressReporter } from '../progress-line.js';
 
 /** The checkpoint command's action (commander's and the cheap path's). */
@@ -19,7 +20,12 @@ async function runCheckpoint(given: string | undefined, o: CheapCall<'checkpoint
   const r = await (
     await openService(o.store)
   )
-    .checkpoint(name, { verify: o.verify === true, onProgress: progress.onProgress, ...(o.label === undefined ? {} : { label: o.label }) })
+    .checkpoint(name, {
+      verify: o.verify === true,
+      onProgress: progress.onProgress,
+      caller: requestCaller(),
+      ...(o.label === undefined ? {} : { label: o.label }),
+    })
     .finally(progress.done);
   emit(
     json,

@@ -38,6 +38,11 @@ export interface CheckpointOptions {
   onProgress?: ProgressFn;
   /** A name for it in the log (`checkpoint --label`, a hook's turn, a run's command line). */
   label?: string;
+  /**
+   * The process the checkpoint is taken for, when not this one: the pdb-env daemon's client
+   * (cli/daemon/). Its ancestors are the "own run" (ownCaller), and it is not "something else running".
+   */
+  caller?: number;
 }
 
 /** What only a restore records with its checkpoints: the checkpoint number it brought back. */
@@ -134,8 +139,14 @@ function changesSinceBase(ctx: StoreContext, s: OpenSession, { scan, index }: Se
  * exclusive operation (checkpoint, restore): its lease does not block, but anything else of the
  * session still running does; and no such operation starts while a restore is unfinished.
  */
-export function ownCaller(ctx: StoreContext, name: string): { tolerate: (owner: LockOwner) => boolean; check: () => Promise<void> } {
-  const ancestors = ancestorPids(process.pid);
+export function ownCaller(
+  ctx: StoreContext,
+  name: string,
+  caller = process.pid,
+): { tolerate: (owner: LockOwner) => boolean; check: () => Promise<void> } {
+  // A daemon's client is itself one of the caller's (this process is not its ancestor).
+  const ancestors = ancestorPids(caller);
+  if (caller !== process.pid) ancestors.add(caller);
   let inside = false;
   return {
     tolerate: (owner) => {
@@ -153,7 +164,7 @@ export function ownCaller(ctx: StoreContext, name: string): { tolerate: (owner: 
 /** Complete scan of the quiesced session root: installs objects, records Snapshot + Changeset. Publishes nothing. */
 export async function checkpointSession(ctx: StoreContext, name: string, options: CheckpointOptions = {}): Promise<CheckpointResult> {
   const s = await resumeSession(ctx, name);
-  const caller = ownCaller(ctx, name);
+  const caller = ownCaller(ctx, name, options.caller);
   const op = await openOperation(ctx, {
     session: { name, dir: s.dir },
     lease: { kind: 'exclusive', purpose: 'checkpoint', tolerate: caller.tolerate },

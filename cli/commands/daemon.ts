@@ -1,0 +1,66 @@
+// `pdb-env daemon start | stop | status | run`: this user's resident process that runs plain
+// checkpoints for native/client.c (cli/daemon/server.ts says what it runs and what it declines).
+import { PdbError } from '../../model/errors.js';
+import type { CommandDefinitions, DefineCommand } from '../context.js';
+import { daemonFiles } from '../daemon/location.js';
+import { emit } from '../output.js';
+
+/** --idle-timeout in seconds (default 1800, 0: never), as milliseconds. */
+export function parseIdleTimeout(v: string | undefined): number {
+  if (v === undefined) return 1_800_000;
+  if (!/^\d+$/.test(v)) throw new PdbError('E_USAGE', `--idle-timeout must be a whole number of seconds (0: never), got "${v}"`);
+  return Number(v) * 1000;
+}
+
+const describe = (r: { pid: number; socket: string; served: number; declined: number; idleTimeoutMs: number }) =>
+  `pid ${r.pid}, socket ${r.socket}, ${r.served} command(s) run, ${r.declined} declined, idle timeout ${r.idleTimeoutMs === 0 ? 'none' : `${r.idleTimeoutMs / 1000} s`}`;
+
+const daemon: DefineCommand<'daemon'> = (cmd, _ctx, sub) => {
+  cmd.addHelpText(
+    'after',
+    `
+A plain \`pdb-env checkpoint\` (bin/pdb-env, where the native client was built at install)
+is handed to this user's daemon when one runs, and answered by it: the same checkpoint,
+output and exit status, without starting node (tens of milliseconds). The daemon runs one
+command at a time, opens the store again for each, and declines what it cannot run exactly as
+the command would (another command, --help, another install or a newer build of this one, a
+PDB_ENV_* setting, HOME or an XDG directory of its own): the command then runs as without it.
+
+Its socket is in PDB_ENV_DAEMON_DIR, else $XDG_RUNTIME_DIR/pdb-env, else /tmp/pdb-env-UID: a
+directory of this user with mode 0700, else no daemon is used (E_DAEMON_DIR for start).`,
+  );
+  sub.start.addHelpText('after', '\nExample:\n  pdb-env daemon start --idle-timeout 3600').action(async (_o, command) => {
+    const o = command.optsWithGlobals();
+    const { startDaemon } = await import('../daemon/control.js');
+    const { record, started } = await startDaemon(parseIdleTimeout(o.idleTimeout));
+    emit(o.json === true, { ...record, started }, () => `pdb-env daemon ${started ? 'started' : 'already running'}: ${describe(record)}`);
+  });
+  sub.stop.action(async (_o, command) => {
+    const o = command.optsWithGlobals();
+    const { stopDaemon } = await import('../daemon/control.js');
+    const record = await stopDaemon();
+    emit(o.json === true, { stopped: record !== null, record }, () =>
+      record ? `pdb-env daemon stopped: ${describe(record)}` : 'no pdb-env daemon was running',
+    );
+  });
+  sub.status.action(async (_o, command) => {
+    const o = command.optsWithGlobals();
+    const { askDaemon } = await import('../daemon/control.js');
+    const record = await askDaemon('status');
+    emit(o.json === true, { running: record !== null, record, dir: daemonFiles().dir }, () =>
+      record ? `pdb-env daemon running: ${describe(record)}` : `no pdb-env daemon running (directory ${daemonFiles().dir})`,
+    );
+  });
+  sub.run.action(async (_o, command) => {
+    const o = command.optsWithGlobals();
+    const { runDaemon } = await import('../daemon/server.js');
+    await runDaemon({
+      idleTimeoutMs: parseIdleTimeout(o.idleTimeout),
+      onListening: (r) => process.stdout.write(`pdb-env daemon listening: ${describe(r)}\n`),
+    });
+    // Served its last command: what the commands left behind (an unref'd worker, a timer) does not keep it.
+    process.exit(0);
+  });
+};
+
+export const commands: CommandDefinitions<'daemon'> = { daemon };

@@ -1,0 +1,279 @@
+// The pdb-env daemon: one resident process per user that runs plain `pdb-env checkpoint` calls
+// for native/client.c, so that a checkpoint does not pay for a node process's start (tens of
+// milliseconds: more than the walk of a 25,000-entry tree). It runs exactly the cheap path a
+// plain call runs (cli/cheap-path.ts, from the same checkpoint bundle), one command at a time,
+// with the client's working directory, PDB_ENV_STORE and PDB_ENV_SESSION, for the client's
+// process (its own run is tolerated as if it had called), and sends back what it prints and its
+// exit status. Nothing is kept from one command to the next: each opens its store again, so what
+// another process changed in the store meanwhile is seen.
+//
+// It declines (the client then runs the command itself, as without a daemon) anything else: another
+// command or a call that is not plain, another install of pdb-env, a build of this one newer than
+// the daemon (it then exits), or an environment in which the command could behave differently
+// (a PDB_ENV_* setting, HOME or an XDG directory not the daemon's own).
+import { existsSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import net from 'node:net';
+import { PdbError } from '../../model/errors.js';
+import { packageFile } from '../../model/paths.js';
+import { cheapCall } from '../command-table.cjs';
+import { daemonFiles, ensureDaemonDir, SOCKET_PATH_MAX, type DaemonFiles } from './location.js';
+import { exitFrame, frame, parseRequest, type DaemonRecord, type DaemonRequest, type RunCheapFor } from './protocol.js';
+
+/** What a client's environment may set that the daemon takes over per command. */
+const PER_COMMAND = new Set(['PDB_ENV_STORE', 'PDB_ENV_SESSION']);
+/**
+ * Never compared: where the client found the daemon, the CA bundle bin/pdb-env set aside, and what
+ * `pdb-env run` tells the programs it runs (sessions/lifecycle/run.ts), which no checkpoint reads.
+ */
+const IGNORED = new Set(['PDB_ENV_DAEMON_DIR', 'PDB_ENV_NODE_EXTRA_CA_CERTS', 'PDB_ENV_ROOT', 'PDB_ENV_PORT_BASE', 'PDB_ENV_PORTS']);
+/** Variables whose value decides where stores and their settings are: the client's must be the daemon's (TMPDIR, which run sets, no checkpoint reads). */
+const SAME = ['HOME', 'XDG_DATA_HOME', 'XDG_CONFIG_HOME', 'XDG_STATE_HOME', 'XDG_CACHE_HOME'];
+
+/** The daemon's own settings that a command reads (PDB_ENV_* but the per-command ones). */
+function settings(env: Record<string, string | undefined>): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const [k, v] of Object.entries(env))
+    if (k.startsWith('PDB_ENV_') && !PER_COMMAND.has(k) && !IGNORED.has(k) && v !== undefined) out.set(k, v);
+  return out;
+}
+
+/** Why the client's environment differs from the daemon's in a way a checkpoint could see, or null. */
+export function environmentDiffers(client: Record<string, string>, own: Record<string, string | undefined>): string | null {
+  const [a, b] = [settings(client), settings(own)];
+  for (const [k, v] of a) if (b.get(k) !== v) return `${k} is set for the command`;
+  for (const k of b.keys()) if (!a.has(k)) return `${k} is set for the daemon`;
+  for (const k of SAME) if ((client[k] ?? '') !== (own[k] ?? '')) return `${k} differs`;
+  return null;
+}
+
+/** The files whose change means a new build of pdb-env: the daemon then declines and exits. */
+const BUILD_FILES = ['bundle.cjs', 'checkpoint-bundle.cjs', 'cheap-path.js', 'pdb-env.cjs'].map((f) => packageFile('dist', 'cli', f));
+function buildStamp(files: string[]): string {
+  return files
+    .map((f) => {
+      try {
+        const st = statSync(f);
+        return `${st.ino}:${st.size}:${st.mtimeMs}`;
+      } catch {
+        return '-';
+      }
+    })
+    .join(',');
+}
+
+/**
+ * The cheap path of the checkpoint bundle this install runs. The daemon runs only from the bundle:
+ * its modules' cheap path loads the command modules, this one among them.
+ */
+function loadCheapPath(): RunCheapFor {
+  const loader = createRequire(import.meta.url)(packageFile('dist', 'cli', 'bundle.cjs')) as typeof import('../bundle.cjs');
+  const run = (loader.bundleToRun('checkpoint')?.exports as { runCheapFor?: RunCheapFor } | undefined)?.runCheapFor;
+  if (typeof run !== 'function')
+    throw new PdbError(
+      'E_STALE_BUILD',
+      `the pdb-env daemon runs from the checkpoint bundle, and none runs here (${loader.bundleState('checkpoint').reason})`,
+      {
+        hint: 'npm run build makes it (and unset PDB_ENV_NO_BUNDLE).',
+      },
+    );
+  return run;
+}
+
+export interface DaemonOptions {
+  files?: DaemonFiles;
+  /** Exit after this long without a command; 0: never. */
+  idleTimeoutMs: number;
+  /** Called once it listens (the foreground command prints then). */
+  onListening?: (record: DaemonRecord) => void;
+  /** The files whose change means a new build (default: the command line's entry, loader and checkpoint bundle). */
+  buildFiles?: string[];
+}
+
+/** Serve until stopped (`daemon stop`, TERM, INT, HUP), idle for idleTimeoutMs, or a new build. */
+export async function runDaemon(options: DaemonOptions): Promise<void> {
+  const files = options.files ?? daemonFiles();
+  ensureDaemonDir(files);
+  if (Buffer.byteLength(files.socket) > SOCKET_PATH_MAX)
+    throw new PdbError('E_DAEMON_DIR', `the daemon's socket path is longer than ${SOCKET_PATH_MAX} bytes: ${files.socket}`, {
+      hint: 'Set PDB_ENV_DAEMON_DIR to a shorter directory.',
+    });
+  if (existsSync(files.socket)) {
+    if (await answers(files.socket))
+      throw new PdbError('E_LEASE_BUSY', `a pdb-env daemon already listens on ${files.socket}`, { hint: 'pdb-env daemon status' });
+    rmSync(files.socket, { force: true });
+  }
+  const daemon = new Daemon(files, options, loadCheapPath());
+  await daemon.listen();
+  options.onListening?.(daemon.record);
+  await daemon.finished;
+}
+
+class Daemon {
+  readonly record: DaemonRecord;
+  readonly finished: Promise<void>;
+  private done!: () => void;
+  private queue = Promise.resolve();
+  private idle: NodeJS.Timeout | undefined;
+  private stopping = false;
+  private readonly server: net.Server;
+  private readonly entry = realpathSync(packageFile('dist', 'cli', 'pdb-env.cjs'));
+  private readonly buildFiles: string[];
+  private readonly stamp: string;
+
+  constructor(
+    private readonly files: DaemonFiles,
+    private readonly options: DaemonOptions,
+    private readonly run: RunCheapFor,
+  ) {
+    this.buildFiles = options.buildFiles ?? BUILD_FILES;
+    this.stamp = buildStamp(this.buildFiles);
+    this.record = {
+      pid: process.pid,
+      startedAt: new Date().toISOString(),
+      socket: files.socket,
+      idleTimeoutMs: options.idleTimeoutMs,
+      served: 0,
+      declined: 0,
+    };
+    this.finished = new Promise<void>((resolve) => (this.done = resolve));
+    this.server = net.createServer((sock) => this.accept(sock));
+  }
+
+  async listen(): Promise<void> {
+    // Resolved per command from the client's environment, never from the daemon's.
+    delete process.env.PDB_ENV_STORE;
+    delete process.env.PDB_ENV_SESSION;
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.files.socket, () => resolve());
+    });
+    writeFileSync(this.files.record, `${JSON.stringify(this.record)}\n`, { mode: 0o600 });
+    for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.once(sig, () => this.stop());
+    process.chdir('/');
+    this.armIdle();
+  }
+
+  private armIdle(): void {
+    if (this.idle) clearTimeout(this.idle);
+    if (this.options.idleTimeoutMs > 0) this.idle = setTimeout(() => this.stop(), this.options.idleTimeoutMs);
+  }
+
+  /** Read one request from the connection, then queue it: commands run one at a time. */
+  private accept(sock: net.Socket): void {
+    sock.on('error', () => {});
+    let buf: Buffer = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      buf = Buffer.concat([buf, chunk]);
+      let req: DaemonRequest | null;
+      try {
+        req = parseRequest(buf);
+      } catch {
+        sock.destroy();
+        return;
+      }
+      if (!req) return;
+      sock.off('data', onData);
+      const r = req;
+      this.queue = this.queue
+        .then(() => this.handle(sock, r))
+        .catch((err: unknown) => {
+          process.stderr.write(`pdb-env daemon: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+          sock.destroy();
+        });
+    };
+    sock.on('data', onData);
+  }
+
+  private decline(sock: net.Socket): void {
+    this.record.declined++;
+    sock.end(frame('f'));
+  }
+
+  private async handle(sock: net.Socket, req: DaemonRequest): Promise<void> {
+    if (this.idle) clearTimeout(this.idle);
+    try {
+      if (req.args[0] === '__daemon') return this.control(sock, req.args[1]);
+      if (buildStamp(this.buildFiles) !== this.stamp) {
+        this.decline(sock);
+        this.stop();
+        return;
+      }
+      const call = cheapCall(req.args);
+      if (!this.sameEntry(req.entry) || !call || call.name !== 'checkpoint' || environmentDiffers(req.env, process.env) !== null)
+        return this.decline(sock);
+      try {
+        process.chdir(req.cwd);
+      } catch {
+        return this.decline(sock);
+      }
+      for (const k of PER_COMMAND) {
+        if (req.env[k] === undefined) delete process.env[k];
+        else process.env[k] = req.env[k];
+      }
+      try {
+        const status = await this.run(call, { pid: req.pid, sink: (fd, text) => sock.write(frame(fd === 1 ? 'o' : 'e', text)) });
+        this.record.served++;
+        sock.end(exitFrame(status));
+      } finally {
+        for (const k of PER_COMMAND) delete process.env[k];
+        process.chdir('/');
+      }
+    } finally {
+      if (!this.stopping) this.armIdle();
+    }
+  }
+
+  /** The client would run this very install's entry (by real path). */
+  private sameEntry(file: string): boolean {
+    try {
+      return realpathSync(file) === this.entry;
+    } catch {
+      return false;
+    }
+  }
+
+  private control(sock: net.Socket, what: string | undefined): void {
+    if (what !== 'status' && what !== 'stop') return void sock.end(exitFrame(2));
+    sock.write(frame('o', `${JSON.stringify(this.record)}\n`));
+    sock.end(exitFrame(0));
+    if (what === 'stop') this.stop();
+  }
+
+  stop(): void {
+    if (this.stopping) return;
+    this.stopping = true;
+    if (this.idle) clearTimeout(this.idle);
+    this.server.close(() => {
+      // Ours only: a daemon started after this one stopped listening has its own.
+      try {
+        if ((JSON.parse(readFileSync(this.files.record, 'utf8')) as DaemonRecord).pid === process.pid)
+          rmSync(this.files.record, { force: true });
+      } catch {
+        // none, or unreadable: nothing of ours
+      }
+      void this.queue.then(() => this.done());
+    });
+    rmSync(this.files.socket, { force: true });
+  }
+}
+
+/** Whether something answers on the socket (a daemon that is running). */
+export function answers(socket: string, timeoutMs = 2000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = net.connect(socket);
+    const t = setTimeout(() => {
+      sock.destroy();
+      resolve(false);
+    }, timeoutMs);
+    sock.once('connect', () => {
+      clearTimeout(t);
+      sock.destroy();
+      resolve(true);
+    });
+    sock.once('error', () => {
+      clearTimeout(t);
+      resolve(false);
+    });
+  });
+}
