@@ -211,10 +211,12 @@ class Daemon {
         if (req.env[k] === undefined) delete process.env[k];
         else process.env[k] = req.env[k];
       }
+      // What it prints goes back with its status in one write (a checkpoint prints a few lines).
+      const out: Buffer[] = [];
       try {
-        const status = await this.run(call, { pid: req.pid, sink: (fd, text) => sock.write(frame(fd === 1 ? 'o' : 'e', text)) });
+        const status = await this.run(call, { pid: req.pid, sink: (fd, text) => out.push(frame(fd === 1 ? 'o' : 'e', text)) });
         this.record.served++;
-        sock.end(exitFrame(status));
+        sock.end(Buffer.concat([...out, exitFrame(status)]));
       } finally {
         for (const k of PER_COMMAND) delete process.env[k];
         process.chdir('/');

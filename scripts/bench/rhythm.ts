@@ -15,6 +15,12 @@
 // median of the per-round ratios R/C, as every ratio of these receipts). A checkpoint follows each
 // restore, so the next round's C starts from a recorded tree; it has its own row, outside the goal.
 //
+// Checkpoints go through bin/pdb-env as a user runs them, with this user's pdb-env daemon running
+// (`pdb-env daemon start`, its own directory under --work): the native client hands each plain
+// checkpoint to it, so no node process starts per checkpoint. The receipt records how many it ran
+// and fails if it declined any (those would be timings of another path). --no-daemon measures
+// without it.
+//
 // The tree: --pnpm-fixture DIR (the pinned pnpm monorepo, installed into DIR once: what the lead
 // runs), --tree DIR (any tree; not written to), or --generated N (a node_modules-shaped tree of N
 // files, scripts/bench/cow-tree.ts, for a quick functional run without a network).
@@ -35,7 +41,7 @@ import { formatDuration, median, scriptArgs } from '../lib.js';
 
 const USAGE =
   'usage: node dist/scripts/bench/rhythm.js [--pnpm-fixture DIR | --tree DIR | --generated FILES] [--turns 100] [--seed 38]\n' +
-  '                                      [--restore-rounds 11] [--backend full-copy] [--work /var/tmp/pdb-env-rhythm] [--out receipts/local]';
+  '                                      [--restore-rounds 11] [--backend full-copy] [--work /var/tmp/pdb-env-rhythm] [--out receipts/local] [--no-daemon]';
 const { values } = scriptArgs(USAGE, {
   'pnpm-fixture': { type: 'string' },
   tree: { type: 'string' },
@@ -46,6 +52,7 @@ const { values } = scriptArgs(USAGE, {
   backend: { type: 'string', default: 'full-copy' },
   work: { type: 'string', default: '/var/tmp/pdb-env-rhythm' },
   out: { type: 'string', default: packageFile('receipts', 'local') },
+  'no-daemon': { type: 'boolean', default: false },
 });
 const $ = zx({ verbose: false, quiet: true });
 const turns = Number(values.turns);
@@ -53,6 +60,7 @@ const restoreRounds = Number(values['restore-rounds']);
 const seed = Number(values.seed);
 const work = resolve(values.work);
 const backend = values.backend;
+const daemon = values['no-daemon'] !== true;
 /** The goal of a 1-file checkpoint: at most this many bytes plus the changed file's. */
 const ONE_FILE_ALLOWANCE = 64 * 1024;
 
@@ -334,11 +342,11 @@ function summarize(done: Turn[], entries: number): { rows: BenchRow[]; goals: Be
 async function writeRhythmReceipt(
   start: BenchStart,
   parts: Array<{ rows: BenchRow[]; goals: BenchGoal[] }>,
-  t: { what: string; entries: number; fs: string; scanner: ReturnType<typeof scannerInfo> },
+  t: { what: string; entries: number; fs: string; scanner: ReturnType<typeof scannerInfo>; daemonServed: number | null },
 ): Promise<string> {
   return writeBenchReceipt(start, {
     benchmark: 'rhythm',
-    command: `npm run bench:rhythm -- --turns ${turns} --restore-rounds ${restoreRounds} --seed ${seed} --backend ${backend}${values.tree ? ' --tree <dir>' : ''}${values.generated ? ` --generated ${values.generated}` : ''}${values.tree || values.generated ? '' : ' --pnpm-fixture <dir>'}`,
+    command: `npm run bench:rhythm -- --turns ${turns} --restore-rounds ${restoreRounds} --seed ${seed} --backend ${backend}${daemon ? '' : ' --no-daemon'}${values.tree ? ' --tree <dir>' : ''}${values.generated ? ` --generated ${values.generated}` : ''}${values.tree || values.generated ? '' : ' --pnpm-fixture <dir>'}`,
     params: {
       turns,
       restoreRounds,
@@ -349,10 +357,36 @@ async function writeRhythmReceipt(
       filesystem: t.fs,
       scanner: t.scanner.scanner,
       lstatThreads: t.scanner.threads,
+      daemon,
+      daemonServed: t.daemonServed,
     },
     results: parts.flatMap((p) => p.rows),
     goals: parts.flatMap((p) => p.goals),
   });
+}
+
+/** This run's own daemon, in a directory of its own under --work (every pdb-env the run starts finds it there). */
+async function startOwnDaemon(): Promise<void> {
+  const dir = join(work, 'daemon');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { mode: 0o700 });
+  process.env.PDB_ENV_DAEMON_DIR = dir;
+  const r = JSON.parse((await $`${PDB_ENV} daemon start --idle-timeout 900 --json`).stdout) as { pid: number };
+  console.log(`pdb-env daemon: pid ${r.pid}`);
+}
+
+/**
+ * Stop it; how many checkpoints it ran: every one the run took (`expected`), or the run fails. One it
+ * declined, or one that never reached it (no native client built), ran in a node process of its
+ * own: the timings would mix two paths.
+ */
+async function stopOwnDaemon(expected: number): Promise<number> {
+  const r = JSON.parse((await $`${PDB_ENV} daemon stop --json`).stdout) as { record: { served: number; declined: number } | null };
+  if (!r.record) throw new Error('the pdb-env daemon of this run was gone before its end: its checkpoints ran without it');
+  if (r.record.declined > 0)
+    throw new Error(`the pdb-env daemon declined ${r.record.declined} command(s) of this run: they ran without it`);
+  console.log(`pdb-env daemon: ran ${r.record.served} checkpoints`);
+  return r.record.served;
 }
 
 async function main(): Promise<void> {
@@ -365,7 +399,12 @@ async function main(): Promise<void> {
   const start = await startBenchReceipt(work, resolve(values.out));
   const store = join(work, 'store');
   rmSync(store, { recursive: true, force: true });
-  const pdb = (...args: string[]) => $`${PDB_ENV} ${args} --store ${store}`;
+  let checkpoints = 0;
+  const pdb = (...args: string[]) => {
+    if (args[0] === 'checkpoint') checkpoints++;
+    return $`${PDB_ENV} ${args} --store ${store}`;
+  };
+  if (daemon) await startOwnDaemon();
   await pdb('create', 'rhythm', '--from', tree, '--backend', backend);
   const root = (await pdb('path', 'rhythm')).stdout.trim();
   const git = await allTrackedCopy(tree, join(work, 'git-tree'));
@@ -431,7 +470,8 @@ async function main(): Promise<void> {
   await pdb('discard', 'rhythm', '--force');
   rmSync(git.dir, { recursive: true, force: true });
   rmSync(store, { recursive: true, force: true });
-  const file = await writeRhythmReceipt(start, parts, { what, entries, fs, scanner });
+  const daemonServed = daemon ? await stopOwnDaemon(checkpoints) : null;
+  const file = await writeRhythmReceipt(start, parts, { what, entries, fs, scanner, daemonServed });
   console.log(`receipt: ${file}`);
 }
 

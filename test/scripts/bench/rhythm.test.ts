@@ -3,14 +3,17 @@
 // rows, the 0-changed checkpoint and clean status rows, the bytes each turn added on both sides, the restore rows (each restore wrote one file
 // back), and the five goals, consistent with the samples as validate recomputes them.
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { benchReceiptInconsistencies } from '../../../harness/receipt/bench-consistency.js';
 import { readReceiptFile } from '../../../harness/receipt/envelope.js';
 import { validateAgainst } from '../../../model/schemas.js';
-import { REPO_ROOT, tempDir } from '../../helpers/index.js';
+import { REPO_ROOT, skipPart, tempDir } from '../../helpers/index.js';
+
+// The daemon's client: where it was not built, the bench runs --no-daemon.
+const client = existsSync(join(REPO_ROOT, 'native', 'build', 'Release', 'pdb-env-client'));
 
 test('two turns and two restore rounds on a generated tree: a valid receipt of checkpoint, git commit, git status and restore, with bytes per turn and the goals', () => {
   const t = tempDir();
@@ -30,6 +33,7 @@ test('two turns and two restore rounds on a generated tree: a valid receipt of c
         join(t.dir, 'work'),
         '--out',
         out,
+        ...(client ? [] : ['--no-daemon']),
       ],
       { encoding: 'utf8' },
     );
@@ -39,6 +43,9 @@ test('two turns and two restore rounds on a generated tree: a valid receipt of c
     const receipt = readReceiptFile(join(out, files[0]!)).document as any;
     assert.equal(validateAgainst('bench-receipt', receipt), []);
     assert.is(receipt.benchmark, 'rhythm');
+    // Every checkpoint went through the daemon: the first, two per turn, two per restore round.
+    if (client) assert.equal([receipt.params.daemon, receipt.params.daemonServed], [true, 1 + 2 * 2 + 2 * 2]);
+    else skipPart('the rhythm bench through the daemon', 'native-scan', 'native/build has no pdb-env-client (no compiler at install)');
     assert.equal(
       receipt.results.map((row: { name: string; n: number }) => `${row.name} (${row.n})`),
       [
