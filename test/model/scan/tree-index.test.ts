@@ -1,5 +1,6 @@
 // The tree index: what it stores, what it refuses to read, and git's racy-clean rule.
 import { writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { test } from 'uvu';
@@ -14,6 +15,7 @@ import {
   parseTreeIndex,
   racyWindowMs,
   readTreeIndex,
+  rememberVerifiedIndexes,
   serializeTreeIndex,
   statSignature,
   type TreeIndex,
@@ -151,6 +153,32 @@ test('serialize then parse is the identity on random trees', () => {
     }),
     { seed: 13, numRuns: 200 },
   );
+});
+
+// Last: it turns remembering on for this process (as the daemon does).
+test('remembered checksums (the daemon): an index damaged in place is still refused, however soon after a read', async () => {
+  rememberVerifiedIndexes();
+  const sig = statSignature({ ino: 7, size: 12, mtimeMs: 1.5, ctimeMs: 2.25, mode: 0o100644 });
+  const bytes = serializeTreeIndex(createTreeIndex(fields, entries, new Map([[entries[1]!.path, sig]])));
+  const damaged = Buffer.from(bytes);
+  damaged[damaged.length - 5] ^= 0x10; // the same size: only the bytes differ
+  const file = join(t.dir, 'remembered');
+  for (const settle of [0, RACY_WINDOW_MS + 50]) {
+    writeFileSync(file, bytes);
+    await sleep(settle);
+    assert.equal(readTreeIndex(file)?.entries, entries);
+    assert.equal(readTreeIndex(file)?.entries, entries, 'read again');
+    // In place (the same inode), at once: within the timestamps' granularity when not settled.
+    writeFileSync(file, damaged);
+    assert.is(readTreeIndex(file), null, `damaged after a read ${settle} ms after its write`);
+    // Again, and this time first read once the damage has settled too.
+    writeFileSync(file, bytes);
+    await sleep(settle);
+    assert.equal(readTreeIndex(file)?.entries, entries);
+    writeFileSync(file, damaged);
+    await sleep(RACY_WINDOW_MS + 50);
+    assert.is(readTreeIndex(file), null, `damaged after a read ${settle} ms after its write, read when settled`);
+  }
 });
 
 test.run();
