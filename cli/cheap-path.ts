@@ -9,7 +9,6 @@
 // paths (test/cli/cheap-path.test.ts holds them side by side). It prints with write(2) on fds 1
 // and 2, as nothing else in this process writes to stdout or stderr: no stdio stream is made.
 import { PdbError } from '../model/errors.js';
-import { rememberVerifiedIndexes } from '../model/scan/tree-index.js';
 import { COMMAND_MODULES } from './command-modules.js';
 import type { CheapCall } from './command-table.cjs';
 import type { CommandModuleExports } from './context.js';
@@ -38,7 +37,7 @@ export async function runCheap(call: CheapCall): Promise<number> {
  */
 export async function runCheapFor(call: CheapCall, client: { pid: number; sink: (fd: 1 | 2, text: string) => void }): Promise<number> {
   // The daemon reads the same session indexes again and again: their checksums once each.
-  rememberVerifiedIndexes();
+  (await import('../model/scan/tree-index.js')).rememberVerifiedIndexes();
   captureOutput(client.sink);
   try {
     return await forCaller(client.pid, () => runCheap(call));

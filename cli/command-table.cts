@@ -365,7 +365,7 @@ export const COMMANDS = {
     },
   },
   daemon: {
-    summary: 'a resident process that runs plain checkpoints for this user without a node start each time',
+    summary: 'a resident process that runs plain checkpoints and restores for this user without a node start each time',
     module: 'daemon',
     subcommands: {
       start: {

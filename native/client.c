@@ -1,4 +1,5 @@
-// pdb-env-client: the executable bin/pdb-env runs for `pdb-env checkpoint` where it was built. It
+// pdb-env-client: the executable bin/pdb-env runs for `pdb-env checkpoint` and `pdb-env restore`
+// where it was built. It
 // hands the command line to the resident pdb-env daemon of this user (`pdb-env daemon start`,
 // sessions/daemon/) over its Unix socket, and prints what the daemon answers; where there is no
 // daemon, or the daemon says "run it yourself", it becomes `node <pdb-env.cjs> ARGS` (execvp, the

@@ -48,6 +48,8 @@ const CHECKPOINT_INLINE = new Set([
   'sessions/service.js',
   'sessions/records/store-location.js',
   'sessions/lifecycle/checkpoint.js',
+  // the daemon's runCheapFor turns on its remembered index checksums (the bundle's own copy).
+  'model/scan/tree-index.js',
   // restore, the other cheap command: what it loads beyond a checkpoint.
   'cli/commands/history.js',
   'sessions/history/restore.js',

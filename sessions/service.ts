@@ -176,7 +176,7 @@ export class SessionService {
    * Make the session root exactly the Snapshot REF names (a checkpoint number, a digest prefix,
    * `base`), after a checkpoint of the tree as it was; crash-safe (gc finishes it).
    */
-  async restore(name: string, to: string, options: { onProgress?: ProgressFn } = {}): Promise<RestoreResult> {
+  async restore(name: string, to: string, options: { onProgress?: ProgressFn; caller?: number } = {}): Promise<RestoreResult> {
     return (await import('./history/restore.js')).restoreSession(this, name, to, options);
   }
 

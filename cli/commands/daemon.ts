@@ -1,5 +1,5 @@
 // `pdb-env daemon start | stop | status | run`: this user's resident process that runs plain
-// checkpoints for native/client.c (cli/daemon/server.ts says what it runs and what it declines).
+// checkpoints and restores for native/client.c (cli/daemon/server.ts says what it runs and what it declines).
 import { PdbError } from '../../model/errors.js';
 import type { CommandDefinitions, DefineCommand } from '../context.js';
 import { daemonFiles } from '../daemon/location.js';
@@ -19,9 +19,9 @@ const daemon: DefineCommand<'daemon'> = (cmd, _ctx, sub) => {
   cmd.addHelpText(
     'after',
     `
-A plain \`pdb-env checkpoint\` (bin/pdb-env, where the native client was built at install)
-is handed to this user's daemon when one runs, and answered by it: the same checkpoint,
-output and exit status, without starting node (tens of milliseconds). The daemon runs one
+A plain \`pdb-env checkpoint\` or \`pdb-env restore\` (bin/pdb-env, where the native client was
+built at install) is handed to this user's daemon when one runs, and answered by it: the same
+result, output and exit status, without starting node (tens of milliseconds). The daemon runs one
 command at a time, opens the store again for each, and declines what it cannot run exactly as
 the command would (another command, --help, another install or a newer build of this one, a
 PDB_ENV_* setting, HOME or an XDG directory of its own): the command then runs as without it.

@@ -6,6 +6,7 @@ import type { Checkpoint } from '../../sessions/service.js';
 import type { CheapCall } from '../command-table.cjs';
 import type { CommandDefinitions, DefineCommand } from '../context.js';
 import { openService } from '../open-service.js';
+import { requestCaller } from '../request.js';
 import { emit, short, table } from '../output.js';
 import { createProgressReporter } from '../progress-line.js';
 
@@ -65,7 +66,11 @@ Example:
 async function runRestore(given: string | undefined, o: CheapCall<'restore'>['options']): Promise<void> {
   const name = sessionName(given, 'restore');
   const progress = createProgressReporter({ json: o.json === true });
-  const r = await (await openService(o.store)).restore(name, o.to, { onProgress: progress.onProgress }).finally(progress.done);
+  const r = await (
+    await openService(o.store)
+  )
+    .restore(name, o.to, { onProgress: progress.onProgress, caller: requestCaller() })
+    .finally(progress.done);
   emit(
     o.json === true,
     r,

@@ -1,11 +1,12 @@
-// The pdb-env daemon: one resident process per user that runs plain `pdb-env checkpoint` calls
-// for native/client.c, so that a checkpoint does not pay for a node process's start (tens of
-// milliseconds: more than the walk of a 25,000-entry tree). It runs exactly the cheap path a
-// plain call runs (cli/cheap-path.ts, from the same checkpoint bundle), one command at a time,
-// with the client's working directory, PDB_ENV_STORE and PDB_ENV_SESSION, for the client's
+// The pdb-env daemon: one resident process per user that runs plain `pdb-env checkpoint` and
+// `pdb-env restore` calls for native/client.c, so that they do not pay for a node process's start
+// (tens of milliseconds: more than the walk of a 25,000-entry tree). It runs exactly the cheap
+// path a plain call runs (cli/cheap-path.ts, from the same checkpoint bundle), one command at a
+// time, with the client's working directory, PDB_ENV_STORE and PDB_ENV_SESSION, for the client's
 // process (its own run is tolerated as if it had called), and sends back what it prints and its
-// exit status. Nothing is kept from one command to the next: each opens its store again, so what
-// another process changed in the store meanwhile is seen.
+// exit status. Nothing is kept from one command to the next but which index files' checksums it
+// verified (model/scan/tree-index.ts): each command opens its store again, so what another
+// process changed in the store meanwhile is seen.
 //
 // It declines (the client then runs the command itself, as without a daemon) anything else: another
 // command or a call that is not plain, another install of pdb-env, a build of this one newer than
@@ -19,6 +20,9 @@ import { packageFile } from '../../model/paths.js';
 import { cheapCall } from '../command-table.cjs';
 import { daemonFiles, ensureDaemonDir, SOCKET_PATH_MAX, type DaemonFiles } from './location.js';
 import { exitFrame, frame, parseRequest, type DaemonRecord, type DaemonRequest, type RunCheapFor } from './protocol.js';
+
+/** The commands it runs: the cheap ones, which an agent loop calls between steps (checkpoint, and restore to take one back). */
+const SERVED = new Set<string>(['checkpoint', 'restore']);
 
 /** What a client's environment may set that the daemon takes over per command. */
 const PER_COMMAND = new Set(['PDB_ENV_STORE', 'PDB_ENV_SESSION']);
@@ -200,7 +204,7 @@ class Daemon {
         return;
       }
       const call = cheapCall(req.args);
-      if (!this.sameEntry(req.entry) || !call || call.name !== 'checkpoint' || environmentDiffers(req.env, process.env) !== null)
+      if (!this.sameEntry(req.entry) || !call || !SERVED.has(call.name) || environmentDiffers(req.env, process.env) !== null)
         return this.decline(sock);
       try {
         process.chdir(req.cwd);

@@ -15,16 +15,13 @@
 // median of the per-round ratios R/C, as every ratio of these receipts). A checkpoint follows each
 // restore, so the next round's C starts from a recorded tree; it has its own row, outside the goal.
 //
-// Checkpoints go through bin/pdb-env as a user runs them, with this user's pdb-env daemon running
-// (`pdb-env daemon start`, its own directory under --work): the native client hands each plain
-// checkpoint to it, so no node process starts per checkpoint. The receipt records how many it ran
-// and fails if it declined any (those would be timings of another path). --no-daemon measures
-// without it.
+// Checkpoints and restores go through bin/pdb-env as a user runs them, handed to the run's own
+// pdb-env daemon (bench-daemon.ts: the run fails unless it ran every one); --no-daemon without it.
 //
 // The tree: --pnpm-fixture DIR (the pinned pnpm monorepo, installed into DIR once: what the lead
 // runs), --tree DIR (any tree; not written to), or --generated N (a node_modules-shaped tree of N
 // files, scripts/bench/cow-tree.ts, for a quick functional run without a network).
-import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -36,7 +33,8 @@ import { scannerInfo } from '../../model/scan/scanner.js';
 import { PDB_ENV, allTrackedCopy, ensurePnpmMonorepo } from './baselines.js';
 import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchGoal, type BenchRow, type BenchStart } from './bench-receipt.js';
 import { generateTree } from './cow-tree.js';
-import { countEntries } from './user-path.js';
+import { startOwnDaemon } from './bench-daemon.js';
+import { bytesUnder, countEntries, regularFiles } from './user-path.js';
 import { formatDuration, median, scriptArgs } from '../lib.js';
 
 const USAGE =
@@ -75,36 +73,6 @@ async function chooseTree(): Promise<{ tree: string; what: string }> {
   const dir = resolve(values['pnpm-fixture'] ?? join(work, 'pnpm-monorepo'));
   console.log('the pinned pnpm monorepo fixture (installed once)');
   return { tree: await ensurePnpmMonorepo(dir, work), what: 'the pinned pnpm monorepo fixture' };
-}
-
-/** Apparent bytes of the files under `dir` (what a copy of it would hold), skipping directories named in `skip`. */
-function bytesUnder(dir: string, skip: ReadonlySet<string> = new Set()): number {
-  let n = 0;
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (skip.has(p)) continue;
-      if (e.isDirectory()) walk(p);
-      else if (e.isFile()) n += statSync(p).size;
-    }
-  };
-  if (existsSync(dir)) walk(dir);
-  return n;
-}
-
-/** Regular files of the tree by relative path (sorted, .git left out): what the turns edit. */
-function regularFiles(root: string): string[] {
-  const out: string[] = [];
-  const walk = (rel: string) => {
-    for (const e of readdirSync(join(root, rel), { withFileTypes: true })) {
-      const p = rel ? `${rel}/${e.name}` : e.name;
-      if (p === '.git') continue;
-      if (e.isDirectory()) walk(p);
-      else if (e.isFile()) out.push(p);
-    }
-  };
-  walk('');
-  return out.sort();
 }
 
 /** One turn's edits, the same bytes in both trees: mostly a line appended, one edit in ten a new file beside the chosen one. */
@@ -365,28 +333,14 @@ async function writeRhythmReceipt(
   });
 }
 
-/** This run's own daemon, in a directory of its own under --work (every pdb-env the run starts finds it there). */
-async function startOwnDaemon(): Promise<void> {
-  const dir = join(work, 'daemon');
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { mode: 0o700 });
-  process.env.PDB_ENV_DAEMON_DIR = dir;
-  const r = JSON.parse((await $`${PDB_ENV} daemon start --idle-timeout 900 --json`).stdout) as { pid: number };
-  console.log(`pdb-env daemon: pid ${r.pid}`);
-}
-
-/**
- * Stop it; how many checkpoints it ran: every one the run took (`expected`), or the run fails. One it
- * declined, or one that never reached it (no native client built), ran in a node process of its
- * own: the timings would mix two paths.
- */
-async function stopOwnDaemon(expected: number): Promise<number> {
-  const r = JSON.parse((await $`${PDB_ENV} daemon stop --json`).stdout) as { record: { served: number; declined: number } | null };
-  if (!r.record) throw new Error('the pdb-env daemon of this run was gone before its end: its checkpoints ran without it');
-  if (r.record.declined > 0)
-    throw new Error(`the pdb-env daemon declined ${r.record.declined} command(s) of this run: they ran without it`);
-  console.log(`pdb-env daemon: ran ${r.record.served} checkpoints`);
-  return r.record.served;
+/** Both timed, the first first on even turns and second on odd ones, so machine noise does not favour one side. */
+async function alternately(turn: number, a: () => Promise<unknown>, b: () => Promise<unknown>): Promise<[number, number]> {
+  if (turn % 2 === 0) {
+    const ta = await timed(a);
+    return [ta, await timed(b)];
+  }
+  const tb = await timed(b);
+  return [await timed(a), tb];
 }
 
 async function main(): Promise<void> {
@@ -399,12 +353,11 @@ async function main(): Promise<void> {
   const start = await startBenchReceipt(work, resolve(values.out));
   const store = join(work, 'store');
   rmSync(store, { recursive: true, force: true });
-  let checkpoints = 0;
+  const own = daemon ? await startOwnDaemon(work) : null;
   const pdb = (...args: string[]) => {
-    if (args[0] === 'checkpoint') checkpoints++;
+    own?.count(args[0]!);
     return $`${PDB_ENV} ${args} --store ${store}`;
   };
-  if (daemon) await startOwnDaemon();
   await pdb('create', 'rhythm', '--from', tree, '--backend', backend);
   const root = (await pdb('path', 'rhythm')).stdout.trim();
   const git = await allTrackedCopy(tree, join(work, 'git-tree'));
@@ -427,28 +380,19 @@ async function main(): Promise<void> {
     const edit = editTurn(turn, count, files, rand, [root, git.dir]);
     const statusMs = await timed(() => git.status());
     const [store0, meta0, git0] = [bytesUnder(objects), meta(), bytesUnder(join(git.dir, '.git', 'objects'))];
-    // Which of the two goes first alternates, so machine noise does not favour one side.
-    let checkpointMs = 0;
-    let commitMs = 0;
-    if (turn % 2 === 0) {
-      checkpointMs = await timed(() => pdb('checkpoint', 'rhythm'));
-      commitMs = await timed(() => commit(turn));
-    } else {
-      commitMs = await timed(() => commit(turn));
-      checkpointMs = await timed(() => pdb('checkpoint', 'rhythm'));
-    }
+    const [checkpointMs, commitMs] = await alternately(
+      turn,
+      () => pdb('checkpoint', 'rhythm'),
+      () => commit(turn),
+    );
     const storeBytes = bytesUnder(objects) - store0;
     const [metaBytes, gitBytes] = [meta() - meta0, bytesUnder(join(git.dir, '.git', 'objects')) - git0];
-    // Nothing changed since: a checkpoint (the issue's 0-changed case) and git status of the clean copy, alternating.
-    let zeroMs = 0;
-    let cleanStatusMs = 0;
-    if (turn % 2 === 0) {
-      zeroMs = await timed(() => pdb('checkpoint', 'rhythm'));
-      cleanStatusMs = await timed(() => git.status());
-    } else {
-      cleanStatusMs = await timed(() => git.status());
-      zeroMs = await timed(() => pdb('checkpoint', 'rhythm'));
-    }
+    // Nothing changed since: a checkpoint (the issue's 0-changed case) and git status of the clean copy.
+    const [zeroMs, cleanStatusMs] = await alternately(
+      turn,
+      () => pdb('checkpoint', 'rhythm'),
+      () => git.status(),
+    );
     done.push({
       files: edit.paths.length,
       fileBytes: edit.bytes,
@@ -470,7 +414,7 @@ async function main(): Promise<void> {
   await pdb('discard', 'rhythm', '--force');
   rmSync(git.dir, { recursive: true, force: true });
   rmSync(store, { recursive: true, force: true });
-  const daemonServed = daemon ? await stopOwnDaemon(checkpoints) : null;
+  const daemonServed = own ? await own.stop() : null;
   const file = await writeRhythmReceipt(start, parts, { what, entries, fs, scanner, daemonServed });
   console.log(`receipt: ${file}`);
 }

@@ -18,7 +18,7 @@
 // would charge one side of each pair for the round before (docs/evidence.md).
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, mkdirSync, readdirSync, rmSync, statSync, statfsSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, statfsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -355,4 +355,34 @@ export function countEntries(root: string): number {
   };
   if (statSync(root).isDirectory()) walk(root);
   return n;
+}
+
+/** Apparent bytes of the files under `dir` (what a copy of it would hold), skipping directories named in `skip`. */
+export function bytesUnder(dir: string, skip: ReadonlySet<string> = new Set()): number {
+  let n = 0;
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (skip.has(p)) continue;
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) n += statSync(p).size;
+    }
+  };
+  if (existsSync(dir)) walk(dir);
+  return n;
+}
+
+/** Regular files of the tree by relative path (sorted, .git left out): what the turns edit. */
+export function regularFiles(root: string): string[] {
+  const out: string[] = [];
+  const walk = (rel: string) => {
+    for (const e of readdirSync(join(root, rel), { withFileTypes: true })) {
+      const p = rel ? `${rel}/${e.name}` : e.name;
+      if (p === '.git') continue;
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) out.push(p);
+    }
+  };
+  walk('');
+  return out.sort();
 }

@@ -56,13 +56,14 @@ export async function restoreSession(
   ctx: StoreContext,
   name: string,
   to: string,
-  options: { onProgress?: ProgressFn } = {},
+  options: { onProgress?: ProgressFn; caller?: number } = {},
 ): Promise<RestoreResult> {
   const s = await resumeSession(ctx, name);
   const ref = await resolveRef(ctx, name, to);
   assertInHistory(ctx, name, ref); // a collected target is refused before anything is taken
-  // As a checkpoint: from inside the session's own run or enter, that run does not block it.
-  const caller = ownCaller(ctx, name);
+  // As a checkpoint: from inside the session's own run or enter, that run does not block it (the
+  // daemon's client's run, for a restore the daemon runs: CheckpointOptions.caller).
+  const caller = ownCaller(ctx, name, options.caller);
   const op = await openOperation(ctx, {
     session: { name, dir: s.dir },
     lease: { kind: 'exclusive', purpose: `restore to ${to}`, tolerate: caller.tolerate },

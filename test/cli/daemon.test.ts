@@ -1,5 +1,5 @@
 // The pdb-env daemon (cli/daemon/) and its native client (native/client.c, run by bin/pdb-env for
-// a checkpoint): a plain checkpoint is run by the daemon with the same output and exit status as
+// a checkpoint or a restore): a plain checkpoint is run by the daemon with the same output and exit status as
 // without it, for the client's process (its own run tolerated); anything it cannot run exactly as
 // the command would is declined and run by the client itself; no daemon, a dead one, an unsafe
 // directory or a new build never make a checkpoint fail.
@@ -128,6 +128,11 @@ test('a daemon runs plain checkpoints with the same output and status, and decli
   assert.is(bin(['checkpoint', '--store', 'store'], { ...env, PDB_ENV_SESSION: 's' }, t.dir).code, 0);
   assert.is(status(dir).record!.served, 4);
   assert.is(status(dir).record!.declined, 0);
+  // A restore, the other command an agent loop runs between steps: the file as the first checkpoint had it.
+  const back = bin(['restore', 's', '--to', '1', '--store', store, '--json'], env);
+  assert.is(back.code, 0, back.stderr);
+  assert.is(readFileSync(join(root, 'a.txt'), 'utf8'), 'a\n');
+  assert.is(status(dir).record!.served, 5);
 
   // Declined, then run by the client itself: --help, a PDB_ENV_* setting, another HOME.
   assert.match(bin(['checkpoint', '--help'], env).stdout, /Usage: pdb-env checkpoint/);
@@ -135,7 +140,7 @@ test('a daemon runs plain checkpoints with the same output and status, and decli
   assert.is(js.code, 0, js.stderr);
   assert.is(JSON.parse(js.stdout).scanner, 'js', 'the setting took effect: the client ran it');
   assert.is(bin(['checkpoint', 's', '--store', store], { ...env, HOME: t.dir }).code, 0);
-  assert.equal([status(dir).record!.served, status(dir).record!.declined], [4, 3]);
+  assert.equal([status(dir).record!.served, status(dir).record!.declined], [5, 3]);
 
   assert.is(cli(['daemon', 'stop'], { env }).code, 0);
   assert.not.ok(status(dir).running);

@@ -43,8 +43,8 @@ test('two turns and two restore rounds on a generated tree: a valid receipt of c
     const receipt = readReceiptFile(join(out, files[0]!)).document as any;
     assert.equal(validateAgainst('bench-receipt', receipt), []);
     assert.is(receipt.benchmark, 'rhythm');
-    // Every checkpoint went through the daemon: the first, two per turn, two per restore round.
-    if (client) assert.equal([receipt.params.daemon, receipt.params.daemonServed], [true, 1 + 2 * 2 + 2 * 2]);
+    // Every checkpoint and restore went through the daemon: the first checkpoint, two per turn, three per restore round.
+    if (client) assert.equal([receipt.params.daemon, receipt.params.daemonServed], [true, 1 + 2 * 2 + 3 * 2]);
     else skipPart('the rhythm bench through the daemon', 'native-scan', 'native/build has no pdb-env-client (no compiler at install)');
     assert.equal(
       receipt.results.map((row: { name: string; n: number }) => `${row.name} (${row.n})`),

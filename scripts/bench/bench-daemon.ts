@@ -1,0 +1,46 @@
+// A benchmark's own pdb-env daemon (cli/daemon/): started in a directory of its own under the
+// benchmark's work directory (every pdb-env the run starts finds it through PDB_ENV_DAEMON_DIR),
+// stopped at the end with a count of what it ran, which must be every command the run handed it:
+// one it declined, or one that never reached it (no native client built), ran in a node process of
+// its own, and the timings would mix two paths.
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { $ as zx } from 'zx';
+import { PDB_ENV } from './baselines.js';
+
+const $ = zx({ verbose: false, quiet: true });
+/** The commands the daemon runs (cli/daemon/server.ts SERVED). */
+const SERVED = new Set(['checkpoint', 'restore']);
+
+export interface OwnDaemon {
+  /** Note a pdb-env command the run starts (those the daemon runs are counted). */
+  count(command: string): void;
+  /** Stop it; how many commands it ran (all of those counted, or this throws). */
+  stop(): Promise<number>;
+}
+
+export async function startOwnDaemon(work: string): Promise<OwnDaemon> {
+  const dir = join(work, 'daemon');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  process.env.PDB_ENV_DAEMON_DIR = dir;
+  const r = JSON.parse((await $`${PDB_ENV} daemon start --idle-timeout 900 --json`).stdout) as { pid: number };
+  console.log(`pdb-env daemon: pid ${r.pid}`);
+  let expected = 0;
+  return {
+    count: (command) => {
+      if (SERVED.has(command)) expected++;
+    },
+    stop: async () => {
+      const s = JSON.parse((await $`${PDB_ENV} daemon stop --json`).stdout) as { record: { served: number; declined: number } | null };
+      delete process.env.PDB_ENV_DAEMON_DIR;
+      if (!s.record) throw new Error("this run's pdb-env daemon was gone before its end: its commands ran without it");
+      if (s.record.declined > 0 || s.record.served !== expected)
+        throw new Error(
+          `this run's pdb-env daemon ran ${s.record.served} of its ${expected} checkpoints and restores (declined ${s.record.declined}): the others ran without it (no native/build/Release/pdb-env-client? --no-daemon measures without it)`,
+        );
+      console.log(`pdb-env daemon: ran ${s.record.served} checkpoints and restores`);
+      return s.record.served;
+    },
+  };
+}
