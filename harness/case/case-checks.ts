@@ -7,16 +7,8 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Digest } from '../../model/canonical-json.js';
 import type { IndexColumns } from '../../model/scan/index-columns.js';
-import { scanTree, walkTree, type Walk } from '../../model/scan/scan.js';
-import {
-  comparePaths,
-  createSnapshot,
-  snapshotDigest,
-  totalMismatches,
-  type Entry,
-  type MismatchCounts,
-  type Snapshot,
-} from '../../model/snapshot.js';
+import { scanTree, walkEntries } from '../../model/scan/scan.js';
+import { createSnapshot, snapshotDigest, totalMismatches, type Entry, type MismatchCounts, type Snapshot } from '../../model/snapshot.js';
 import type { SessionService } from '../../sessions/service.js';
 import type { StepContext, Workload } from '../../workloads/types.js';
 import { scrubText } from '../../model/scrub.js';
@@ -98,7 +90,7 @@ export function treeCheck(
  * ignored files) shows here, before its steps fail for want of the files it dropped.
  */
 export async function createdTreeCheck(root: string, base: BaseInfo): Promise<CheckRecord> {
-  const d = compareTrees(baseEntries(base), walkedEntries(walkTree(root, { excludes: base.excludes })), MAX_CHECK_PATHS, {
+  const d = compareTrees(baseEntries(base), walkEntries(root, { excludes: base.excludes }), MAX_CHECK_PATHS, {
     contents: false,
   });
   return {
@@ -111,28 +103,6 @@ export async function createdTreeCheck(root: string, base: BaseInfo): Promise<Ch
     reference: null,
     detail: d.mismatches === 0 ? null : `the new session differs from its base in ${d.mismatches} entries before any step ran`,
   };
-}
-
-/** A walk's directories, files and links (each list sorted) merged into one stream in contract order, an entry at a time. */
-function* walkedEntries({ dirs, files, links }: Walk): Generator<Entry> {
-  let [d, f, l] = [0, 0, 0];
-  const path = (i: number, list: ReadonlyArray<string | { path: string }>) => {
-    const x = list[i];
-    return x === undefined ? null : typeof x === 'string' ? x : x.path;
-  };
-  const first = (a: string | null, b: string | null) => a !== null && (b === null || comparePaths(a, b) < 0);
-  for (;;) {
-    const [pd, pf, pl] = [path(d, dirs), path(f, files), path(l, links)];
-    if (pd === null && pf === null && pl === null) return;
-    if (first(pd, pf) && first(pd, pl)) yield { path: dirs[d++]!, kind: 'dir' };
-    else if (first(pf, pl)) {
-      const file = files[f++]!;
-      yield { path: file.path, kind: 'file', digest: 'sha256:', size: file.size, exec: file.exec };
-    } else {
-      const link = links[l++]!;
-      yield { path: link.path, kind: 'symlink', target: link.target };
-    }
-  }
 }
 
 /** The digest of a projected result, as recorded in `oracleSnapshot`. */
