@@ -57,8 +57,8 @@ export function comparePaths(a: string, b: string): number {
 }
 
 export function sortEntries<T extends { path: string }>(entries: T[]): T[] {
-  // comparePaths encodes nothing below U+D800: a Buffer key per path was about 60 MB at 268,753
-  // entries, and sorting them took 3x as long.
+  // comparePaths encodes nothing below U+D800: a Buffer key per path was 23 MB at 268,753 entries,
+  // and sorting the walk's order with them took 3x as long.
   return entries.slice().sort((x, y) => comparePaths(x.path, y.path));
 }
 

@@ -136,7 +136,7 @@ export function walkTree(root: string, options: Pick<ScanOptions, 'excludes' | '
 
 /**
  * A stat walk's entries in contract order, made one at a time: nothing hashed (a file's digest is
- * "sha256:"), and no absolute path, signature or list per kind as walkTree's (100 MB at 268,753 entries).
+ * "sha256:"), no absolute path, signature or list per kind (268,753 entries: walkTree 242 MB, this 83).
  */
 export function* walkEntries(root: string, options: Pick<ScanOptions, 'excludes' | 'excludeAbsolute'>): Generator<Entry> {
   const ex = exclusion(root, options.excludes, options.excludeAbsolute);
