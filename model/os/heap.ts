@@ -37,7 +37,7 @@ export function collectAbove(bytes: number): void {
  * collection (its own factor goes up to 4x for a program that allocates fast). For a process that
  * makes and drops whole-tree structures one after another (the harness: each scan an object per
  * entry), that garbage is otherwise RSS: four rounds of a scan and a comparison of 268,753 entries
- * peaked at 389-421 MB, and at 307-317 MB with 30 (functional run, not evidence). False where the
+ * peaked at 292-421 MB, and at 265-317 MB with 30 (functional run, not evidence). False where the
  * flag cannot be set.
  */
 export function boundHeapGrowth(percent: number): boolean {

@@ -1,7 +1,7 @@
 // model/os/remove-tree.ts: a tree removed as `rm -rf` removes it (links unlinked, never followed; a
 // missing path no error), with memory that does not grow with the tree (issue 38: Node 20's
-// recursive fs.promises.rm put every entry of a 268,753-entry session in flight at once, about
-// 400 MB of heap in the harness's discard).
+// recursive fs.promises.rm put every entry of a 268,753-entry session in flight at once: the
+// harness's discard grew its heap by about 200 MB, its RSS by 325 MB).
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
