@@ -22,6 +22,7 @@ import { runBlocks } from './block-runner.js';
 import { createCaseProcessRegistry } from './case/processes.js';
 import { hostFingerprint } from './receipt/host.js';
 import { createHarnessMemoryLog, createHeapSettler, createRssProbe } from './case/memory.js';
+import { boundHeapGrowth } from '../model/os/heap.js';
 import { checkPlan, planDigest, type Plan } from './plan/plan.js';
 import { requirePlanVars } from './plan/plan-vars.js';
 import { provenanceOf, readBuildState, readCheckoutState, staleBuildError } from './receipt/provenance.js';
@@ -60,6 +61,8 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
   const dirs = await makeRunDirs(header.runId, parent, header);
   journal.writeHeader({ ...header, ...dirs, vars, attempts: header.attempts + (options.resume ? 1 : 0) });
 
+  // The run's own memory is a goal (issue 38): garbage between full collections is kept to 30% of what is live.
+  boundHeapGrowth(30);
   const settler = createHeapSettler();
   const rss = createRssProbe({ beforeReset: settler.settle });
   const run: BenchRun = {

@@ -7,20 +7,12 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Digest } from '../../model/canonical-json.js';
 import type { IndexColumns } from '../../model/scan/index-columns.js';
-import { scanTree, walkTree, type Walk } from '../../model/scan/scan.js';
-import {
-  comparePaths,
-  createSnapshot,
-  snapshotDigest,
-  totalMismatches,
-  type Entry,
-  type MismatchCounts,
-  type Snapshot,
-} from '../../model/snapshot.js';
+import { scanTree, walkEntries } from '../../model/scan/scan.js';
+import { createSnapshot, snapshotDigest, totalMismatches, type Entry, type MismatchCounts, type Snapshot } from '../../model/snapshot.js';
 import type { SessionService } from '../../sessions/service.js';
 import type { StepContext, Workload } from '../../workloads/types.js';
 import { scrubText } from '../../model/scrub.js';
-import { oracleScopeOf, type OracleTree } from './oracle-tree.js';
+import { oracleScopeOf, type KeptOracleTree } from './oracle-tree.js';
 import type { CheckRecord, CheckReference, FailureRecord, ProjectionRecord } from '../receipt/receipt-types.js';
 import { columnEntries, compareTrees } from './tree-compare.js';
 
@@ -98,7 +90,7 @@ export function treeCheck(
  * ignored files) shows here, before its steps fail for want of the files it dropped.
  */
 export async function createdTreeCheck(root: string, base: BaseInfo): Promise<CheckRecord> {
-  const d = compareTrees(baseEntries(base), walkedEntries(walkTree(root, { excludes: base.excludes })), MAX_CHECK_PATHS, {
+  const d = compareTrees(baseEntries(base), walkEntries(root, { excludes: base.excludes }), MAX_CHECK_PATHS, {
     contents: false,
   });
   return {
@@ -111,28 +103,6 @@ export async function createdTreeCheck(root: string, base: BaseInfo): Promise<Ch
     reference: null,
     detail: d.mismatches === 0 ? null : `the new session differs from its base in ${d.mismatches} entries before any step ran`,
   };
-}
-
-/** A walk's directories, files and links (each list sorted) merged into one stream in contract order, an entry at a time. */
-function* walkedEntries({ dirs, files, links }: Walk): Generator<Entry> {
-  let [d, f, l] = [0, 0, 0];
-  const path = (i: number, list: ReadonlyArray<string | { path: string }>) => {
-    const x = list[i];
-    return x === undefined ? null : typeof x === 'string' ? x : x.path;
-  };
-  const first = (a: string | null, b: string | null) => a !== null && (b === null || comparePaths(a, b) < 0);
-  for (;;) {
-    const [pd, pf, pl] = [path(d, dirs), path(f, files), path(l, links)];
-    if (pd === null && pf === null && pl === null) return;
-    if (first(pd, pf) && first(pd, pl)) yield { path: dirs[d++]!, kind: 'dir' };
-    else if (first(pf, pl)) {
-      const file = files[f++]!;
-      yield { path: file.path, kind: 'file', digest: 'sha256:', size: file.size, exec: file.exec };
-    } else {
-      const link = links[l++]!;
-      yield { path: link.path, kind: 'symlink', target: link.target };
-    }
-  }
 }
 
 /** The digest of a projected result, as recorded in `oracleSnapshot`. */
@@ -164,6 +134,7 @@ export async function baseUnchangedCheck(env: CheckEnv, sourceDir: string, base:
   const counts: MismatchCounts = { content: 0, mode: 0, symlink: 0, missing: 0, extra: 0, kind: 0 };
   const compare = async (label: string, dir: string) => {
     const scan = await scanTree(dir, { excludes: base.excludes, excludeAbsolute: [env.storeDir] });
+    scan.release(); // its walk, an object per entry, before the comparisons make theirs
     // The scan's rows are compared as a stream: its entries are made (and kept) only for a location that changed.
     const scanned = () => columnEntries(scan.columns());
     const key = `${base.digest} ${dir}`;
@@ -213,6 +184,7 @@ export async function baseUnchangedCheck(env: CheckEnv, sourceDir: string, base:
  */
 export async function scanAgainstBase(root: string, base: BaseInfo): Promise<Entry[] | null> {
   const scan = await scanTree(root, { excludes: base.excludes });
+  scan.release();
   return compareTrees(baseEntries(base), columnEntries(scan.columns()), 0).mismatches === 0 ? null : scan.entries;
 }
 
@@ -226,6 +198,7 @@ export async function siblingCheck(env: CheckEnv, sibling: SiblingInfo | null, b
       scrubText(`the block's ${sibling.backend} sibling could not be made: ${sibling.failure.code}`),
     );
   const now = await scanTree(env.svc.sessionRoot(sibling.name), { excludes: base.excludes });
+  now.release();
   return treeCheck(
     'sibling-unchanged',
     sibling.entries ?? baseEntries(base),
@@ -248,8 +221,8 @@ export interface VerifyInput {
   sessions: string[];
   /** The checkpoint of the session under test. */
   resultSnapshot: Digest;
-  /** The oracle's tree of the session under test, read from its bytes. */
-  tree: OracleTree;
+  /** The oracle's tree of the session under test, read from its bytes (kept in a file, streamed back). */
+  tree: KeptOracleTree;
   ctx(): StepContext;
 }
 
@@ -307,11 +280,19 @@ function expectedCheck(v: VerifyInput): CheckRecord {
   const names = new Set(include.filter((x) => !x.includes('/')));
   const paths = new Set(include.filter((x) => x.includes('/')));
   const added = (parts: string[], i: number) => names.has(parts[i]!) || paths.has(parts.slice(0, i + 1).join('/'));
-  const source = include.length ? v.tree.entries.filter((e) => !e.path.split('/').some((_, i, parts) => added(parts, i))) : v.tree.entries;
-  const files = source.reduce((n, e) => n + (e.kind === 'file' ? 1 : 0), 0);
+  let files = 0;
+  // The kept tree streamed, the scope's additions left out and the files counted as the comparison reads it.
+  function* source(): Generator<Entry> {
+    for (const e of v.tree.entries()) {
+      if (include.length && e.path.split('/').some((_, i, parts) => added(parts, i))) continue;
+      if (e.kind === 'file') files++;
+      yield e;
+    }
+  }
+  const check = treeCheck('expected', v.expected!, source(), 'the result (vs the precomputed expectation)');
   const hashed = v.tree.filesHashed === v.tree.files ? files : Math.min(files, v.tree.filesHashed);
   return {
-    ...treeCheck('expected', v.expected!, source, 'the result (vs the precomputed expectation)'),
+    ...check,
     files: { case: files, reference: null },
     filesHashed: { case: hashed, reference: null },
     scope: ['source'],

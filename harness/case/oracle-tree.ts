@@ -70,12 +70,17 @@ export async function scanOracleTree(
   const { scope, include, rootPathFiles } = oracleScopeOf(workload, params);
   const excludes = baseExcludes.filter((x) => !include.includes(x));
   const scan = await scanTree(root, { excludes, excludeAbsolute: [storeDir] });
+  // Counted, not derived: a projected file counts as hashed when the scan's reader digested its
+  // bytes. When it digested every file no set of their paths is needed, and the walk goes before
+  // the entries are made (each an object per row: two trees' worth at once otherwise).
+  const all = scan.filesHashed === scan.files;
+  const wasHashed = all ? () => true : scan.wasHashed;
+  if (all) scan.release();
   const entries = rootPathFiles?.length ? withRootPathReplaced(root, scan.entries, rootPathFiles) : scan.entries;
   const projected = projectResult(workload, params, entries);
   const files = countFiles(projected.entries);
-  // Counted, not derived: a projected file counts as hashed when the scan's reader digested its bytes.
   let filesHashed = 0;
-  for (const e of projected.entries) if (e.kind === 'file' && scan.wasHashed(e.path)) filesHashed++;
+  for (const e of projected.entries) if (e.kind === 'file' && wasHashed(e.path)) filesHashed++;
   return { entries: projected.entries, files, filesHashed, scope: [...scope], projection: projected.record };
 }
 

@@ -259,7 +259,8 @@ async function caseBody(run: CaseRun): Promise<void> {
     const kept = keepOracleTree(env.oracleDir, input.scheduled.id, value, base);
     run.oracleTree = kept.read;
     run.projectedSnapshot = kept.projectedSnapshot;
-    return { value };
+    // The checks read the tree back from its file: its entries are not held through their scans.
+    return { value: kept.read() };
   });
   await timer.run('verify', null, async () => {
     const v = {

@@ -134,6 +134,20 @@ export function walkTree(root: string, options: Pick<ScanOptions, 'excludes' | '
   return walk;
 }
 
+/**
+ * A stat walk's entries in contract order, made one at a time: nothing hashed (a file's digest is
+ * "sha256:"), no absolute path, signature or list per kind (268,753 entries: walkTree 242 MB, this 83).
+ */
+export function* walkEntries(root: string, options: Pick<ScanOptions, 'excludes' | 'excludeAbsolute'>): Generator<Entry> {
+  const ex = exclusion(root, options.excludes, options.excludeAbsolute);
+  const raw = rawWalk({ root, excludeNames: ex.names, excludePaths: ex.paths, index: null, dirRule: false });
+  for (const t of sortEntries(raw.touched)) {
+    if (t.kind === KIND_DIR) yield { path: t.path, kind: 'dir' };
+    else if (t.kind === KIND_LINK) yield { path: t.path, kind: 'symlink', target: t.target! };
+    else yield { path: t.path, kind: 'file', digest: 'sha256:' as Digest, size: t.size, exec: (t.mode & 0o111) !== 0 };
+  }
+}
+
 export interface ScanOptions {
   excludes: string[];
   /** Absolute paths inside the root to leave out (the store when it sits inside the source). */

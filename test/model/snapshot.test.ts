@@ -12,6 +12,7 @@ import {
   diffEntries,
   diffThroughBase,
   snapshotDigest,
+  sortEntries,
   withSnapshotBase,
   type Entry,
 } from '../../model/snapshot.js';
@@ -56,6 +57,28 @@ test('comparePaths orders any two strings as their UTF-8 bytes do, surrogates an
       );
     }),
     { numRuns: 3000 },
+  );
+});
+
+test('sortEntries orders paths by their UTF-8 bytes, leaves its input as it was, and keeps the objects', () => {
+  const unit = fc.constantFrom('a', 'b', '/', '-', '\u00e9', '\ud7ff', '\ue000', '\uff5e', '\u{1F600}', '\u{10FFFF}');
+  const path = fc.array(unit, { minLength: 1, maxLength: 6 }).map((u) => u.join(''));
+  fc.assert(
+    fc.property(fc.uniqueArray(path), (paths) => {
+      const entries = paths.map((p) => ({ path: p }));
+      const sorted = sortEntries(entries);
+      assert.equal(
+        entries.map((e) => e.path),
+        paths,
+      );
+      const bytes = [...paths].sort((a, b) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8')));
+      assert.equal(
+        sorted.map((e) => e.path),
+        bytes,
+      );
+      assert.ok(sorted.every((e) => entries.includes(e)));
+    }),
+    { numRuns: 500 },
   );
 });
 

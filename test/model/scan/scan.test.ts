@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { isPdbError } from '../../../model/errors.js';
 import { ObjectStore } from '../../../model/store/object-store.js';
-import { readSourceConfig, scanTree } from '../../../model/scan/scan.js';
+import { readSourceConfig, scanTree, walkEntries } from '../../../model/scan/scan.js';
 import { createTreeIndex } from '../../../model/scan/tree-index.js';
 import type { FsPool } from '../../../model/scan/fs-pool.js';
 import { createSnapshot, snapshotDigest } from '../../../model/snapshot.js';
@@ -43,6 +43,29 @@ test('administrative roots and pdb-env.json excludes are left out; excludes chan
   assert.equal(
     entries.map((e) => e.path),
     ['pdb-env.json', 'sub', 'sub/keep'],
+  );
+});
+
+test("walkEntries gives the scan's entries in contract order, one at a time, with no file hashed", async () => {
+  const src = join(t.dir, 'src-walk');
+  writeTree(src, {
+    'a.txt': 'hello',
+    'a-b': { x: 'xx' },
+    a: { '\u00e9t\u00e9': 'e', '\u{1F600}': 'smile', z: { content: '#!/bin/sh\n', exec: true } },
+    link: { link: 'a.txt' },
+    node_modules: { p: 'x' },
+    keep: { store: { obj: 'o' }, k: 'k' },
+    empty: {},
+  });
+  const options = { excludes: ['node_modules'], excludeAbsolute: [join(src, 'keep/store')] };
+  const scanned = (await scanTree(src, options)).entries.map((e) => (e.kind === 'file' ? { ...e, digest: 'sha256:' } : e));
+  const walk = walkEntries(src, options);
+  assert.not.ok(Array.isArray(walk));
+  const walked = [...walk];
+  assert.equal(walked, scanned);
+  assert.equal(
+    walked.map((e) => e.path),
+    ['a', 'a-b', 'a-b/x', 'a.txt', 'a/z', 'a/\u00e9t\u00e9', 'a/\u{1F600}', 'empty', 'keep', 'keep/k', 'link'],
   );
 });
 
