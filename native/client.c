@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@ static void fallback(void) {
   argv[0] = "node";
   argv[1] = (char *)entry;
   for (int i = 0; i < nargs; i++) argv[i + 2] = args[i];
+  signal(SIGPIPE, SIG_DFL); // as bin/pdb-env would have started node (main ignores it while it talks)
   execvp("node", argv);
   fprintf(stderr, "pdb-env: cannot run node: %s\n", strerror(errno));
   _exit(127);
@@ -113,6 +115,9 @@ int main(int argc, char **argv) {
   if (socketPath(addr.sun_path, sizeof addr.sun_path) != 0) fallback();
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) fallback();
+  // A daemon that closes the connection, or a reader of our output that went away, is an error
+  // return (EPIPE), not the end of this process: output.ts's rule, which node follows too.
+  signal(SIGPIPE, SIG_IGN);
 
   char num[32], cwd[PATH_MAX];
   if (!getcwd(cwd, sizeof cwd)) fallback();

@@ -97,7 +97,7 @@ test("the environment: only PDB_ENV_STORE and PDB_ENV_SESSION may differ from th
   assert.match(environmentDiffers({ HOME: '/h', XDG_DATA_HOME: '/x' }, own) ?? '', /XDG_DATA_HOME/);
 });
 
-test('a daemon runs plain checkpoints with the same output and status, and declines what it cannot run exactly', () => {
+test('a daemon runs plain checkpoints with the same output and status, and declines what it cannot run exactly', async () => {
   if (!existsSync(CLIENT))
     return skipTest('the daemon and its client', 'native-scan', 'native/build has no pdb-env-client (no compiler at install)');
   const dir = join(t.dir, 'd1');
@@ -141,6 +141,18 @@ test('a daemon runs plain checkpoints with the same output and status, and decli
   assert.is(JSON.parse(js.stdout).scanner, 'js', 'the setting took effect: the client ran it');
   assert.is(bin(['checkpoint', 's', '--store', store], { ...env, HOME: t.dir }).code, 0);
   assert.equal([status(dir).record!.served, status(dir).record!.declined], [5, 3]);
+
+  // A reader that went away before the answer came: the checkpoint is taken and its status is 0, as without the daemon.
+  const gone = await new Promise<number | null>((resolve) => {
+    const child = spawn(BIN, ['checkpoint', 's', '--store', store], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    child.stdout!.destroy();
+    child.once('exit', (code, signal) => resolve(signal ? -1 : code));
+  });
+  assert.is(gone, 0, 'the client died of SIGPIPE (-1) or failed');
+  assert.is(status(dir).record!.served, 6);
 
   assert.is(cli(['daemon', 'stop'], { env }).code, 0);
   assert.not.ok(status(dir).running);
