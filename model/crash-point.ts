@@ -24,6 +24,7 @@ export const CRASH_POINTS = [
   'apply:after-plan',
   'apply:after-first-rename',
   'apply:after-renames',
+  'apply:after-staging',
   'restore:after-intent',
   'restore:after-safety',
   'restore:after-first-write',

@@ -14,6 +14,7 @@
 import { closeSync, constants, readSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Digest } from '../../../model/canonical-json.js';
+import { crashPoint } from '../../../model/crash-point.js';
 import { PdbError, isPdbError, osErrorCode } from '../../../model/errors.js';
 import {
   closeDir,
@@ -274,14 +275,15 @@ export async function removeStaging(
       );
     }
     rmTreeAt(h.root, s.name);
+    crashPoint('apply:after-staging');
   } finally {
-    const root = s.h?.root;
-    if (root)
-      try {
-        rmdirAt(t.root, STAGING_ROOT);
-      } catch {
-        // not empty (another apply, kept entries, a user's file) or gone: left as it is
-      }
+    // Also when this staging is gone already (an apply killed after removing it, finished by gc):
+    // only an empty DIR/.pdb goes, and rmdir follows no link.
+    try {
+      rmdirAt(t.root, STAGING_ROOT);
+    } catch {
+      // not empty (another apply, kept entries, a user's file), not a directory, or gone: left as it is
+    }
     closeStaging(s);
   }
 }
