@@ -18,6 +18,7 @@ import net from 'node:net';
 import { PdbError } from '../../model/errors.js';
 import { packageFile } from '../../model/paths.js';
 import { cheapCall } from '../command-table.cjs';
+import { askDaemon } from './control.js';
 import { daemonFiles, ensureDaemonDir, SOCKET_PATH_MAX, type DaemonFiles } from './location.js';
 import { exitFrame, frame, parseRequest, type DaemonRecord, type DaemonRequest, type RunCheapFor } from './protocol.js';
 
@@ -103,7 +104,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
       hint: 'Set PDB_ENV_DAEMON_DIR to a shorter directory.',
     });
   if (existsSync(files.socket)) {
-    if (await answers(files.socket))
+    if (await askDaemon('status', files))
       throw new PdbError('E_LEASE_BUSY', `a pdb-env daemon already listens on ${files.socket}`, { hint: 'pdb-env daemon status' });
     rmSync(files.socket, { force: true });
   }
@@ -262,24 +263,4 @@ class Daemon {
     });
     rmSync(this.files.socket, { force: true });
   }
-}
-
-/** Whether something answers on the socket (a daemon that is running). */
-export function answers(socket: string, timeoutMs = 2000): Promise<boolean> {
-  return new Promise((resolve) => {
-    const sock = net.connect(socket);
-    const t = setTimeout(() => {
-      sock.destroy();
-      resolve(false);
-    }, timeoutMs);
-    sock.once('connect', () => {
-      clearTimeout(t);
-      sock.destroy();
-      resolve(true);
-    });
-    sock.once('error', () => {
-      clearTimeout(t);
-      resolve(false);
-    });
-  });
 }

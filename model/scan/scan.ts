@@ -14,7 +14,7 @@ import { KIND_DIR, KIND_FILE, KIND_LINK, rowDigestHex, type IndexColumns } from 
 import { allWholeSeconds, nextColumns, restatedRows, type Content } from './index-update.js';
 import { scanWalk as rawWalk } from './scanner.js';
 import { installSnapshotFromColumns } from './snapshot-bytes.js';
-import { TreeIndex, indexHeader, rootSig, statSignature, type IndexFields } from './tree-index.js';
+import { TreeIndex, indexHeader, rootSig, type IndexFields } from './tree-index.js';
 import type { RawEntry, RawScan } from './tree-walk.js';
 
 /** Administrative roots that no scan ever includes. */
@@ -89,54 +89,9 @@ function exclusion(root: string, excludes: readonly string[], excludeAbsolute: r
   return { names, paths, extra };
 }
 
-/** A regular file as the walk saw it (lstat, number form). */
-export interface WalkedFile {
-  path: string;
-  abs: string;
-  size: number;
-  exec: boolean;
-  /** Stat signature (model/scan/tree-index.ts): inode, size, mtime, ctime, mode. */
-  sig: string;
-  mtimeMs: number;
-  ctimeMs: number;
-}
-
-/** A tree as one stat walk saw it, sorted by path. */
-export interface Walk {
-  dirs: string[];
-  files: WalkedFile[];
-  links: Array<{ path: string; target: string }>;
-  /** When the walk started (ms since the epoch): anything written since may be racily clean. */
-  startedAtMs: number;
-}
-
-/** Walk a tree under the v1 source contract, every entry lstat'ed, every symlink read (never followed); nothing hashed. */
-export function walkTree(root: string, options: Pick<ScanOptions, 'excludes' | 'excludeAbsolute'>): Walk {
-  const ex = exclusion(root, options.excludes, options.excludeAbsolute);
-  const raw = rawWalk({ root, excludeNames: ex.names, excludePaths: ex.paths, index: null, dirRule: false });
-  const walk: Walk = { dirs: [], files: [], links: [], startedAtMs: raw.startedAtMs };
-  for (const t of sortEntries(raw.touched)) {
-    if (t.kind === KIND_DIR) walk.dirs.push(t.path);
-    else if (t.kind === KIND_LINK) walk.links.push({ path: t.path, target: t.target! });
-    else {
-      const exec = (t.mode & 0o111) !== 0;
-      walk.files.push({
-        path: t.path,
-        abs: join(root, t.path),
-        size: t.size,
-        exec,
-        sig: statSignature(t),
-        mtimeMs: t.mtimeMs,
-        ctimeMs: t.ctimeMs,
-      });
-    }
-  }
-  return walk;
-}
-
 /**
  * A stat walk's entries in contract order, made one at a time: nothing hashed (a file's digest is
- * "sha256:"), no absolute path, signature or list per kind (268,753 entries: walkTree 242 MB, this 83).
+ * "sha256:"), no absolute path, signature or list per kind (268,753 entries: the walkTree this replaced held 242 MB, this 83).
  */
 export function* walkEntries(root: string, options: Pick<ScanOptions, 'excludes' | 'excludeAbsolute'>): Generator<Entry> {
   const ex = exclusion(root, options.excludes, options.excludeAbsolute);
