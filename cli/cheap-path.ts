@@ -36,8 +36,10 @@ export async function runCheap(call: CheapCall): Promise<number> {
  * whose modules (output, request) are the ones the command uses.
  */
 export async function runCheapFor(call: CheapCall, client: { pid: number; sink: (fd: 1 | 2, text: string) => void }): Promise<number> {
-  // The daemon reads the same session indexes again and again: their checksums once each.
+  // The daemon reads the same session indexes again and again: their checksums once each; and
+  // cuts each session's next Snapshot from its last (model/store/chunks.ts).
   (await import('../model/scan/tree-index.js')).rememberVerifiedIndexes();
+  (await import('../model/store/chunks.js')).rememberCuts();
   captureOutput(client.sink);
   try {
     return await forCaller(client.pid, () => runCheap(call));

@@ -245,47 +245,77 @@ static napi_value Sha256(napi_env env, napi_callback_info info) {
   return out;
 }
 
-// chunks(bytes, gear, params) -> { digest: Buffer(32), list: Buffer } | null: the sha256 of
-// `bytes` and their content-defined chunk list (snapshot.c chunkDocument); params is a Uint32Array
-// [min, avg, max, hardMask, easyMask], gear an Int32Array of 256. null where this process has no
-// SHA-256 to give the addon (model/store/chunks.ts cuts in JavaScript then).
+// A Buffer of `len` malloc'ed bytes at `p`, handed over (freed when collected) or copied; p is freed or owned.
+static napi_value handOver(napi_env env, uint8_t *p, size_t len) {
+  napi_value v;
+  if (len == 0) napi_create_buffer(env, 0, NULL, &v);
+  else if (napi_create_external_buffer(env, len, p, freeBytes, NULL, &v) == napi_ok) return v;
+  else napi_create_buffer_copy(env, len, p, NULL, &v);
+  free(p);
+  return v;
+}
+
+// The document a chunks call is like: { bytes, list, mids } (what an earlier call gave for it), or
+// none; 0 (an exception thrown) when it is not that shape.
+static int likeArg(napi_env env, napi_value v, cut_like_t *like, int *given) {
+  memset(like, 0, sizeof *like);
+  *given = 0;
+  if (isUndefined(env, v)) return 1;
+  void *bytes = typed(env, v, "bytes", &like->n), *list = typed(env, v, "list", &like->listLen), *mids = typed(env, v, "mids", &like->midsLen);
+  if (!bytes || !list || !mids) {
+    napi_throw_type_error(env, "E_INTERNAL", "pdb_scan: chunks' like is { bytes, list, mids }");
+    return 0;
+  }
+  like->bytes = bytes;
+  like->list = list;
+  like->mids = mids;
+  *given = 1;
+  return 1;
+}
+
+// chunks(bytes, gear, params, like?) -> { digest: Buffer(32), list: Buffer, mids: Buffer, fresh } |
+// null: the sha256 of `bytes`, their content-defined chunk list and the hash's kept states
+// (chunks.c chunkDocument), `fresh` the chunks it hashed; params is a Uint32Array [min, avg, max,
+// hardMask, easyMask], gear an Int32Array of 256, like what an earlier call gave with its bytes.
+// null where this process has no SHA-256 to give the addon (model/store/chunks.ts cuts in
+// JavaScript then).
 static napi_value Chunks(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value args[3], out, v;
+  size_t argc = 4;
+  napi_value args[4], out, v;
   napi_get_cb_info(env, info, &argc, args, NULL, NULL);
   napi_typedarray_type type;
   void *data = NULL, *gear = NULL, *params = NULL;
   size_t n = 0, gearLen = 0, paramLen = 0;
-  int ok = argc == 3 && napi_get_typedarray_info(env, args[0], &type, &n, &data, NULL, NULL) == napi_ok && type == napi_uint8_array &&
+  int ok = argc >= 3 && napi_get_typedarray_info(env, args[0], &type, &n, &data, NULL, NULL) == napi_ok && type == napi_uint8_array &&
            napi_get_typedarray_info(env, args[1], &type, &gearLen, &gear, NULL, NULL) == napi_ok && type == napi_int32_array &&
            gearLen == 256 && napi_get_typedarray_info(env, args[2], &type, &paramLen, &params, NULL, NULL) == napi_ok &&
            type == napi_uint32_array && paramLen == 5;
   const uint32_t *q = params;
   ok = ok && q[0] >= 64 && q[0] <= q[1] && q[1] <= q[2];
   if (!ok) {
-    napi_throw_type_error(env, "E_INTERNAL", "pdb_scan: chunks takes (Uint8Array, Int32Array(256), Uint32Array(5))");
+    napi_throw_type_error(env, "E_INTERNAL", "pdb_scan: chunks takes (Uint8Array, Int32Array(256), Uint32Array(5), like?)");
     return NULL;
   }
+  cut_like_t like;
+  int given = 0;
+  if (!likeArg(env, argc >= 4 ? args[3] : NULL, &like, &given)) return NULL;
   if (!sha256Available()) {
     napi_get_null(env, &out);
     return out;
   }
   cdc_t cdc = {.gear = gear, .min = q[0], .avg = q[1], .max = q[2], .hard = q[3], .easy = q[4]};
-  uint8_t digest[32];
-  uint8_t *list = NULL;
-  size_t listLen = 0;
-  if (!chunkDocument(data, n, &cdc, digest, &list, &listLen)) {
+  cut_t cut;
+  if (!chunkDocument(data, n, &cdc, given ? &like : NULL, &cut)) {
     napi_throw_error(env, "E_INTERNAL", "pdb_scan: out of memory");
     return NULL;
   }
   napi_create_object(env, &out);
-  napi_create_buffer_copy(env, 32, digest, NULL, &v);
+  napi_create_buffer_copy(env, 32, cut.digest, NULL, &v);
   napi_set_named_property(env, out, "digest", v);
-  if (listLen == 0) napi_create_buffer(env, 0, NULL, &v);
-  else if (napi_create_external_buffer(env, listLen, list, freeBytes, NULL, &v) == napi_ok) list = NULL;
-  else napi_create_buffer_copy(env, listLen, list, NULL, &v);
-  free(list);
-  napi_set_named_property(env, out, "list", v);
+  napi_set_named_property(env, out, "list", handOver(env, cut.list, cut.listLen));
+  napi_set_named_property(env, out, "mids", handOver(env, cut.mids, cut.midsLen));
+  napi_create_double(env, (double)cut.fresh, &v);
+  napi_set_named_property(env, out, "fresh", v);
   return out;
 }
 

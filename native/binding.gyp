@@ -5,6 +5,7 @@
       "sources": [
         "walk.c",
         "snapshot.c",
+        "chunks.c",
         "os.c",
         "addon.c"
       ],

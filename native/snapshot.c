@@ -17,14 +17,6 @@
 #define KIND_LINK 3
 #define F_EXEC 1
 
-// SHA-256 from the OpenSSL that Node carries (its executable exports the symbols, or the libcrypto
-// it links does). Weak: where neither has them, the addon still loads, sha256Available() is 0, and
-// JavaScript writes and hashes the bytes. The context is OpenSSL's SHA256_CTX (112 bytes), given
-// room to spare.
-extern int SHA256_Init(void *c) __attribute__((weak));
-extern int SHA256_Update(void *c, const void *data, size_t len) __attribute__((weak));
-extern int SHA256_Final(unsigned char *md, void *c) __attribute__((weak));
-
 int sha256Available(void) { return SHA256_Init && SHA256_Update && SHA256_Final; }
 
 int sha256Parts(const uint8_t *const *parts, const size_t *lens, size_t n, uint8_t out[32]) {
@@ -223,75 +215,5 @@ int snapshotEntries(const snapshot_cols_t *c, const uint8_t *head, size_t headLe
   }
   *bytes = o.p;
   *length = o.len;
-  return 1;
-}
-
-// Content-defined chunks (FastCDC, normalized): the same cut as model/store/chunks.ts cutPoint,
-// in the same 32-bit wrapping arithmetic, so either side cuts a document the same way.
-static size_t cdcCut(const cdc_t *p, const uint8_t *b, size_t start, size_t end) {
-  if (end - start <= p->min) return end;
-  size_t stop = start + p->max < end ? start + p->max : end;
-  size_t normal = start + p->avg < stop ? start + p->avg : stop;
-  uint32_t h = 0;
-  size_t i = start + p->min;
-  for (; i < normal; i++) {
-    h = (h << 1) + (uint32_t)p->gear[b[i]];
-    if ((h & p->hard) == 0) return i + 1;
-  }
-  for (; i < stop; i++) {
-    h = (h << 1) + (uint32_t)p->gear[b[i]];
-    if ((h & p->easy) == 0) return i + 1;
-  }
-  return stop;
-}
-
-typedef struct {
-  const uint8_t *p;
-  size_t n;
-  uint8_t digest[32];
-  int ok;
-  _Alignas(16) unsigned char ctx[256];
-} whole_t;
-
-static void *hashWhole(void *arg) {
-  whole_t *w = arg;
-  w->ok = SHA256_Init(w->ctx) == 1 && (w->n == 0 || SHA256_Update(w->ctx, w->p, w->n) == 1) && SHA256_Final(w->digest, w->ctx) == 1;
-  return NULL;
-}
-
-int chunkDocument(const uint8_t *b, size_t n, const cdc_t *cdc, uint8_t digest[32], uint8_t **list, size_t *listLen) {
-  *list = NULL;
-  *listLen = 0;
-  if (!sha256Available()) return 0;
-  // The whole document's digest on a second thread while this one cuts and hashes the chunks: the
-  // two passes over the bytes take the time of one.
-  whole_t w = {.p = b, .n = n};
-  pthread_t t;
-  int threaded = pthread_create(&t, NULL, hashWhole, &w) == 0;
-  size_t cap = n / (cdc->min ? cdc->min : 1) + 2;
-  uint8_t *out = malloc(cap * 36);
-  size_t k = 0;
-  int ok = out != NULL;
-  _Alignas(16) unsigned char ctx[256];
-  for (size_t at = 0; ok && at < n; k++) {
-    size_t end = cdcCut(cdc, b, at, n);
-    uint8_t *r = out + k * 36;
-    ok = SHA256_Init(ctx) == 1 && SHA256_Update(ctx, b + at, end - at) == 1 && SHA256_Final(r, ctx) == 1;
-    uint32_t size = (uint32_t)(end - at);
-    r[32] = (uint8_t)(size >> 24);
-    r[33] = (uint8_t)(size >> 16);
-    r[34] = (uint8_t)(size >> 8);
-    r[35] = (uint8_t)size;
-    at = end;
-  }
-  if (threaded) pthread_join(t, NULL);
-  else hashWhole(&w);
-  if (!ok || !w.ok) {
-    free(out);
-    return 0;
-  }
-  memcpy(digest, w.digest, 32);
-  *list = out;
-  *listLen = k * 36;
   return 1;
 }

@@ -16,6 +16,14 @@ typedef struct {
 /** head + every row's entry, comma-separated + tail, in a malloc'ed buffer; 0 when out of memory. */
 int snapshotEntries(const snapshot_cols_t *c, const uint8_t *head, size_t headLen, const uint8_t *tail, size_t tailLen, uint8_t **bytes, size_t *length);
 
+// SHA-256 from the OpenSSL that Node carries (its executable exports the symbols, or the libcrypto
+// it links does). Weak: where neither has them, the addon still loads, sha256Available() is 0, and
+// JavaScript writes and hashes the bytes. The context is OpenSSL's SHA256_CTX (112 bytes), given
+// room to spare.
+extern int SHA256_Init(void *c) __attribute__((weak));
+extern int SHA256_Update(void *c, const void *data, size_t len) __attribute__((weak));
+extern int SHA256_Final(unsigned char *md, void *c) __attribute__((weak));
+
 /** 1 when SHA-256 can be had from the OpenSSL in this process (chunkDocument needs it). */
 int sha256Available(void);
 /** The SHA-256 of the `n` byte ranges one after the other into `out`; 0 where it cannot be had. */
@@ -27,11 +35,30 @@ typedef struct {
   uint32_t min, avg, max, hard, easy;
 } cdc_t;
 
+/** The document a cut is like (the one cut before it, with what that cut gave): its bytes, chunk list and hash states. */
+typedef struct {
+  const uint8_t *bytes, *list, *mids;
+  size_t n, listLen, midsLen;
+} cut_like_t;
+
+/** What chunkDocument gives: the digest, the chunk list and hash states (malloc'ed), how many chunks it hashed. */
+typedef struct {
+  uint8_t digest[32];
+  uint8_t *list, *mids;
+  size_t listLen, midsLen, fresh;
+} cut_t;
+
+/** Bytes of input between two kept hash states, and the room each state takes (OpenSSL's SHA256_CTX, with room to spare). */
+#define MID_STEP 65536
+#define MID_SIZE 256
+
 /**
- * The sha256 of `n` bytes at `b` into `digest`, and their content-defined chunks into a malloc'ed
- * list of 36-byte records (a chunk's sha256, then its length as a big-endian uint32: the chunk
- * list format of chunks.ts). 0 where SHA-256 cannot be had or memory ran out.
+ * The sha256 of `n` bytes at `b` and their content-defined chunks (chunks.c): a list of 36-byte
+ * records (a chunk's sha256, then its length as a big-endian uint32: the chunk list format of
+ * chunks.ts) and the hash's state after every MID_STEP bytes. Given `like`, the chunks and hash
+ * states of its bytes are taken where the same bytes are found, compared byte for byte. 0 where
+ * SHA-256 cannot be had or memory ran out.
  */
-int chunkDocument(const uint8_t *b, size_t n, const cdc_t *cdc, uint8_t digest[32], uint8_t **list, size_t *listLen);
+int chunkDocument(const uint8_t *b, size_t n, const cdc_t *cdc, const cut_like_t *like, cut_t *out);
 
 #endif

@@ -50,6 +50,8 @@ const CHECKPOINT_INLINE = new Set([
   'sessions/lifecycle/checkpoint.js',
   // the daemon's runCheapFor turns on its remembered index checksums (the bundle's own copy).
   'model/scan/tree-index.js',
+  // ... and its kept cuts of the documents it installs.
+  'model/store/chunks.js',
   // restore, the other cheap command: what it loads beyond a checkpoint.
   'cli/commands/history.js',
   'sessions/history/restore.js',

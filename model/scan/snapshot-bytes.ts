@@ -32,13 +32,15 @@ export function snapshotBytesFromColumns(
   base: Digest | null,
   excludes: readonly string[],
   writer: 'auto' | 'js' | 'native' = 'auto',
+  like: Digest | null = null,
 ): { bytes: Buffer; digest: Digest } {
   const { head, tail } = documentEnds(base, excludes);
   const native = nativeSnapshotWriter(writer);
   if (native) {
     const bytes = native(c, head, tail);
-    // A large one is cut and hashed by the addon in one pass; installing it takes that cut (chunks.ts).
-    const cut = bytes.length > CHUNK_THRESHOLD ? nativeChunkList(bytes) : null;
+    // A large one is cut and hashed by the addon in one pass (from `like`'s cut where this process
+    // kept it); installing it takes that cut (chunks.ts).
+    const cut = bytes.length > CHUNK_THRESHOLD ? nativeChunkList(bytes, like) : null;
     return { bytes, digest: cut?.digest ?? sha256Digest(bytes) };
   }
   return jsSnapshotBytes(c, head, tail);
@@ -66,7 +68,7 @@ export async function installSnapshotFromColumns(
   writer: 'auto' | 'js' | 'native' = 'auto',
   like: Digest | null = null,
 ): Promise<Digest> {
-  const doc = snapshotBytesFromColumns(c, base, excludes, writer);
+  const doc = snapshotBytesFromColumns(c, base, excludes, writer, like);
   return store.putDocumentBytes(doc.bytes, doc.digest, like);
 }
 

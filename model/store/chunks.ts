@@ -112,42 +112,97 @@ export function chunkRefs(bytes: Uint8Array, like: readonly ChunkRef[] = []): Ch
   return out;
 }
 
-type AddonChunks = (bytes: Uint8Array, gear: Int32Array, params: Uint32Array) => { digest: Buffer; list: Buffer } | null;
+type AddonCut = { digest: Buffer; list: Buffer; mids: Buffer; fresh: number };
+type AddonChunks = (bytes: Uint8Array, gear: Int32Array, params: Uint32Array, like?: CutMemo) => AddonCut | null;
 let addonChunks: AddonChunks | null | undefined;
 const PARAMS = new Uint32Array([CHUNK_MIN, CHUNK_AVG, CHUNK_MAX, MASK_HARD >>> 0, MASK_EASY >>> 0]);
 
+/** A document's native cut kept for the next one like it: its bytes, chunk list, the hash's kept states, and the list object it was installed with. */
+interface CutMemo {
+  bytes: Uint8Array;
+  list: Buffer;
+  mids: Buffer;
+  installedList: Digest | null;
+}
+
 /**
  * The digest of `bytes` and their chunk list (encodeChunkList's bytes), cut and hashed by the
- * native addon (native/snapshot.c chunkDocument: the whole digest on a second thread while the
+ * native addon (native/chunks.c chunkDocument: the whole digest on a second thread while the
  * chunks are cut and hashed); null where the addon or its SHA-256 is not to be had. The same cut
  * as chunkEnds (a test holds the two to it). Measured on a 25,000-entry Snapshot (5 MB) in a
  * checkpoint's own process: reading the file back and cutting it in JavaScript took 25-40 ms.
+ * `like` names the document this one follows (a session's previous Snapshot): where this process
+ * kept its cut (rememberCuts), the chunks and hash states of the bytes the two share are taken from
+ * it, found by comparing the bytes, and only the rest is cut and hashed.
  */
-export function nativeChunkList(bytes: Uint8Array): { digest: Digest; list: Buffer } | null {
+export function nativeChunkList(bytes: Uint8Array, like: Digest | null = null): { digest: Digest; list: Buffer; fresh: number } | null {
   const known = cut.get(bytes);
   if (known) return known;
   if (addonChunks === undefined) {
     const addon = loadNativeAddon().addon as { chunks?: AddonChunks } | null;
     addonChunks = typeof addon?.chunks === 'function' ? addon.chunks.bind(addon) : null;
   }
-  const r = addonChunks?.(bytes, gear(), PARAMS);
+  const before = like ? memoOf(like) : undefined;
+  const r = addonChunks?.(bytes, gear(), PARAMS, before);
   if (!r) return null;
-  const out = { digest: `sha256:${r.digest.toString('hex')}` as Digest, list: r.list };
+  const out = { digest: `sha256:${r.digest.toString('hex')}` as Digest, list: r.list, fresh: r.fresh };
   cut.set(bytes, out);
+  if (memos) keepMemo(out.digest, { bytes, list: r.list, mids: r.mids, installedList: null });
   return out;
 }
 // The last cuts by their bytes (immutable while installed): the digest a caller named a document
 // by and the list installChunked stores come from one pass.
-const cut = new WeakMap<Uint8Array, { digest: Digest; list: Buffer }>();
+const cut = new WeakMap<Uint8Array, { digest: Digest; list: Buffer; fresh: number }>();
 
-/** The chunks of a document stored as chunks; [] when it is not, or its list cannot be read (nothing to share then). */
-function chunksOf(host: ChunkHost, digest: Digest): ChunkRef[] {
+// The documents cut last, by digest, oldest first, within memoBudget bytes; null: not kept (only
+// the daemon keeps them, rememberCuts). A digest names its bytes, so a kept cut is never stale.
+let memos: Map<Digest, CutMemo> | null = null;
+let memoBudget = 0;
+
+/**
+ * Keep the documents this process cuts, up to `budget` bytes of them, for the next cut of a
+ * document like one (the daemon turns it on: its next checkpoint of a session is like the last).
+ */
+export function rememberCuts(budget = 160 * 1024 * 1024): void {
+  memos ??= new Map();
+  memoBudget = budget;
+}
+
+function memoOf(digest: Digest): CutMemo | undefined {
+  const m = memos?.get(digest);
+  if (m) {
+    memos!.delete(digest);
+    memos!.set(digest, m); // the most recently used last
+  }
+  return m;
+}
+
+function keepMemo(digest: Digest, m: CutMemo): void {
+  memos!.delete(digest);
+  memos!.set(digest, m);
+  let total = 0;
+  for (const x of memos!.values()) total += x.bytes.length + x.list.length + x.mids.length;
+  for (const [k, x] of memos!) {
+    if (total <= memoBudget || k === digest) break;
+    memos!.delete(k);
+    total -= x.bytes.length + x.list.length + x.mids.length;
+  }
+}
+
+/**
+ * The chunks of a document stored as chunks, and its list's object; none when it is not, or its list
+ * cannot be read (nothing to share then). A list this process installed is taken from its memo when
+ * the store's record names that very list object.
+ */
+function chunksOf(host: ChunkHost, digest: Digest): { refs: ChunkRef[]; list: Digest | null } {
   const rec = readChunkedRecord(host, digest);
-  if (!rec || rec === 'bad') return [];
+  if (!rec || rec === 'bad') return { refs: [], list: null };
+  const m = memos?.get(digest);
   try {
-    return decodeChunkList(host.getBytes(rec.list)) ?? [];
+    const bytes = m && m.installedList === rec.list ? m.list : host.getBytes(rec.list);
+    return { refs: decodeChunkList(bytes) ?? [], list: rec.list };
   } catch {
-    return [];
+    return { refs: [], list: null };
   }
 }
 
@@ -224,8 +279,8 @@ export function installChunked(host: ChunkHost, digest: Digest, bytes: Buffer, l
     if (readFileSync(whole).equals(bytes)) return;
     host.quarantineObject(digest);
   }
-  const before = like ? chunksOf(host, like) : [];
-  const native = nativeChunkList(bytes);
+  const { refs: before, list: likeList } = like ? chunksOf(host, like) : { refs: [], list: null };
+  const native = nativeChunkList(bytes, like);
   const refs = native?.digest === digest ? (decodeChunkList(native.list) ?? []) : chunkRefs(bytes, before);
   // One chunk is the document itself (the same digest): it is kept whole, with no list to name it.
   if (refs.length <= 1) return host.installWhole(digest, bytes, 'doc');
@@ -239,7 +294,7 @@ export function installChunked(host: ChunkHost, digest: Digest, bytes: Buffer, l
   }
   const list = native?.digest === digest ? native.list : encodeChunkList(refs);
   const listDigest = sha256Digest(list);
-  if (list.length > CHUNK_THRESHOLD) installChunked(host, listDigest, list);
+  if (list.length > CHUNK_THRESHOLD) installChunked(host, listDigest, list, likeList);
   else if (!existsSync(host.objectPath(listDigest))) host.installWhole(listDigest, list, 'obj');
   const record = host.chunkedPath(digest);
   const tmp = tempPath(host.paths.tmp, 'doc');
@@ -247,6 +302,8 @@ export function installChunked(host: ChunkHost, digest: Digest, bytes: Buffer, l
     mkdirSync(dirname(record), { recursive: true });
     writeFileSync(tmp, encodeChunkedRecord(listDigest, bytes.length), { flag: 'wx', mode: 0o444 });
     renameSync(tmp, record);
+    const m = memos?.get(digest);
+    if (m && native?.digest === digest) m.installedList = listDigest;
   } catch (err) {
     try {
       unlinkSync(tmp);
