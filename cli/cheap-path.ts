@@ -35,11 +35,16 @@ export async function runCheap(call: CheapCall): Promise<number> {
  * to `sink`, and the command runs for the client's process. Runs inside the checkpoint bundle,
  * whose modules (output, request) are the ones the command uses.
  */
-export async function runCheapFor(call: CheapCall, client: { pid: number; sink: (fd: 1 | 2, text: string) => void }): Promise<number> {
+export async function runCheapFor(
+  call: CheapCall,
+  client: { pid: number; watch?: boolean; sink: (fd: 1 | 2, text: string) => void },
+): Promise<number> {
   // The daemon reads the same session indexes again and again: their checksums once each; and
   // cuts each session's next Snapshot from its last (model/store/chunks.ts).
   (await import('../model/scan/tree-index.js')).rememberVerifiedIndexes();
   (await import('../model/store/chunks.js')).rememberCuts();
+  // `daemon start --watch`: the roots of the sessions it checkpoints are watched (model/scan/watch.ts).
+  if (client.watch) (await import('../model/scan/watch.js')).watchSessionRoots();
   captureOutput(client.sink);
   try {
     return await forCaller(client.pid, () => runCheap(call));

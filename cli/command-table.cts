@@ -376,6 +376,10 @@ export const COMMANDS = {
             value: 's',
             description: 'exit after this many seconds without a command (default 1800; 0: never)',
           },
+          watch: {
+            type: 'boolean',
+            description: "watch session roots (inotify): a checkpoint lstats only what changed since the daemon's last one (docs/store.md says what no watch can see)",
+          },
         },
       },
       stop: { summary: 'stop the running daemon and wait until it has gone' },
@@ -387,6 +391,10 @@ export const COMMANDS = {
             type: 'string',
             value: 's',
             description: 'exit after this many seconds without a command (default 1800; 0: never)',
+          },
+          watch: {
+            type: 'boolean',
+            description: "watch session roots (inotify): a checkpoint lstats only what changed since the daemon's last one (docs/store.md says what no watch can see)",
           },
         },
       },

@@ -108,6 +108,8 @@ static napi_value result(napi_env env, scan_t *s) {
   setNumber(env, out, "files", s->files);
   setNumber(env, out, "bytes", s->bytes);
   setNumber(env, out, "dirsRead", s->dirsRead);
+  napi_create_buffer_copy(env, s->linked.len, s->linked.len ? s->linked.p : (const uint8_t *)"", NULL, &v);
+  napi_set_named_property(env, out, "linked", v);
   return out;
 }
 
@@ -133,7 +135,9 @@ static napi_value Scan(napi_env env, napi_callback_info info) {
     ok = readIndex(env, idx, &s);
     s.hasIndex = 1;
     s.status = typed(env, args, "status", NULL);
-    ok = ok && s.status;
+    size_t vouched = 0;
+    s.vouch = typed(env, args, "vouch", &vouched);
+    ok = ok && s.status && (!s.vouch || vouched == s.n);
   }
   if (!ok) {
     free(root);
@@ -330,6 +334,7 @@ static napi_value Init(napi_env env, napi_value exports) {
   napi_create_function(env, "sha256", NAPI_AUTO_LENGTH, Sha256, NULL, &fn);
   napi_set_named_property(env, exports, "sha256", fn);
   osExports(env, exports);
+  watchExports(env, exports);
   napi_create_string_utf8(env, VERSION, NAPI_AUTO_LENGTH, &version);
   napi_set_named_property(env, exports, "version", version);
   return exports;

@@ -7,6 +7,7 @@
         "snapshot.c",
         "chunks.c",
         "os.c",
+        "watch.c",
         "addon.c"
       ],
       "defines": [

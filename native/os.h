@@ -4,6 +4,8 @@
 #include <node_api.h>
 
 void osExports(napi_env env, napi_value exports);
+// The inotify calls of watch.c.
+void watchExports(napi_env env, napi_value exports);
 // A JavaScript string as a malloc()ed UTF-8 C string; NULL when it is none (addon.c).
 char *napiString(napi_env env, napi_value v);
 

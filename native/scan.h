@@ -29,7 +29,7 @@ enum { OK = 0, E_ERRNO, E_ROOT_MISSING, E_ROOT_NOT_DIR, E_UNSUPPORTED, E_NON_UTF
 
 typedef struct {
   double ino, size, mtime, ctime;
-  uint32_t mode;
+  uint32_t mode, nlink;
   int err;
 } stat_t;
 
@@ -47,6 +47,9 @@ typedef struct {
   const uint32_t *nameEnd, *mode;
   const double *ino, *size, *mtime, *ctime;
   uint8_t *status;
+  // Rows whose stat data the caller vouches for (the daemon's watch, model/scan/watch.ts): phase A
+  // takes them from the index instead of lstat'ing them. NULL: none.
+  const uint8_t *vouch;
   int32_t *firstChild, *nextSibling;
   stat_t *pre;
   // Each directory row's relative path, for phase A (a row's path is its directory's, '/', its name).
@@ -62,6 +65,8 @@ typedef struct {
   char *path;
   size_t pathLen, pathCap, rootLen;
   buf_t out;
+  // The relative path of every entry seen that is no directory and has other links, each ending in a NUL.
+  buf_t linked;
   double entries, files, bytes, dirsRead;
   int err, errNo;
   uint32_t errMode;

@@ -17,6 +17,7 @@ static void fill(stat_t *s, const struct stat *st) {
   s->mtime = ms(st->MTIM);
   s->ctime = ms(st->CTIM);
   s->mode = (uint32_t)st->st_mode;
+  s->nlink = (uint32_t)st->st_nlink;
   s->err = 0;
 }
 
@@ -113,6 +114,14 @@ static int entry(scan_t *s, int32_t row, const stat_t *st) {
   int kind = S_ISDIR(st->mode) ? KIND_DIR : S_ISREG(st->mode) ? KIND_FILE : S_ISLNK(st->mode) ? KIND_LINK : 0;
   if (!kind) return fail(s, E_UNSUPPORTED, 0, st->mode);
   s->entries++;
+  // A file with other links can change through a path no watch sees: the daemon's watch lstats it every time.
+  if (kind != KIND_DIR && st->nlink > 1) {
+    const char *rel = here(s);
+    size_t len = strlen(rel) + 1;
+    if (!grow(&s->linked, len)) return fail(s, E_NOMEM, ENOMEM, 0);
+    memcpy(s->linked.p + s->linked.len, rel, len);
+    s->linked.len += len;
+  }
   if (kind == KIND_FILE) {
     s->files++;
     s->bytes += st->size;
@@ -285,6 +294,11 @@ static void *preload(void *arg) {
     return NULL;
   }
   for (uint32_t i = c->from; i < c->to; i++) {
+    if (s->vouch && s->vouch[i]) {
+      stat_t *p = &s->pre[i];
+      *p = (stat_t){.ino = s->ino[i], .size = s->size[i], .mtime = s->mtime[i], .ctime = s->ctime[i], .mode = s->mode[i], .nlink = 1};
+      continue;
+    }
     uint32_t a = nameStart(s, (int32_t)i), nameLen = s->nameEnd[i] - a;
     int32_t p = s->parent[i];
     size_t dirLen = p < 0 ? 0 : s->dirOff[p + 1] - s->dirOff[p] - 1; // stored with its NUL
@@ -397,6 +411,7 @@ void scanFree(scan_t *s) {
   free(s->dirOff);
   free(s->path);
   free(s->out.p);
+  free(s->linked.p);
   free(s->errPath);
 }
 

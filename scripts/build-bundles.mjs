@@ -52,6 +52,8 @@ const CHECKPOINT_INLINE = new Set([
   'model/scan/tree-index.js',
   // ... and its kept cuts of the documents it installs.
   'model/store/chunks.js',
+  // ... and, with --watch, its watch of session roots.
+  'model/scan/watch.js',
   // restore, the other cheap command: what it loads beyond a checkpoint.
   'cli/commands/history.js',
   'sessions/history/restore.js',

@@ -12,8 +12,8 @@ export function parseIdleTimeout(v: string | undefined): number {
   return Number(v) * 1000;
 }
 
-const describe = (r: { pid: number; socket: string; served: number; declined: number; idleTimeoutMs: number }) =>
-  `pid ${r.pid}, socket ${r.socket}, ${r.served} command(s) run, ${r.declined} declined, idle timeout ${r.idleTimeoutMs === 0 ? 'none' : `${r.idleTimeoutMs / 1000} s`}`;
+const describe = (r: { pid: number; socket: string; served: number; declined: number; idleTimeoutMs: number; watch?: boolean }) =>
+  `pid ${r.pid}, socket ${r.socket}, ${r.served} command(s) run, ${r.declined} declined, idle timeout ${r.idleTimeoutMs === 0 ? 'none' : `${r.idleTimeoutMs / 1000} s`}${r.watch ? ', watching session roots' : ''}`;
 
 const daemon: DefineCommand<'daemon'> = (cmd, _ctx, sub) => {
   cmd.addHelpText(
@@ -27,12 +27,18 @@ the command would (another command, --help, another install or a newer build of 
 PDB_ENV_* setting, HOME or an XDG directory of its own): the command then runs as without it.
 
 Its socket is in PDB_ENV_DAEMON_DIR, else $XDG_RUNTIME_DIR/pdb-env, else /tmp/pdb-env-UID: a
-directory of this user with mode 0700, else no daemon is used (E_DAEMON_DIR for start).`,
+directory of this user with mode 0700, else no daemon is used (E_DAEMON_DIR for start).
+
+With --watch it also watches the roots of the sessions it checkpoints (inotify on each directory,
+on full-copy, reflink, btrfs-snapshot and git-worktree sessions): a checkpoint then lstats only the
+entries of directories something happened in. What no watch sees (docs/store.md): a file linked
+from outside the root after the daemon's last checkpoint of it and written through that link, and
+a write through a shared mapping still held open at the checkpoint.`,
   );
   sub.start.addHelpText('after', '\nExample:\n  pdb-env daemon start --idle-timeout 3600').action(async (_o, command) => {
     const o = command.optsWithGlobals();
     const { startDaemon } = await import('../daemon/control.js');
-    const { record, started } = await startDaemon(parseIdleTimeout(o.idleTimeout));
+    const { record, started } = await startDaemon(parseIdleTimeout(o.idleTimeout), undefined, { watch: o.watch === true });
     emit(o.json === true, { ...record, started }, () => `pdb-env daemon ${started ? 'started' : 'already running'}: ${describe(record)}`);
   });
   sub.stop.action(async (_o, command) => {
@@ -56,6 +62,7 @@ directory of this user with mode 0700, else no daemon is used (E_DAEMON_DIR for 
     const { runDaemon } = await import('../daemon/server.js');
     await runDaemon({
       idleTimeoutMs: parseIdleTimeout(o.idleTimeout),
+      watch: o.watch === true,
       onListening: (r) => process.stdout.write(`pdb-env daemon listening: ${describe(r)}\n`),
     });
     // Served its last command: what the commands left behind (an unref'd worker, a timer) does not keep it.

@@ -66,6 +66,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export async function startDaemon(
   idleTimeoutMs: number,
   files: DaemonFiles = daemonFiles(),
+  options: { watch?: boolean } = {},
 ): Promise<{ record: DaemonRecord; started: boolean }> {
   const running = await askDaemon('status', files);
   if (running) return { record: running, started: false };
@@ -73,7 +74,7 @@ export async function startDaemon(
   const log = openSync(files.log, 'a', 0o600);
   let exited: string | null = null;
   try {
-    const child = spawn(process.execPath, [cliEntry(), 'daemon', 'run', '--idle-timeout', String(Math.round(idleTimeoutMs / 1000))], {
+    const child = spawn(process.execPath, [cliEntry(), 'daemon', 'run', '--idle-timeout', String(Math.round(idleTimeoutMs / 1000)), ...(options.watch ? ['--watch'] : [])], {
       detached: true,
       stdio: ['ignore', log, log],
       cwd: '/',

@@ -95,10 +95,12 @@ export interface DaemonRecord {
   startedAt: string;
   socket: string;
   idleTimeoutMs: number;
+  /** Whether it watches the roots of the sessions it checkpoints (model/scan/watch.ts). */
+  watch: boolean;
   /** Commands run for clients, and declined (run by the client itself). */
   served: number;
   declined: number;
 }
 
 /** cli/cheap-path.ts runCheapFor, as the daemon calls it from the checkpoint bundle. */
-export type RunCheapFor = (call: CheapCall, client: { pid: number; sink: (fd: 1 | 2, text: string) => void }) => Promise<number>;
+export type RunCheapFor = (call: CheapCall, client: { pid: number; watch?: boolean; sink: (fd: 1 | 2, text: string) => void }) => Promise<number>;

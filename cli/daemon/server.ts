@@ -89,6 +89,8 @@ export interface DaemonOptions {
   files?: DaemonFiles;
   /** Exit after this long without a command; 0: never. */
   idleTimeoutMs: number;
+  /** Watch the roots of the sessions it checkpoints (model/scan/watch.ts). */
+  watch?: boolean;
   /** Called once it listens (the foreground command prints then). */
   onListening?: (record: DaemonRecord) => void;
   /** The files whose change means a new build (default: the command line's entry, loader and checkpoint bundle). */
@@ -138,6 +140,7 @@ class Daemon {
       startedAt: new Date().toISOString(),
       socket: files.socket,
       idleTimeoutMs: options.idleTimeoutMs,
+      watch: options.watch === true,
       served: 0,
       declined: 0,
     };
@@ -219,7 +222,7 @@ class Daemon {
       // What it prints goes back with its status in one write (a checkpoint prints a few lines).
       const out: Buffer[] = [];
       try {
-        const status = await this.run(call, { pid: req.pid, sink: (fd, text) => out.push(frame(fd === 1 ? 'o' : 'e', text)) });
+        const status = await this.run(call, { pid: req.pid, watch: this.record.watch, sink: (fd, text) => out.push(frame(fd === 1 ? 'o' : 'e', text)) });
         this.record.served++;
         sock.end(Buffer.concat([...out, exitFrame(status)]));
       } finally {

@@ -25,8 +25,9 @@ export interface NativeAddon {
     rootKeep?: Float64Array;
     index?: Columns;
     status?: Uint8Array;
+    vouch?: Uint8Array;
   }):
-    | { touched: Buffer; entries: number; files: number; bytes: number; dirsRead: number; error?: undefined }
+    | { touched: Buffer; entries: number; files: number; bytes: number; dirsRead: number; linked: Buffer; error?: undefined }
     | { error: string; errno: number; path: Buffer; mode: number };
 }
 
@@ -104,6 +105,7 @@ export function nativeWalk(addon: NativeAddon, input: WalkInput, threads: number
     rootStat,
     ...(r?.trusted ? { rootKeep: new Float64Array([r.ino, r.mtimeMs, r.ctimeMs]) } : {}),
     ...(c ? { index: c, status: status! } : {}),
+    ...(c && input.vouch ? { vouch: input.vouch } : {}),
   });
   if (r0.error !== undefined) throw failure(input, r0);
   return {
@@ -116,5 +118,6 @@ export function nativeWalk(addon: NativeAddon, input: WalkInput, threads: number
     files: r0.files,
     bytes: r0.bytes,
     dirsRead: r0.dirsRead,
+    linked: r0.linked.length ? r0.linked.toString('utf8', 0, r0.linked.length - 1).split('\0') : [],
   };
 }

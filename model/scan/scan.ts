@@ -113,6 +113,8 @@ export interface ScanOptions {
   trust?: TreeIndex | null;
   /** Check that each trusted digest is in the store (its objects may have moved since the index was written). */
   checkObjects?: boolean;
+  /** Rows of `trust` whose stat data is vouched for as recorded (the daemon's watch, watch.ts). */
+  vouch?: Uint8Array | null;
   pool?: FsPool;
   onProgress?: ProgressFn;
 }
@@ -160,7 +162,7 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
   const ex = exclusion(root, options.excludes, options.excludeAbsolute);
   const h = trust?.header;
   const dirRule = !!h && sameList(h.excludes, options.excludes) && h.extraExcludes !== null && sameList(h.extraExcludes, ex.extra);
-  const raw = rawWalk({ root, excludeNames: ex.names, excludePaths: ex.paths, index: trust, dirRule });
+  const raw = rawWalk({ root, excludeNames: ex.names, excludePaths: ex.paths, index: trust, dirRule, vouch: trust ? options.vouch : null });
   options.onProgress?.({ phase: 'scan', files: raw.files, totalFiles: 0, bytes: 0, totalBytes: 0 });
   if (trust && options.store && options.checkObjects) recheckObjects(trust, raw, options.store);
   const toHash = raw.touched.filter((t) => t.kind === KIND_FILE);

@@ -51,6 +51,8 @@ export interface RawScan {
   files: number;
   bytes: number;
   dirsRead: number;
+  /** Entries seen that are no directory and have other links (the native scanner's; undefined from the JavaScript walk). */
+  linked?: string[];
 }
 
 export interface WalkInput {
@@ -62,6 +64,8 @@ export interface WalkInput {
   index: TreeIndex | null;
   /** Directories may keep their recorded names (the index left out exactly what this walk does). */
   dirRule: boolean;
+  /** Index rows whose stat data is vouched for as recorded (the daemon's watch, watch.ts): not lstat'ed. The JavaScript walk lstats them anyway. */
+  vouch?: Uint8Array | null;
 }
 
 const S_IFMT = 0o170000;

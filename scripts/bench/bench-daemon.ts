@@ -19,13 +19,15 @@ export interface OwnDaemon {
   stop(): Promise<number>;
 }
 
-export async function startOwnDaemon(work: string): Promise<OwnDaemon> {
+export async function startOwnDaemon(work: string, options: { watch?: boolean } = {}): Promise<OwnDaemon> {
   const dir = join(work, 'daemon');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   process.env.PDB_ENV_DAEMON_DIR = dir;
-  const r = JSON.parse((await $`${PDB_ENV} daemon start --idle-timeout 900 --json`).stdout) as { pid: number };
-  console.log(`pdb-env daemon: pid ${r.pid}`);
+  const watch = options.watch ? ['--watch'] : [];
+  const r = JSON.parse((await $`${PDB_ENV} daemon start --idle-timeout 900 ${watch} --json`).stdout) as { pid: number; watch: boolean };
+  if (r.watch !== (options.watch === true)) throw new Error(`this run's pdb-env daemon ${r.watch ? 'watches' : 'does not watch'} session roots, and the run asked otherwise`);
+  console.log(`pdb-env daemon: pid ${r.pid}${r.watch ? ', watching session roots' : ''}`);
   let expected = 0;
   return {
     count: (command) => {

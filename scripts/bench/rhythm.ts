@@ -16,7 +16,8 @@
 // restore, so the next round's C starts from a recorded tree; it has its own row, outside the goal.
 //
 // Checkpoints and restores go through bin/pdb-env as a user runs them, handed to the run's own
-// pdb-env daemon (bench-daemon.ts: the run fails unless it ran every one); --no-daemon without it.
+// pdb-env daemon (bench-daemon.ts: the run fails unless it ran every one); --no-daemon without it;
+// --watch starts it with `--watch` (model/scan/watch.ts: it lstats only what an event touched).
 //
 // The tree: --pnpm-fixture DIR (the pinned pnpm monorepo, installed into DIR once: what the lead
 // runs), --tree DIR (any tree; not written to), or --generated N (a node_modules-shaped tree of N
@@ -39,7 +40,7 @@ import { formatDuration, median, scriptArgs } from '../lib.js';
 
 const USAGE =
   'usage: node dist/scripts/bench/rhythm.js [--pnpm-fixture DIR | --tree DIR | --generated FILES] [--turns 100] [--seed 38]\n' +
-  '                                      [--restore-rounds 11] [--backend full-copy] [--work /var/tmp/pdb-env-rhythm] [--out receipts/local] [--no-daemon]';
+  '                                      [--restore-rounds 11] [--backend full-copy] [--work /var/tmp/pdb-env-rhythm] [--out receipts/local] [--no-daemon] [--watch]';
 const { values } = scriptArgs(USAGE, {
   'pnpm-fixture': { type: 'string' },
   tree: { type: 'string' },
@@ -51,6 +52,7 @@ const { values } = scriptArgs(USAGE, {
   work: { type: 'string', default: '/var/tmp/pdb-env-rhythm' },
   out: { type: 'string', default: packageFile('receipts', 'local') },
   'no-daemon': { type: 'boolean', default: false },
+  watch: { type: 'boolean', default: false },
 });
 const $ = zx({ verbose: false, quiet: true });
 const turns = Number(values.turns);
@@ -59,6 +61,7 @@ const seed = Number(values.seed);
 const work = resolve(values.work);
 const backend = values.backend;
 const daemon = values['no-daemon'] !== true;
+const watch = daemon && values.watch === true;
 /** The goal of a 1-file checkpoint: at most this many bytes plus the changed file's. */
 const ONE_FILE_ALLOWANCE = 64 * 1024;
 
@@ -314,7 +317,7 @@ async function writeRhythmReceipt(
 ): Promise<string> {
   return writeBenchReceipt(start, {
     benchmark: 'rhythm',
-    command: `npm run bench:rhythm -- --turns ${turns} --restore-rounds ${restoreRounds} --seed ${seed} --backend ${backend}${daemon ? '' : ' --no-daemon'}${values.tree ? ' --tree <dir>' : ''}${values.generated ? ` --generated ${values.generated}` : ''}${values.tree || values.generated ? '' : ' --pnpm-fixture <dir>'}`,
+    command: `npm run bench:rhythm -- --turns ${turns} --restore-rounds ${restoreRounds} --seed ${seed} --backend ${backend}${daemon ? '' : ' --no-daemon'}${watch ? ' --watch' : ''}${values.tree ? ' --tree <dir>' : ''}${values.generated ? ` --generated ${values.generated}` : ''}${values.tree || values.generated ? '' : ' --pnpm-fixture <dir>'}`,
     params: {
       turns,
       restoreRounds,
@@ -326,6 +329,7 @@ async function writeRhythmReceipt(
       scanner: t.scanner.scanner,
       lstatThreads: t.scanner.threads,
       daemon,
+      watch,
       daemonServed: t.daemonServed,
     },
     results: parts.flatMap((p) => p.rows),
@@ -353,7 +357,7 @@ async function main(): Promise<void> {
   const start = await startBenchReceipt(work, resolve(values.out));
   const store = join(work, 'store');
   rmSync(store, { recursive: true, force: true });
-  const own = daemon ? await startOwnDaemon(work) : null;
+  const own = daemon ? await startOwnDaemon(work, { watch }) : null;
   const pdb = (...args: string[]) => {
     own?.count(args[0]!);
     return $`${PDB_ENV} ${args} --store ${store}`;

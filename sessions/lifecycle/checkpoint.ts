@@ -26,6 +26,7 @@ import {
 } from '../../model/snapshot.js';
 import { deltaFileOf, indexDeltaPieces, readTreeIndex, treeIndexPieces, type TreeIndex } from '../../model/scan/tree-index.js';
 import { ancestorPids } from '../../model/os/proc.js';
+import { keyOf, vouchedRows, watchRecorded } from '../../model/scan/watch.js';
 import { openOperation } from '../locks/operation.js';
 import type { LockOwner } from '../locks/lock.js';
 import { appendCheckpointLog, readSession, sessionIndexFile, writeSession, type StoreContext } from '../records/session-record.js';
@@ -93,15 +94,24 @@ async function scanSession(ctx: StoreContext, s: OpenSession, install: boolean, 
   const index = options.verify ? null : loadIndex(ctx, s);
   const excludes = index ? index.header.excludes : ctx.store.getDocument<Snapshot>(s.rec.base, 'Snapshot').excludes;
   const generation = ctx.store.generation();
+  // Through a daemon that watches session roots: what no event touched is not lstat'ed (model/scan/watch.ts).
+  const vouch = install && watchable(s) ? vouchedRows(s.dir, s.root, index) : null;
   const scan = await scanTree(s.root, {
     excludes,
     store: install ? ctx.store : undefined,
     trust: index,
+    vouch,
     checkObjects: index?.header.generation !== generation,
     onProgress: options.onProgress,
   });
   return { scan, index, excludes, generation };
 }
+
+// Backends whose root is a directory of a local filesystem written in place: every write through
+// it reaches inotify's watch of its directory (an overlay's, a FUSE mount's or a user's module's
+// root is not known to; theirs are walked whole every time).
+const WATCHED_BACKENDS: ReadonlySet<string> = new Set(['full-copy', 'reflink', 'btrfs-snapshot', 'git-worktree']);
+const watchable = (s: OpenSession) => WATCHED_BACKENDS.has(s.rec.backend) && !s.rec.backendModule;
 
 /**
  * The changes from the base to the scanned tree. With an index, only the paths that changed since
@@ -288,7 +298,11 @@ export async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: 
   });
   await writeSession(ctx.store, rec);
   crashPoint('checkpoint:after-record');
-  await writeSessionIndex(ctx, s, scanned, { snapshot, changeset, changes });
+  const written = await writeSessionIndex(ctx, s, scanned, { snapshot, changeset, changes });
+  if (watchable(s)) {
+    const key = written ? keyOf({ snapshot, changeset, recordedAtMs: scan.raw.startedAtMs }, scan.columns().n) : index ? keyOf(index.header, index.cols.n) : null;
+    if (key) watchRecorded(s.dir, key, scan.raw);
+  }
   return {
     session: name,
     base: s.rec.base,
@@ -318,12 +332,15 @@ async function writeSessionIndex(
   const old = scanned.index;
   // The session's own index, nothing changed, every row as recorded: it already says exactly this.
   const own = old !== null && old.header.snapshot === cp.snapshot && old.header.generation === scanned.generation;
-  if (own && scanned.scan.stale === 0 && old.header.extraExcludes?.length === 0) return;
+  if (own && scanned.scan.stale === 0 && old.header.extraExcludes?.length === 0) return false;
   const next = scanned.scan.nextIndex({ ...cp, base: s.rec.base, generation: scanned.generation, source: null });
   // Only what some rows of the session's own index hold changed: a delta of it (git's split
   // index, model/scan/index-file.ts) instead of the whole index again.
   const delta = old?.source?.path === file ? indexDeltaPieces(old, next, scanned.scan.restatedRows()) : null;
-  if (delta) return writeFileAtomic(ctx.store.paths, deltaFileOf(file), delta, 0o644, { sync: false });
+  if (delta) {
+    await writeFileAtomic(ctx.store.paths, deltaFileOf(file), delta, 0o644, { sync: false });
+    return true;
+  }
   await writeFileAtomic(ctx.store.paths, file, treeIndexPieces(next), 0o644, { sync: false });
   // A delta of the index before applies to nothing now (it names that file's checksum): tidied
   // away, and one that cannot be removed is left, as the checkpoint is recorded already.
@@ -332,6 +349,7 @@ async function writeSessionIndex(
   } catch {
     // ignored (see above)
   }
+  return true;
 }
 
 /** Changes since the base, by relative path (read-only; installs nothing, records nothing). */

@@ -247,4 +247,37 @@ test('an idle daemon exits by itself and leaves no socket or record', async () =
   assert.equal([bad.code, /--idle-timeout must be a whole number/.test(bad.stderr)], [2, true]);
 });
 
+test('a daemon started with --watch checkpoints through its watch what a walk of everything finds', async () => {
+  if (!existsSync(CLIENT) || process.platform !== 'linux')
+    return skipTest("the daemon's watch", 'native-scan', 'native/build has no pdb-env-client, or this is no Linux');
+  const dir = join(t.dir, 'dw');
+  const env = { PDB_ENV_DAEMON_DIR: dir };
+  const wstore = join(t.dir, 'wstore');
+  writeTree(join(t.dir, 'wsrc'), { 'a.txt': 'a\n', lib: { 'b.txt': 'b\n', deep: { 'c.txt': 'c\n' } } });
+  assert.is(cli(['create', 'w', '--from', join(t.dir, 'wsrc'), '--store', wstore]).code, 0);
+  const root = cli(['path', 'w', '--store', wstore]).stdout.trim();
+  startDaemon(dir, ['--watch']);
+  const st = cliJson<{ record: { watch: boolean } }>(['daemon', 'status'], { env });
+  assert.ok(st.record.watch, 'status says it watches');
+  const checkpoint = () => {
+    const r = bin(['checkpoint', 'w', '--store', wstore, '--json'], env);
+    assert.is(r.code, 0, r.stderr);
+    return JSON.parse(r.stdout) as { snapshot: string; filesHashed: number };
+  };
+  await new Promise((r) => setTimeout(r, 150));
+  checkpoint(); // sets the watch up
+  checkpoint(); // recorded: the next is vouched for
+  for (let round = 0; round < 3; round++) {
+    appendFileSync(join(root, 'lib', 'deep', 'c.txt'), `round ${round}\n`);
+    writeFileSync(join(root, `new${round}.txt`), `${round}\n`);
+    await new Promise((r) => setTimeout(r, 150));
+    const watched = checkpoint();
+    assert.is(watched.filesHashed, 2, 'the two files an event named');
+    // The same tree walked whole, by a checkpoint the daemon does not run: the same Snapshot.
+    const walked = cliJson<{ snapshot: string }>(['checkpoint', 'w', '--store', wstore]);
+    assert.is(walked.snapshot, watched.snapshot, `round ${round}`);
+  }
+  assert.is(cli(['daemon', 'stop'], { env }).code, 0);
+});
+
 test.run();

@@ -1,0 +1,199 @@
+// The daemon's watch of session roots (model/scan/watch.ts, `daemon start --watch`): a checkpoint
+// that lstats only what an event touched must give exactly what a scan that trusts nothing gives,
+// whatever happened in the root since the last one. Random operations (fast-check), each batch
+// followed by a checkpoint through the watch, checked against a full re-hash; most batches wait
+// out the racy window first, so that a row the watch wrongly vouched for would be a trusted one,
+// kept as it was recorded.
+import { appendFileSync, chmodSync, existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import fc from 'fast-check';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Digest } from '../../../model/canonical-json.js';
+import { scanTree } from '../../../model/scan/scan.js';
+import { nativeUnavailable } from '../../../model/scan/scanner.js';
+import { unwatchAll, vouchedRows, watchCounts, watchSessionRoots } from '../../../model/scan/watch.js';
+import { readTreeIndex } from '../../../model/scan/tree-index.js';
+import { sessionIndexFile } from '../../../sessions/records/session-record.js';
+import { createSnapshot, snapshotDigest, type Snapshot } from '../../../model/snapshot.js';
+import { SessionService } from '../../../sessions/service.js';
+import { skipPart, tempDir, writeTree } from '../../helpers/index.js';
+
+const why = nativeUnavailable() ?? (process.platform === 'linux' ? null : 'inotify is Linux only');
+if (why) skipPart("the daemon's watch of session roots", 'native-scan', why);
+const t = tempDir();
+test.after(() => {
+  unwatchAll();
+  t.cleanup();
+});
+
+const OPS = ['append', 'same-size', 'same-mtime', 'create', 'delete', 'rename', 'move', 'mkdir', 'rmdir', 'dir-rename', 'symlink', 'chmod', 'link-in', 'through-link', 'recreate-dir', 'truncate'] as const;
+type Op = { op: (typeof OPS)[number]; pick: number; n: number };
+
+/** Every file and directory under root, relative, sorted (directories with a trailing /). */
+function listing(root: string, rel = ''): string[] {
+  const out: string[] = [];
+  for (const e of readdirSync(join(root, rel), { withFileTypes: true })) {
+    const p = rel ? `${rel}/${e.name}` : e.name;
+    if (e.isDirectory()) out.push(`${p}/`, ...listing(root, p));
+    else out.push(p);
+  }
+  return out.sort();
+}
+
+/** One operation on the root, on the entry `pick` chooses; `outside` holds what is linked from outside it. */
+function apply(root: string, outside: string, { op, pick, n }: Op): void {
+  const all = listing(root);
+  const files = all.filter((p) => !p.endsWith('/') && statSync(join(root, p), { throwIfNoEntry: false })?.isFile());
+  const dirs = ['', ...all.filter((p) => p.endsWith('/')).map((p) => p.slice(0, -1))];
+  const file = files.length ? files[pick % files.length]! : null;
+  const dir = dirs[pick % dirs.length]!;
+  const at = (p: string) => join(root, p);
+  const fresh = (d: string) => (d ? `${d}/n${n}` : `n${n}`);
+  switch (op) {
+    case 'append':
+      if (file) appendFileSync(at(file), `more ${n}\n`);
+      break;
+    case 'same-size':
+      if (file) writeFileSync(at(file), Buffer.alloc(statSync(at(file)).size, 65 + (n % 26)));
+      break;
+    case 'same-mtime':
+      if (file) {
+        const st = statSync(at(file));
+        writeFileSync(at(file), Buffer.alloc(st.size, 97 + (n % 26)));
+        utimesSync(at(file), st.atime, st.mtime);
+      }
+      break;
+    case 'create':
+      writeFileSync(at(fresh(dir)), `new ${n}\n`);
+      break;
+    case 'delete':
+      if (file) rmSync(at(file));
+      break;
+    case 'rename':
+      if (file) renameSync(at(file), at(`${file}.r${n}`));
+      break;
+    case 'move':
+      if (file) renameSync(at(file), at(fresh(dir)));
+      break;
+    case 'mkdir':
+      mkdirSync(at(fresh(dir)));
+      writeFileSync(at(`${fresh(dir)}/inside`), `in ${n}\n`);
+      break;
+    case 'rmdir':
+      if (dir) rmSync(at(dir), { recursive: true });
+      break;
+    case 'dir-rename':
+      if (dir) renameSync(at(dir), at(`${dir}.d${n}`));
+      break;
+    case 'symlink':
+      if (file) rmSync(at(file));
+      if (file) symlinkSync(`target-${n}`, at(file));
+      else symlinkSync(`target-${n}`, at(fresh(dir)));
+      break;
+    case 'chmod':
+      if (file) chmodSync(at(file), statSync(at(file)).mode & 0o100 ? 0o644 : 0o755);
+      break;
+    case 'link-in': {
+      const o = join(outside, `o${n}`);
+      writeFileSync(o, `outside ${n}\n`);
+      linkSync(o, at(fresh(dir)));
+      break;
+    }
+    case 'through-link': {
+      // A file linked in from outside (an earlier link-in), written through the outside path.
+      const o = readdirSync(outside).sort()[pick % Math.max(1, readdirSync(outside).length)];
+      if (o) appendFileSync(join(outside, o), `through ${n}\n`);
+      break;
+    }
+    case 'recreate-dir':
+      // Gone and made again under the same name, with a file of a name it held.
+      if (dir) {
+        const held = readdirSync(at(dir)).find((e) => statSync(at(`${dir}/${e}`)).isFile());
+        rmSync(at(dir), { recursive: true });
+        mkdirSync(at(dir));
+        if (held) writeFileSync(at(`${dir}/${held}`), `recreated ${n}\n`);
+      }
+      break;
+    case 'truncate':
+      if (file) truncateSync(at(file), 0);
+      break;
+  }
+}
+
+let cases = 0;
+async function session() {
+  const dir = join(t.dir, `case${cases++}`);
+  const src = join(dir, 'src');
+  const files = (k: number) => Object.fromEntries(Array.from({ length: k }, (_, i) => [`f${i}.txt`, `file ${i}\n`]));
+  writeTree(src, { a: { ...files(6), deep: { er: files(4) } }, b: files(5), c: {}, 'top.txt': 'top\n' });
+  const outside = join(dir, 'outside');
+  mkdirSync(outside);
+  const svc = await SessionService.open(join(dir, 'store'), { create: true });
+  await svc.create('s', { from: src });
+  await sleep(150);
+  await svc.checkpoint('s'); // the watch is set up here, before its walk
+  await svc.checkpoint('s'); // and recorded: the next one is vouched for
+  return { svc, root: svc.sessionRoot('s'), outside };
+}
+
+test('a checkpoint through the watch is the full re-hash, whatever happened since the one before', async () => {
+  if (why) return;
+  assert.ok(watchSessionRoots(), 'the addon watches here');
+  const op = fc.record({ op: fc.constantFrom(...OPS), pick: fc.nat(1000), n: fc.nat(1_000_000) });
+  const before = { ...watchCounts };
+  await fc.assert(
+    fc.asyncProperty(fc.array(fc.tuple(fc.array(op, { minLength: 1, maxLength: 4 }), fc.boolean()), { minLength: 3, maxLength: 8 }), async (batches) => {
+      const { svc, root, outside } = await session();
+      const base = (await svc.readSession('s')).base as Digest;
+      const excludes = svc.store.getDocument<Snapshot>(base, 'Snapshot').excludes;
+      for (const [ops, settle] of batches) {
+        for (const o of ops) apply(root, outside, o);
+        if (settle) await sleep(120); // past the racy window: what the watch vouches for is trusted
+        const cp = await svc.checkpoint('s');
+        const full = await scanTree(root, { excludes });
+        assert.is(cp.snapshot, snapshotDigest(createSnapshot(full.entries, excludes, base)), `after ${JSON.stringify(ops)}: the checkpoint is the full re-hash`);
+      }
+      assert.ok(existsSync(dirname(root)));
+    }),
+    { numRuns: 25 },
+  );
+  assert.ok(watchCounts.vouched - before.vouched > 40, `${watchCounts.vouched - before.vouched} checkpoints vouched for by the watch`);
+});
+
+test('a watched checkpoint lstats only what changed: one file appended in a large tree', async () => {
+  if (why) return;
+  watchSessionRoots();
+  const { svc, root } = await session();
+  const v0 = watchCounts.vouched;
+  appendFileSync(join(root, 'b', 'f1.txt'), 'one more\n');
+  await sleep(120);
+  const cp = await svc.checkpoint('s');
+  assert.is(watchCounts.vouched, v0 + 1, 'vouched for');
+  assert.is(cp.modified, 1);
+  assert.is(cp.filesHashed, 1);
+});
+
+test('the events a walk read are its own: a checkpoint that failed after reading them leaves the next one a walk of everything', async () => {
+  if (why) return;
+  watchSessionRoots();
+  const { svc, root } = await session();
+  const s = await svc.session('s');
+  const index = () => readTreeIndex(sessionIndexFile(svc.store, 's'));
+  assert.ok(vouchedRows(s.dir, s.root, index()), 'vouched for after a recorded checkpoint');
+  // That walk never recorded (a checkpoint that failed): its events are gone with it.
+  appendFileSync(join(root, 'b', 'f2.txt'), 'changed\n');
+  await svc.checkpoint('s').catch(() => {});
+  const i2 = index();
+  assert.ok(vouchedRows(s.dir, s.root, i2), 'after the checkpoint recorded');
+  appendFileSync(join(root, 'b', 'f3.txt'), 'changed\n');
+  assert.is(vouchedRows(s.dir, s.root, i2), null, 'the next call, with no record between: everything walked');
+  const base = (await svc.readSession('s')).base as Digest;
+  const excludes = svc.store.getDocument<Snapshot>(base, 'Snapshot').excludes;
+  const cp = await svc.checkpoint('s');
+  const full = await scanTree(root, { excludes });
+  assert.is(cp.snapshot, snapshotDigest(createSnapshot(full.entries, excludes, base)));
+});
+
+test.run();
