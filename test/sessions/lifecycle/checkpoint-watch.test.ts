@@ -4,7 +4,7 @@
 // followed by a checkpoint through the watch, checked against a full re-hash; most batches wait
 // out the racy window first, so that a row the watch wrongly vouched for would be a trusted one,
 // kept as it was recorded.
-import { appendFileSync, chmodSync, existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
@@ -50,7 +50,12 @@ function apply(root: string, outside: string, { op, pick, n }: Op): void {
   const file = files.length ? files[pick % files.length]! : null;
   const dir = dirs[pick % dirs.length]!;
   const at = (p: string) => join(root, p);
-  const fresh = (d: string) => (d ? `${d}/n${n}` : `n${n}`);
+  // A name no entry has (n repeats across operations once fast-check shrinks).
+  const fresh = (d: string) => {
+    let k = n;
+    while (existsSync(at(d ? `${d}/n${k}` : `n${k}`))) k++;
+    return d ? `${d}/n${k}` : `n${k}`;
+  };
   switch (op) {
     case 'append':
       if (file) appendFileSync(at(file), `more ${n}\n`);
@@ -72,20 +77,22 @@ function apply(root: string, outside: string, { op, pick, n }: Op): void {
       if (file) rmSync(at(file));
       break;
     case 'rename':
-      if (file) renameSync(at(file), at(`${file}.r${n}`));
+      if (file && !existsSync(at(`${file}.r${n}`))) renameSync(at(file), at(`${file}.r${n}`));
       break;
     case 'move':
       if (file) renameSync(at(file), at(fresh(dir)));
       break;
-    case 'mkdir':
-      mkdirSync(at(fresh(dir)));
-      writeFileSync(at(`${fresh(dir)}/inside`), `in ${n}\n`);
+    case 'mkdir': {
+      const d = fresh(dir);
+      mkdirSync(at(d));
+      writeFileSync(at(`${d}/inside`), `in ${n}\n`);
       break;
+    }
     case 'rmdir':
       if (dir) rmSync(at(dir), { recursive: true });
       break;
     case 'dir-rename':
-      if (dir) renameSync(at(dir), at(`${dir}.d${n}`));
+      if (dir && !existsSync(at(`${dir}.d${n}`))) renameSync(at(dir), at(`${dir}.d${n}`));
       break;
     case 'symlink':
       if (file) rmSync(at(file));
@@ -96,7 +103,9 @@ function apply(root: string, outside: string, { op, pick, n }: Op): void {
       if (file) chmodSync(at(file), statSync(at(file)).mode & 0o100 ? 0o644 : 0o755);
       break;
     case 'link-in': {
-      const o = join(outside, `o${n}`);
+      let k = n;
+      while (existsSync(join(outside, `o${k}`))) k++;
+      const o = join(outside, `o${k}`);
       writeFileSync(o, `outside ${n}\n`);
       linkSync(o, at(fresh(dir)));
       break;
@@ -110,7 +119,7 @@ function apply(root: string, outside: string, { op, pick, n }: Op): void {
     case 'recreate-dir':
       // Gone and made again under the same name, with a file of a name it held.
       if (dir) {
-        const held = readdirSync(at(dir)).find((e) => statSync(at(`${dir}/${e}`)).isFile());
+        const held = readdirSync(at(dir)).find((e) => lstatSync(at(`${dir}/${e}`)).isFile());
         rmSync(at(dir), { recursive: true });
         mkdirSync(at(dir));
         if (held) writeFileSync(at(`${dir}/${held}`), `recreated ${n}\n`);
