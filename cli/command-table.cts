@@ -378,7 +378,8 @@ export const COMMANDS = {
           },
           watch: {
             type: 'boolean',
-            description: "watch session roots (inotify): a checkpoint lstats only what changed since the daemon's last one (docs/store.md says what no watch can see)",
+            description:
+              "watch session roots (inotify): a checkpoint lstats only what changed since the daemon's last one (docs/store.md says what no watch can see)",
           },
         },
       },
@@ -394,7 +395,8 @@ export const COMMANDS = {
           },
           watch: {
             type: 'boolean',
-            description: "watch session roots (inotify): a checkpoint lstats only what changed since the daemon's last one (docs/store.md says what no watch can see)",
+            description:
+              "watch session roots (inotify): a checkpoint lstats only what changed since the daemon's last one (docs/store.md says what no watch can see)",
           },
         },
       },

@@ -74,12 +74,16 @@ export async function startDaemon(
   const log = openSync(files.log, 'a', 0o600);
   let exited: string | null = null;
   try {
-    const child = spawn(process.execPath, [cliEntry(), 'daemon', 'run', '--idle-timeout', String(Math.round(idleTimeoutMs / 1000)), ...(options.watch ? ['--watch'] : [])], {
-      detached: true,
-      stdio: ['ignore', log, log],
-      cwd: '/',
-      env: { ...process.env, PDB_ENV_DAEMON_DIR: files.dir },
-    });
+    const child = spawn(
+      process.execPath,
+      [cliEntry(), 'daemon', 'run', '--idle-timeout', String(Math.round(idleTimeoutMs / 1000)), ...(options.watch ? ['--watch'] : [])],
+      {
+        detached: true,
+        stdio: ['ignore', log, log],
+        cwd: '/',
+        env: { ...process.env, PDB_ENV_DAEMON_DIR: files.dir },
+      },
+    );
     child.once('exit', (code, signal) => (exited = signal ?? `exit status ${code}`));
     child.unref();
   } finally {

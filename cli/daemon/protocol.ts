@@ -103,4 +103,7 @@ export interface DaemonRecord {
 }
 
 /** cli/cheap-path.ts runCheapFor, as the daemon calls it from the checkpoint bundle. */
-export type RunCheapFor = (call: CheapCall, client: { pid: number; watch?: boolean; sink: (fd: 1 | 2, text: string) => void }) => Promise<number>;
+export type RunCheapFor = (
+  call: CheapCall,
+  client: { pid: number; watch?: boolean; sink: (fd: 1 | 2, text: string) => void },
+) => Promise<number>;

@@ -222,7 +222,11 @@ class Daemon {
       // What it prints goes back with its status in one write (a checkpoint prints a few lines).
       const out: Buffer[] = [];
       try {
-        const status = await this.run(call, { pid: req.pid, watch: this.record.watch, sink: (fd, text) => out.push(frame(fd === 1 ? 'o' : 'e', text)) });
+        const status = await this.run(call, {
+          pid: req.pid,
+          watch: this.record.watch,
+          sink: (fd, text) => out.push(frame(fd === 1 ? 'o' : 'e', text)),
+        });
         this.record.served++;
         sock.end(Buffer.concat([...out, exitFrame(status)]));
       } finally {

@@ -60,7 +60,13 @@ export const watchCounts = { vouched: 0, whole: 0 };
 /** Watch the roots of the sessions this process checkpoints (the daemon turns it on; Linux with the native addon only). */
 export function watchSessionRoots(): boolean {
   const a = loadNativeAddon().addon as Partial<WatchAddon> | null;
-  if (process.platform !== 'linux' || typeof a?.watchOpen !== 'function' || typeof a.watchAdd !== 'function' || typeof a.watchRead !== 'function') return false;
+  if (
+    process.platform !== 'linux' ||
+    typeof a?.watchOpen !== 'function' ||
+    typeof a.watchAdd !== 'function' ||
+    typeof a.watchRead !== 'function'
+  )
+    return false;
   addon = a as WatchAddon;
   return true;
 }
@@ -92,7 +98,17 @@ function arm(a: WatchAddon, root: string, index: TreeIndex): RootWatch | null {
   const rootId = rootIdOf(root);
   const fd = a.watchOpen();
   if (fd < 0 || rootId === null) return null;
-  const w: RootWatch = { fd, root, rootId, dirs: new Map(), watched: new Set(), dirty: new Set(), broken: null, key: null, linked: new Set() };
+  const w: RootWatch = {
+    fd,
+    root,
+    rootId,
+    dirs: new Map(),
+    watched: new Set(),
+    dirty: new Set(),
+    broken: null,
+    key: null,
+    linked: new Set(),
+  };
   const c = index.cols;
   // A directory gone since the index (or no directory now) is not watched: the walk this one comes
   // before finds it gone, or finds it new and watchRecorded watches it.
@@ -120,7 +136,7 @@ function drain(a: WatchAddon, w: RootWatch): void {
     w.broken = `the watch could not be read (errno ${-buf})`;
     return;
   }
-  for (let o = 0; o + 16 <= buf.length; ) {
+  for (let o = 0; o + 16 <= buf.length;) {
     const wd = buf.readInt32LE(o);
     const mask = buf.readUInt32LE(o + 4);
     const len = buf.readUInt32LE(o + 12);
@@ -137,7 +153,8 @@ function drain(a: WatchAddon, w: RootWatch): void {
       if (dir === '') w.broken = 'the root is gone';
       continue;
     }
-    if (mask & (IN_MOVE_SELF | IN_UNMOUNT) || (mask & IN_DELETE_SELF && dir === '')) w.broken = `${dir || 'the root'} was moved or unmounted`;
+    if (mask & (IN_MOVE_SELF | IN_UNMOUNT) || (mask & IN_DELETE_SELF && dir === ''))
+      w.broken = `${dir || 'the root'} was moved or unmounted`;
     // A directory moved: the watches below it now have other paths.
     if (mask & IN_ISDIR && mask & (IN_MOVED_FROM | IN_MOVED_TO)) w.broken = `a directory in ${dir || 'the root'} was moved`;
     w.dirty.add(dir);

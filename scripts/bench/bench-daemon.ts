@@ -26,7 +26,8 @@ export async function startOwnDaemon(work: string, options: { watch?: boolean } 
   process.env.PDB_ENV_DAEMON_DIR = dir;
   const watch = options.watch ? ['--watch'] : [];
   const r = JSON.parse((await $`${PDB_ENV} daemon start --idle-timeout 900 ${watch} --json`).stdout) as { pid: number; watch: boolean };
-  if (r.watch !== (options.watch === true)) throw new Error(`this run's pdb-env daemon ${r.watch ? 'watches' : 'does not watch'} session roots, and the run asked otherwise`);
+  if (r.watch !== (options.watch === true))
+    throw new Error(`this run's pdb-env daemon ${r.watch ? 'watches' : 'does not watch'} session roots, and the run asked otherwise`);
   console.log(`pdb-env daemon: pid ${r.pid}${r.watch ? ', watching session roots' : ''}`);
   let expected = 0;
   return {

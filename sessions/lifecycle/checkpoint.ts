@@ -300,7 +300,11 @@ export async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: 
   crashPoint('checkpoint:after-record');
   const written = await writeSessionIndex(ctx, s, scanned, { snapshot, changeset, changes });
   if (watchable(s)) {
-    const key = written ? keyOf({ snapshot, changeset, recordedAtMs: scan.raw.startedAtMs }, scan.columns().n) : index ? keyOf(index.header, index.cols.n) : null;
+    const key = written
+      ? keyOf({ snapshot, changeset, recordedAtMs: scan.raw.startedAtMs }, scan.columns().n)
+      : index
+        ? keyOf(index.header, index.cols.n)
+        : null;
     if (key) watchRecorded(s.dir, key, scan.raw);
   }
   return {

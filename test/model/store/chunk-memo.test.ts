@@ -21,7 +21,10 @@ rememberCuts(64 * 1024 * 1024);
 // Path-heavy text, as a Snapshot's bytes are: records that share long prefixes.
 function records(n: number, seed: number): Buffer {
   const parts: string[] = [];
-  for (let i = 0; i < n; i++) parts.push(`{"digest":"sha256:${((seed + i) * 2654435761 >>> 0).toString(16).padStart(64, '0')}","path":"pkg/${i % 97}/f${i}.js","size":${i * 7}}`);
+  for (let i = 0; i < n; i++)
+    parts.push(
+      `{"digest":"sha256:${(((seed + i) * 2654435761) >>> 0).toString(16).padStart(64, '0')}","path":"pkg/${i % 97}/f${i}.js","size":${i * 7}}`,
+    );
   return Buffer.from(parts.join(','));
 }
 

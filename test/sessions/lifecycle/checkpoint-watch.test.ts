@@ -4,7 +4,22 @@
 // followed by a checkpoint through the watch, checked against a full re-hash; most batches wait
 // out the racy window first, so that a row the watch wrongly vouched for would be a trusted one,
 // kept as it was recorded.
-import { appendFileSync, chmodSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
@@ -28,7 +43,24 @@ test.after(() => {
   t.cleanup();
 });
 
-const OPS = ['append', 'same-size', 'same-mtime', 'create', 'delete', 'rename', 'move', 'mkdir', 'rmdir', 'dir-rename', 'symlink', 'chmod', 'link-in', 'through-link', 'recreate-dir', 'truncate'] as const;
+const OPS = [
+  'append',
+  'same-size',
+  'same-mtime',
+  'create',
+  'delete',
+  'rename',
+  'move',
+  'mkdir',
+  'rmdir',
+  'dir-rename',
+  'symlink',
+  'chmod',
+  'link-in',
+  'through-link',
+  'recreate-dir',
+  'truncate',
+] as const;
 type Op = { op: (typeof OPS)[number]; pick: number; n: number };
 
 /** Every file and directory under root, relative, sorted (directories with a trailing /). */
@@ -42,7 +74,7 @@ function listing(root: string, rel = ''): string[] {
   return out.sort();
 }
 
-/** One operation on the root, on the entry `pick` chooses; `outside` holds what is linked from outside it. */
+/** One operation on the root, on the entry `pick` chooses; `outside` holds what is linked from outside it. Long on purpose: one case per operation, read as a list. */
 function apply(root: string, outside: string, { op, pick, n }: Op): void {
   const all = listing(root);
   const files = all.filter((p) => !p.endsWith('/') && statSync(join(root, p), { throwIfNoEntry: false })?.isFile());
@@ -153,19 +185,26 @@ test('a checkpoint through the watch is the full re-hash, whatever happened sinc
   const op = fc.record({ op: fc.constantFrom(...OPS), pick: fc.nat(1000), n: fc.nat(1_000_000) });
   const before = { ...watchCounts };
   await fc.assert(
-    fc.asyncProperty(fc.array(fc.tuple(fc.array(op, { minLength: 1, maxLength: 4 }), fc.boolean()), { minLength: 3, maxLength: 8 }), async (batches) => {
-      const { svc, root, outside } = await session();
-      const base = (await svc.readSession('s')).base as Digest;
-      const excludes = svc.store.getDocument<Snapshot>(base, 'Snapshot').excludes;
-      for (const [ops, settle] of batches) {
-        for (const o of ops) apply(root, outside, o);
-        if (settle) await sleep(120); // past the racy window: what the watch vouches for is trusted
-        const cp = await svc.checkpoint('s');
-        const full = await scanTree(root, { excludes });
-        assert.is(cp.snapshot, snapshotDigest(createSnapshot(full.entries, excludes, base)), `after ${JSON.stringify(ops)}: the checkpoint is the full re-hash`);
-      }
-      assert.ok(existsSync(dirname(root)));
-    }),
+    fc.asyncProperty(
+      fc.array(fc.tuple(fc.array(op, { minLength: 1, maxLength: 4 }), fc.boolean()), { minLength: 3, maxLength: 8 }),
+      async (batches) => {
+        const { svc, root, outside } = await session();
+        const base = (await svc.readSession('s')).base as Digest;
+        const excludes = svc.store.getDocument<Snapshot>(base, 'Snapshot').excludes;
+        for (const [ops, settle] of batches) {
+          for (const o of ops) apply(root, outside, o);
+          if (settle) await sleep(120); // past the racy window: what the watch vouches for is trusted
+          const cp = await svc.checkpoint('s');
+          const full = await scanTree(root, { excludes });
+          assert.is(
+            cp.snapshot,
+            snapshotDigest(createSnapshot(full.entries, excludes, base)),
+            `after ${JSON.stringify(ops)}: the checkpoint is the full re-hash`,
+          );
+        }
+        assert.ok(existsSync(dirname(root)));
+      },
+    ),
     { numRuns: 25 },
   );
   assert.ok(watchCounts.vouched - before.vouched > 40, `${watchCounts.vouched - before.vouched} checkpoints vouched for by the watch`);
