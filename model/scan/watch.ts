@@ -13,7 +13,7 @@
 // A write through a shared mapping makes no event itself, but the mapping holds the file open for
 // writing, and its last release (munmap, or the process's exit) queues IN_CLOSE_WRITE: a
 // checkpoint after the writer is done sees it. docs/store.md has the rest of the argument; the
-// randomized comparison with a full walk is test/model/scan/watch.test.ts.
+// randomized comparison with a full walk is test/sessions/lifecycle/checkpoint-watch.test.ts.
 import { closeSync, lstatSync } from 'node:fs';
 import { loadNativeAddon } from '../os/native.js';
 import { KIND_DIR, rowPath } from './index-columns.js';
