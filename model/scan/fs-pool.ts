@@ -4,6 +4,9 @@ import { PdbError, toPdbError } from '../errors.js';
 import { runFsTask, type FsTask, type FsTaskResult } from './fs-worker.js';
 
 /** One item's answer from a worker. */
+/** The young generation of an fs worker, in MB (V8's default is sized for a program's main thread). */
+const WORKER_YOUNG_MB = 8;
+
 export type FsResult = { digest: string; size: number; installed?: boolean; sig?: string };
 
 type Pending = { resolve: (r: FsTaskResult) => void; reject: (e: unknown) => void };
@@ -31,7 +34,11 @@ export class FsPool {
 
   private spawn(): void {
     while (this.workers.length < this.size) {
-      const w = new this.workerClass!(new URL('./fs-worker-thread.js', import.meta.url));
+      // A worker's garbage is small strings and results; the default young generation (tens of MB
+      // per worker) is RSS that a first import of a large tree carries beside its walk.
+      const w = new this.workerClass!(new URL('./fs-worker-thread.js', import.meta.url), {
+        resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_MB },
+      });
       w.on('message', (msg: { id: number; result: FsTaskResult }) => {
         const p = this.pending.get(msg.id);
         this.pending.delete(msg.id);

@@ -7,7 +7,7 @@ import { isPdbError } from '../../../model/errors.js';
 import { ObjectStore } from '../../../model/store/object-store.js';
 import { readSourceConfig, scanTree, walkEntries } from '../../../model/scan/scan.js';
 import { createTreeIndex } from '../../../model/scan/tree-index.js';
-import type { FsPool } from '../../../model/scan/fs-pool.js';
+import { FsPool } from '../../../model/scan/fs-pool.js';
 import { createSnapshot, snapshotDigest } from '../../../model/snapshot.js';
 import { tempDir, writeTree } from '../../helpers/index.js';
 
@@ -144,6 +144,30 @@ test('filesHashed counts the digests the reader returned: every file here, and a
     assert.ok(isPdbError(err, 'E_SOURCE_CHANGED'), String(err));
     assert.match((err as Error).message, 'was not hashed');
   }
+});
+
+test("the pool's workers run with a small young generation (a large import's RSS), and still hash", async () => {
+  const { dir, cleanup } = tempDir();
+  const files = Array.from({ length: 64 }, (_, i) => join(dir, `f${i}`));
+  files.forEach((f, i) => writeFileSync(f, `file ${i}\n`));
+  const pool = new FsPool(2);
+  const sizes: number[] = [];
+  try {
+    await pool.each(
+      files,
+      (batch) => ({ op: 'hash', paths: batch }),
+      (_, r) => sizes.push(r!.size),
+      { inlineBelow: 1, batchSize: 8 },
+    );
+    const workers = (pool as unknown as { workers: { resourceLimits?: { maxYoungGenerationSizeMb: number } }[] }).workers;
+    assert.is(workers.length, 2);
+    for (const w of workers)
+      assert.ok(w.resourceLimits!.maxYoungGenerationSizeMb <= 8, `young generation ${w.resourceLimits!.maxYoungGenerationSizeMb} MB`);
+  } finally {
+    await pool.close();
+    cleanup();
+  }
+  assert.is(sizes.length, 64);
 });
 
 test.run();
