@@ -3,10 +3,10 @@ import type { Worker } from 'node:worker_threads';
 import { PdbError, toPdbError } from '../errors.js';
 import { runFsTask, type FsTask, type FsTaskResult } from './fs-worker.js';
 
-/** One item's answer from a worker. */
 /** The young generation of an fs worker, in MB (V8's default is sized for a program's main thread). */
 const WORKER_YOUNG_MB = 8;
 
+/** One item's answer from a worker. */
 export type FsResult = { digest: string; size: number; installed?: boolean; sig?: string };
 
 type Pending = { resolve: (r: FsTaskResult) => void; reject: (e: unknown) => void };

@@ -173,11 +173,12 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
   const toHash = raw.touched.filter((t) => t.kind === KIND_FILE);
   // A walk this large holds an object per entry while its files are hashed: V8 would let the
   // batches' garbage grow the heap to a multiple of that before collecting (first imports of
-  // 268,753 entries peaked at 229-298 MB from run to run, issue 38's 300 MB).
-  if (raw.touched.length >= LARGE_WALK) boundHeapGrowth(30);
+  // 268,753 entries peaked at 229,184-298,408 KiB from run to run; issue 38's limit is 300 MB).
+  const large = raw.touched.length >= LARGE_WALK;
+  if (large) boundHeapGrowth(30);
   let hashed: Hashed | null = await hashFiles(root, toHash, options);
   // The batches' garbage goes before the columns are made beside the walk.
-  if (raw.touched.length >= LARGE_WALK) collectAbove(LARGE_HEAP_BYTES);
+  if (large) collectAbove(LARGE_HEAP_BYTES);
   const changed = trust ? changesOf(trust, raw, hashed) : null;
   let cols: IndexColumns | null = null;
   const coarse = (h?.coarse ?? true) && allWholeSeconds(raw);
