@@ -10,6 +10,13 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
  */
 export function canonicalJson(value: unknown): string {
   if (value === null) return 'null';
+  if (typeof value === 'object') {
+    const hit = frozenJson.get(value);
+    if (hit !== undefined) return hit;
+    const text = objectJson(value);
+    if (Object.isFrozen(value) && frozenThrough(value)) frozenJson.set(value, text);
+    return text;
+  }
   switch (typeof value) {
     case 'boolean':
       return value ? 'true' : 'false';
@@ -18,17 +25,27 @@ export function canonicalJson(value: unknown): string {
       return JSON.stringify(value);
     case 'string':
       return JSON.stringify(value);
-    case 'object': {
-      if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-      const obj = value as Record<string, unknown>;
-      const keys = Object.keys(obj)
-        .filter((k) => obj[k] !== undefined)
-        .sort();
-      return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
-    }
     default:
       throw new TypeError(`canonical JSON cannot hold a ${typeof value}`);
   }
+}
+
+function objectJson(value: object): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const obj = value as Record<string, unknown>;
+  const keys = Object.keys(obj)
+    .filter((k) => obj[k] !== undefined)
+    .sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
+}
+
+// The canonical JSON of objects frozen through (model/store/kept-documents.ts freezes the
+// documents it keeps): such an object cannot change, so neither can its text. An object is kept
+// only when every object in it was (each was serialized first, so kept if it could be).
+const frozenJson = new WeakMap<object, string>();
+function frozenThrough(value: object): boolean {
+  for (const v of Object.values(value)) if (v !== null && typeof v === 'object' && !frozenJson.has(v)) return false;
+  return true;
 }
 
 export type Digest = `sha256:${string}`;

@@ -153,6 +153,25 @@ static napi_value Scan(napi_env env, napi_callback_info info) {
 }
 
 static void freeBytes(napi_env env, void *data, void *hint) { free(data); }
+static void freeSnapshot(napi_env env, void *data, void *hint) {
+  int64_t left;
+  napi_adjust_external_memory(env, -(int64_t)(uintptr_t)hint, &left);
+  snapshotFree(data, (size_t)(uintptr_t)hint);
+}
+
+// A Snapshot's block handed to JavaScript (snapshotFree when its Buffer is collected), or copied.
+// V8 is told of the block's size, so a collection comes as soon as its garbage would matter.
+static napi_value handOverSnapshot(napi_env env, uint8_t *p, size_t len, size_t cap) {
+  napi_value v;
+  int64_t total;
+  if (napi_create_external_buffer(env, len, p, freeSnapshot, (void *)(uintptr_t)cap, &v) == napi_ok) {
+    napi_adjust_external_memory(env, (int64_t)cap, &total);
+    return v;
+  }
+  napi_status st = napi_create_buffer_copy(env, len, p, NULL, &v);
+  snapshotFree(p, cap);
+  return st == napi_ok ? v : NULL;
+}
 
 // The columns, head and tail of a snapshotBytes call, checked; 0 (an exception
 // thrown) when they are not what snapshot.c may read.
@@ -162,7 +181,8 @@ static int snapshotArgs(napi_env env, napi_callback_info info, size_t want, napi
   napi_get_cb_info(env, info, &argc, args, NULL, NULL);
   memset(c, 0, sizeof *c);
   size_t n = 0, names = 0, values = 0, digests = 0;
-  int ok = argc == want;
+  int ok = argc >= 3 && argc <= want;
+  for (size_t k = argc; k < want; k++) napi_get_undefined(env, &args[k]);
   if (ok) {
     c->kind = typed(env, args[0], "kind", &n);
     c->n = (uint32_t)n;
@@ -189,26 +209,95 @@ static int snapshotArgs(napi_env env, napi_callback_info info, size_t want, napi
   return ok;
 }
 
-// snapshotBytes(columns, head, tail) -> Buffer: head, every row's canonical entry, tail (snapshot.c).
+// A typed array of exactly this type and at least `least` elements; NULL otherwise.
+static void *typedAs(napi_env env, napi_value v, napi_typedarray_type want, size_t least) {
+  napi_typedarray_type type;
+  void *data = NULL;
+  size_t len = 0;
+  static uint64_t empty;
+  if (isUndefined(env, v) || napi_get_typedarray_info(env, v, &type, &len, &data, NULL, NULL) != napi_ok || type != want || len < least) return NULL;
+  return data ? data : &empty;
+}
+
+// A Buffer of `len` malloc'ed bytes at `p`, handed over (freed when collected) or copied; p is freed or owned.
+static napi_value handOver(napi_env env, uint8_t *p, size_t len) {
+  napi_value v;
+  if (len == 0) napi_create_buffer(env, 0, NULL, &v);
+  else if (napi_create_external_buffer(env, len, p, freeBytes, NULL, &v) == napi_ok) return v;
+  else napi_create_buffer_copy(env, len, p, NULL, &v);
+  free(p);
+  return v;
+}
+
+// snapshotBytes(columns, head, tail, ends?) -> Buffer: head, every row's canonical entry, tail
+// (snapshot.c); `ends` (a Uint32Array of n + 1) takes where each row's entry ends.
 static napi_value SnapshotBytes(napi_env env, napi_callback_info info) {
-  napi_value args[3];
+  napi_value args[4];
   snapshot_cols_t c;
   void *h = NULL, *t = NULL;
   size_t head = 0, tail = 0;
-  if (!snapshotArgs(env, info, 3, args, &c, &h, &head, &t, &tail)) return NULL;
+  if (!snapshotArgs(env, info, 4, args, &c, &h, &head, &t, &tail)) return NULL;
+  uint32_t *ends = NULL;
+  if (!isUndefined(env, args[3]) && !(ends = typedAs(env, args[3], napi_uint32_array, (size_t)c.n + 1))) {
+    napi_throw_error(env, "E_INTERNAL", "pdb_scan: ends must be a Uint32Array of a row more than the columns");
+    return NULL;
+  }
   uint8_t *bytes = NULL;
-  size_t length = 0;
-  if (!snapshotEntries(&c, h, head, t, tail, &bytes, &length)) {
+  size_t length = 0, cap = 0;
+  if (!snapshotEntries(&c, h, head, t, tail, ends, &bytes, &length, &cap)) {
     napi_throw_error(env, "E_INTERNAL", "pdb_scan: out of memory");
     return NULL;
   }
-  // Handed to JavaScript as it lies (freed when the Buffer is collected); where a runtime allows no
-  // external buffers, copied.
-  napi_value out;
-  if (napi_create_external_buffer(env, length, bytes, freeBytes, NULL, &out) == napi_ok) return out;
-  napi_status st = napi_create_buffer_copy(env, length, bytes, NULL, &out);
-  free(bytes);
-  return st == napi_ok ? out : NULL;
+  return handOverSnapshot(env, bytes, length, cap);
+}
+
+// snapshotSplice(columns, head, tail, ends, prev, prevEnds, from) -> Buffer | null: the bytes
+// snapshotBytes gives, each row `from` names (>= 0) copied from the Snapshot before (`prev`, its
+// row ends `prevEnds`); null when prev and its ends do not hold together (snapshot.c).
+static napi_value SnapshotSplice(napi_env env, napi_callback_info info) {
+  napi_value args[7];
+  snapshot_cols_t c;
+  void *h = NULL, *t = NULL;
+  size_t head = 0, tail = 0, prevEnds = 0;
+  if (!snapshotArgs(env, info, 7, args, &c, &h, &head, &t, &tail)) return NULL;
+  splice_prev_t prev = {0};
+  void *bytesOf = NULL;
+  uint32_t *ends = typedAs(env, args[3], napi_uint32_array, (size_t)c.n + 1);
+  prev.from = typedAs(env, args[6], napi_int32_array, c.n);
+  napi_typedarray_type type;
+  int ok = ends && prev.from && napi_get_buffer_info(env, args[4], &bytesOf, &prev.len) == napi_ok &&
+           napi_get_typedarray_info(env, args[5], &type, &prevEnds, (void **)&prev.ends, NULL, NULL) == napi_ok && type == napi_uint32_array &&
+           prevEnds >= 1 && prevEnds - 1 <= UINT32_MAX;
+  if (!ok) {
+    napi_throw_error(env, "E_INTERNAL", "pdb_scan: snapshotSplice(columns, head, tail, ends, prev, prevEnds, from) takes typed arrays");
+    return NULL;
+  }
+  prev.bytes = bytesOf;
+  prev.n = (uint32_t)(prevEnds - 1);
+  uint8_t *bytes = NULL;
+  size_t length = 0, cap = 0;
+  int r = snapshotSplice(&c, h, head, t, tail, &prev, ends, &bytes, &length, &cap);
+  if (r == 0) {
+    napi_throw_error(env, "E_INTERNAL", "pdb_scan: out of memory");
+    return NULL;
+  }
+  napi_value none;
+  napi_get_null(env, &none);
+  return r < 0 ? none : handOverSnapshot(env, bytes, length, cap);
+}
+
+// keepSnapshotSpares(on): keep the blocks of Snapshots collected for the next ones (snapshot.c).
+static napi_value KeepSnapshotSpares(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value arg;
+  bool on = false;
+  napi_get_cb_info(env, info, &argc, &arg, NULL, NULL);
+  if (argc < 1 || napi_get_value_bool(env, arg, &on) != napi_ok) {
+    napi_throw_type_error(env, "E_INTERNAL", "pdb_scan: keepSnapshotSpares takes a boolean");
+    return NULL;
+  }
+  snapshotKeepSpares(on);
+  return NULL;
 }
 
 // sha256(parts) -> the 32-byte digest of the byte arrays one after the other (a Buffer), or null
@@ -247,16 +336,6 @@ static napi_value Sha256(napi_env env, napi_callback_info info) {
   if (!hashed) napi_get_null(env, &out);
   else napi_create_buffer_copy(env, 32, digest, NULL, &out);
   return out;
-}
-
-// A Buffer of `len` malloc'ed bytes at `p`, handed over (freed when collected) or copied; p is freed or owned.
-static napi_value handOver(napi_env env, uint8_t *p, size_t len) {
-  napi_value v;
-  if (len == 0) napi_create_buffer(env, 0, NULL, &v);
-  else if (napi_create_external_buffer(env, len, p, freeBytes, NULL, &v) == napi_ok) return v;
-  else napi_create_buffer_copy(env, len, p, NULL, &v);
-  free(p);
-  return v;
 }
 
 // The document a chunks call is like: { bytes, list, mids } (what an earlier call gave for it), or
@@ -329,6 +408,10 @@ static napi_value Init(napi_env env, napi_value exports) {
   napi_set_named_property(env, exports, "scan", fn);
   napi_create_function(env, "snapshotBytes", NAPI_AUTO_LENGTH, SnapshotBytes, NULL, &fn);
   napi_set_named_property(env, exports, "snapshotBytes", fn);
+  napi_create_function(env, "snapshotSplice", NAPI_AUTO_LENGTH, SnapshotSplice, NULL, &fn);
+  napi_set_named_property(env, exports, "snapshotSplice", fn);
+  napi_create_function(env, "keepSnapshotSpares", NAPI_AUTO_LENGTH, KeepSnapshotSpares, NULL, &fn);
+  napi_set_named_property(env, exports, "keepSnapshotSpares", fn);
   napi_create_function(env, "chunks", NAPI_AUTO_LENGTH, Chunks, NULL, &fn);
   napi_set_named_property(env, exports, "chunks", fn);
   napi_create_function(env, "sha256", NAPI_AUTO_LENGTH, Sha256, NULL, &fn);

@@ -13,8 +13,36 @@ typedef struct {
   const double *size;
 } snapshot_cols_t;
 
-/** head + every row's entry, comma-separated + tail, in a malloc'ed buffer; 0 when out of memory. */
-int snapshotEntries(const snapshot_cols_t *c, const uint8_t *head, size_t headLen, const uint8_t *tail, size_t tailLen, uint8_t **bytes, size_t *length);
+/**
+ * head + every row's entry, comma-separated + tail, in a malloc'ed buffer; 0 when out of memory.
+ * `ends` (n + 1, or NULL): where row 0 begins, then where each row's entry ends (UINT32_MAX first
+ * when the bytes pass 4 GiB: none given).
+ */
+int snapshotEntries(const snapshot_cols_t *c, const uint8_t *head, size_t headLen, const uint8_t *tail, size_t tailLen, uint32_t *ends,
+                    uint8_t **bytes, size_t *length, size_t *capacity);
+
+/** The Snapshot written before, and which of its rows each row copies (-1: written afresh). */
+typedef struct {
+  const uint8_t *bytes;
+  size_t len;
+  const uint32_t *ends; /* n + 1, as snapshotEntries gives them */
+  uint32_t n;
+  const int32_t *from; /* one per row of the columns */
+} splice_prev_t;
+
+/**
+ * The same bytes and ends as snapshotEntries, taking each row that `prev->from` names from the
+ * bytes before (its entry is the same: the same path, kind and content) and writing the others:
+ * work in the rows written, and a copy. 1 done, 0 out of memory, -1 when prev does not hold
+ * together (ends out of order or past its bytes, a row not between braces): write it whole then.
+ */
+int snapshotSplice(const snapshot_cols_t *c, const uint8_t *head, size_t headLen, const uint8_t *tail, size_t tailLen, const splice_prev_t *prev,
+                   uint32_t *ends, uint8_t **bytes, size_t *length, size_t *capacity);
+
+/** Free a block snapshotEntries or snapshotSplice gave (`capacity` its size), or keep it for the next where spares are kept. */
+void snapshotFree(void *p, size_t capacity);
+/** Keep freed blocks for the next Snapshot (the daemon), or stop and free those kept. */
+void snapshotKeepSpares(int on);
 
 // SHA-256 from the OpenSSL that Node carries (its executable exports the symbols, or the libcrypto
 // it links does). Weak: where neither has them, the addon still loads, sha256Available() is 0, and

@@ -143,25 +143,39 @@ function shift(to: Uint32Array, from: Uint32Array, a: number, b: number, q: numb
 /**
  * The columns of the tree as scanned: `old` (null: none) updated by `raw`, each touched file with
  * its hashed content from `content`. Touched rows are trusted unless racily clean at the walk's
- * start (the coarse window when `coarse`).
+ * start (the coarse window when `coarse`). `copied`, given, takes which old row each new row is
+ * unchanged (-1: new or touched), or null when a symlink was touched (targets are rebuilt then).
  */
 export function nextColumns(
   old: IndexColumns | null,
   raw: RawScan,
   content: (t: RawEntry) => Content | undefined,
   coarse: boolean,
+  copied?: { from: Int32Array | null },
 ): IndexColumns {
   const c = old ?? NONE;
   const window = coarse ? COARSE_RACY_WINDOW_MS : RACY_WINDOW_MS;
+  if (copied) copied.from = null;
   if (c.n === 0) return firstColumns(raw, content, window);
   // Symlink targets move with their runs unless a touched or new entry is (or was) a symlink.
   const linksTouched = touchesLinks(c, raw);
   if (!linksTouched && sameRows(c, raw)) {
     const out = restated(c);
     for (const t of raw.touched) updateRow(out, t.row, t, t.kind === KIND_FILE ? content(t) : undefined, raw.startedAtMs, window);
+    if (copied) {
+      const from = new Int32Array(c.n);
+      for (let i = 0; i < c.n; i++) from[i] = i;
+      for (const t of raw.touched) from[t.row] = -1;
+      copied.from = from;
+    }
     return out;
   }
   const p = plan(c, raw);
+  if (copied && !linksTouched) {
+    const from = p.src.map((s) => (s >= 0 ? s : -1));
+    for (const t of raw.touched) if (t.row >= 0) from[p.oldToNew[t.row]!] = -1;
+    copied.from = from;
+  }
   const inserted = insertRows(p);
   // (A symlink gone touches no row: its target goes with it, as the kept rows' targets are counted.)
   const out = emptyColumns(p.src.length, p.nameBytes, linksTouched ? 0 : p.valueBytes);

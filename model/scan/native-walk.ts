@@ -5,16 +5,26 @@ import { osError } from '../os/native.js';
 import type { IndexColumns } from './index-columns.js';
 import { kindOf, nonUtf8, vanished, type RawEntry, type RawScan, type WalkInput } from './tree-walk.js';
 
+type SnapshotColumns = Pick<
+  IndexColumns,
+  'kind' | 'flags' | 'parent' | 'nameEnd' | 'nameBytes' | 'valueEnd' | 'valueBytes' | 'digest' | 'size'
+>;
 type Columns = Pick<IndexColumns, 'kind' | 'flags' | 'parent' | 'nameEnd' | 'nameBytes' | 'ino' | 'size' | 'mtime' | 'ctime' | 'mode'>;
 
 export interface NativeAddon {
   version: string;
-  /** head, every row's canonical Snapshot entry (comma-separated), tail (native/snapshot.c). */
-  snapshotBytes(
-    columns: Pick<IndexColumns, 'kind' | 'flags' | 'parent' | 'nameEnd' | 'nameBytes' | 'valueEnd' | 'valueBytes' | 'digest' | 'size'>,
+  /** head, every row's canonical Snapshot entry (comma-separated), tail (native/snapshot.c); `ends` takes where each row's entry ends. */
+  snapshotBytes(columns: SnapshotColumns, head: Buffer, tail: Buffer, ends?: Uint32Array): Buffer;
+  /** The same bytes, each row `from` names copied from the Snapshot before; null when `prev` and its ends do not hold together (addon version 9). */
+  snapshotSplice?(
+    columns: SnapshotColumns,
     head: Buffer,
     tail: Buffer,
-  ): Buffer;
+    ends: Uint32Array,
+    prev: Uint8Array,
+    prevEnds: Uint32Array,
+    from: Int32Array,
+  ): Buffer | null;
   scan(args: {
     root: string;
     excludeNames: string[];

@@ -182,7 +182,9 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
   const changed = trust ? changesOf(trust, raw, hashed) : null;
   let cols: IndexColumns | null = null;
   const coarse = (h?.coarse ?? true) && allWholeSeconds(raw);
-  const columns = () => (cols ??= nextColumns(trust?.cols ?? null, raw, (t) => walked().get(t), coarse));
+  // Which rows of the index each new row is, unchanged: a Snapshot of them copies those rows' entries (snapshot-bytes.ts).
+  const copied: { from: Int32Array | null } = { from: null };
+  const columns = () => (cols ??= nextColumns(trust?.cols ?? null, raw, (t) => walked().get(t), coarse, copied));
   const walked = (): Hashed => {
     if (!hashed) throw new PdbError('E_INTERNAL', 'the walk of a scan was read after it was released');
     return hashed;
@@ -228,7 +230,12 @@ export async function scanTree(root: string, options: ScanOptions): Promise<Scan
       hashed = null;
       raw.touched = [];
     },
-    installSnapshot: (store, base, like = null) => installSnapshotFromColumns(store, columns(), base, options.excludes, 'auto', like),
+    installSnapshot: (store, base, like = null) => {
+      const c = columns();
+      // The rows copied are the index's: only the Snapshot recorded with that index is theirs.
+      const from = like !== null && trust?.header.snapshot === like && copied.from ? { from: copied.from, rows: trust.cols.n } : null;
+      return installSnapshotFromColumns(store, c, base, options.excludes, 'auto', like, from);
+    },
   };
 }
 

@@ -63,6 +63,12 @@ export function nativeSnapshotWriter(scanner: 'auto' | 'js' | 'native' = 'auto')
   return addon && typeof addon.snapshotBytes === 'function' ? addon.snapshotBytes.bind(addon) : null;
 }
 
+/** The addon's writer of a Snapshot from the one before it (native/snapshot.c snapshotSplice), where it has one. */
+export function nativeSnapshotSplice(scanner: 'auto' | 'js' | 'native' = 'auto'): NonNullable<NativeAddon['snapshotSplice']> | null {
+  const { addon } = addonFor(scanner);
+  return addon && typeof addon.snapshotSplice === 'function' ? addon.snapshotSplice.bind(addon) : null;
+}
+
 /** The stat walk of `input.root` against its index, by the scanner in use ('auto'), or the one named. */
 export function scanWalk(input: WalkInput, scanner: 'auto' | 'js' | 'native' = 'auto'): RawScan {
   const { addon, reason } = addonFor(scanner);

@@ -8,8 +8,8 @@
 import { sha256Digest, type Digest } from '../canonical-json.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { F_ESCAPE, F_EXEC, KIND_DIR, KIND_FILE, rowPath, rowTarget, type IndexColumns } from './index-columns.js';
-import { nativeSnapshotWriter } from './scanner.js';
-import { CHUNK_THRESHOLD, nativeChunkList } from '../store/chunks.js';
+import { nativeSnapshotSplice, nativeSnapshotWriter } from './scanner.js';
+import { CHUNK_THRESHOLD, keptSnapshot, nativeChunkList } from '../store/chunks.js';
 
 const HEX = Buffer.from('0123456789abcdef', 'latin1');
 const bytesOf = (s: string) => Buffer.from(s, 'utf8');
@@ -22,10 +22,23 @@ const LINK_HEAD = bytesOf('{"kind":"symlink","path":');
 const LINK_TARGET = bytesOf(',"target":');
 
 /**
+ * Which rows of the Snapshot `like` (the rows of the index it was recorded with, `rows` of them)
+ * each row of the columns is, unchanged: `from[i]` that row, or -1 for a row new or touched
+ * (model/scan/index-update.ts nextColumns gives it).
+ */
+export interface RowsFrom {
+  from: Int32Array;
+  rows: number;
+}
+
+/**
  * The canonical Snapshot document `{base, entries, excludes, version}` of the rows, and its
  * digest: written by native/snapshot.c where the native scanner runs (a loop over every row runs
  * once per process, and JavaScript never optimizes it then), by the same code in JavaScript
- * otherwise; `writer` names one.
+ * otherwise; `writer` names one. Where this process kept the bytes of `like` (the daemon, chunks.ts
+ * rememberCuts) and `from` says which of its rows are unchanged, those rows' entries are copied
+ * from it in runs and only the others written (snapshotSplice: each copied entry is checked
+ * against its row's kind, digest, exec bit and size, and a disagreement writes the whole).
  */
 export function snapshotBytesFromColumns(
   c: IndexColumns,
@@ -33,17 +46,34 @@ export function snapshotBytesFromColumns(
   excludes: readonly string[],
   writer: 'auto' | 'js' | 'native' = 'auto',
   like: Digest | null = null,
+  from: RowsFrom | null = null,
 ): { bytes: Buffer; digest: Digest } {
   const { head, tail } = documentEnds(base, excludes);
   const native = nativeSnapshotWriter(writer);
   if (native) {
-    const bytes = native(c, head, tail);
+    const ends = new Uint32Array(c.n + 1);
+    const bytes = splice(c, head, tail, ends, like, from, writer) ?? native(c, head, tail, ends);
     // A large one is cut and hashed by the addon in one pass (from `like`'s cut where this process
     // kept it); installing it takes that cut (chunks.ts).
-    const cut = bytes.length > CHUNK_THRESHOLD ? nativeChunkList(bytes, like) : null;
+    const cut = bytes.length > CHUNK_THRESHOLD ? nativeChunkList(bytes, like, ends[0] === 0xffffffff ? null : ends) : null;
     return { bytes, digest: cut?.digest ?? sha256Digest(bytes) };
   }
   return jsSnapshotBytes(c, head, tail);
+}
+
+/** The bytes spliced from the kept Snapshot `like`, or null where there is none to splice from. */
+function splice(
+  c: IndexColumns,
+  head: Buffer,
+  tail: Buffer,
+  ends: Uint32Array,
+  like: Digest | null,
+  from: RowsFrom | null,
+  writer: 'auto' | 'js' | 'native',
+): Buffer | null {
+  const kept = like && from && from.from.length === c.n ? keptSnapshot(like) : undefined;
+  const write = kept && kept.ends.length === from!.rows + 1 ? nativeSnapshotSplice(writer) : null;
+  return write ? write(c, head, tail, ends, kept!.bytes, kept!.ends, from!.from) : null;
 }
 
 /** What comes before and after the entries in a Snapshot document's canonical bytes. */
@@ -67,8 +97,9 @@ export async function installSnapshotFromColumns(
   excludes: readonly string[],
   writer: 'auto' | 'js' | 'native' = 'auto',
   like: Digest | null = null,
+  from: RowsFrom | null = null,
 ): Promise<Digest> {
-  const doc = snapshotBytesFromColumns(c, base, excludes, writer, like);
+  const doc = snapshotBytesFromColumns(c, base, excludes, writer, like, from);
   return store.putDocumentBytes(doc.bytes, doc.digest, like);
 }
 

@@ -123,6 +123,8 @@ interface CutMemo {
   list: Buffer;
   mids: Buffer;
   installedList: Digest | null;
+  /** A Snapshot's: where each row's entry ends (native/snapshot.c), for the next one to copy rows from. */
+  ends: Uint32Array | null;
 }
 
 /**
@@ -135,7 +137,11 @@ interface CutMemo {
  * kept its cut (rememberCuts), the chunks and hash states of the bytes the two share are taken from
  * it, found by comparing the bytes, and only the rest is cut and hashed.
  */
-export function nativeChunkList(bytes: Uint8Array, like: Digest | null = null): { digest: Digest; list: Buffer; fresh: number } | null {
+export function nativeChunkList(
+  bytes: Uint8Array,
+  like: Digest | null = null,
+  ends: Uint32Array | null = null,
+): { digest: Digest; list: Buffer; fresh: number } | null {
   const known = cut.get(bytes);
   if (known) return known;
   if (addonChunks === undefined) {
@@ -147,8 +153,14 @@ export function nativeChunkList(bytes: Uint8Array, like: Digest | null = null): 
   if (!r) return null;
   const out = { digest: `sha256:${r.digest.toString('hex')}` as Digest, list: r.list, fresh: r.fresh };
   cut.set(bytes, out);
-  if (memos) keepMemo(out.digest, { bytes, list: r.list, mids: r.mids, installedList: null });
+  if (memos) keepMemo(out.digest, { bytes, list: r.list, mids: r.mids, installedList: null, ends });
   return out;
+}
+
+/** The bytes of a Snapshot this process cut and kept (rememberCuts), with where each row's entry ends; undefined when not kept. */
+export function keptSnapshot(digest: Digest): { bytes: Uint8Array; ends: Uint32Array } | undefined {
+  const m = memos?.get(digest);
+  return m?.ends ? { bytes: m.bytes, ends: m.ends } : undefined;
 }
 // The last cuts by their bytes (immutable while installed): the digest a caller named a document
 // by and the list installChunked stores come from one pass.
@@ -166,6 +178,8 @@ let memoBudget = 0;
 export function rememberCuts(budget = 160 * 1024 * 1024): void {
   memos ??= new Map();
   memoBudget = budget;
+  // The blocks of Snapshots let go are written again (native/snapshot.c snapshotFree).
+  (loadNativeAddon().addon as { keepSnapshotSpares?: (on: boolean) => void } | null)?.keepSnapshotSpares?.(true);
 }
 
 function memoOf(digest: Digest): CutMemo | undefined {
@@ -181,11 +195,12 @@ function keepMemo(digest: Digest, m: CutMemo): void {
   memos!.delete(digest);
   memos!.set(digest, m);
   let total = 0;
-  for (const x of memos!.values()) total += x.bytes.length + x.list.length + x.mids.length;
+  const size = (x: CutMemo) => x.bytes.length + x.list.length + x.mids.length + (x.ends?.byteLength ?? 0);
+  for (const x of memos!.values()) total += size(x);
   for (const [k, x] of memos!) {
     if (total <= memoBudget || k === digest) break;
     memos!.delete(k);
-    total -= x.bytes.length + x.list.length + x.mids.length;
+    total -= size(x);
   }
 }
 
@@ -304,6 +319,9 @@ export function installChunked(host: ChunkHost, digest: Digest, bytes: Buffer, l
     renameSync(tmp, record);
     const m = memos?.get(digest);
     if (m && native?.digest === digest) m.installedList = listDigest;
+    // A session's document is followed once: the one this followed is not kept beside it (its
+    // bytes go back to be written again, native/snapshot.c snapshotFree).
+    if (like && like !== digest) memos?.delete(like);
   } catch (err) {
     try {
       unlinkSync(tmp);

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { Digest } from '../../model/canonical-json.js';
 import { crashPoint } from '../../model/crash-point.js';
 import { PdbError, isPdbError } from '../../model/errors.js';
+import { keepDocument, keptDocument } from '../../model/store/kept-documents.js';
 import { writeFileAtomic } from '../../model/store/object-store.js';
 import type { ProgressFn } from '../../model/progress.js';
 import { scanTree, type ScanResult } from '../../model/scan/scan.js';
@@ -124,7 +125,7 @@ function changesSinceBase(ctx: StoreContext, s: OpenSession, { scan, index }: Se
   const prev = new Map<string, Change>();
   if (index.header.snapshot !== s.rec.base) {
     try {
-      for (const c of ctx.store.getDocument<Changeset>(index.header.changeset!, 'Changeset').changes) prev.set(c.path, c);
+      for (const c of keptDocument<Changeset>(ctx.store, index.header.changeset!, 'Changeset').changes) prev.set(c.path, c);
     } catch (err) {
       if (!isPdbError(err, 'E_OBJECT_MISSING') && !isPdbError(err, 'E_OBJECT_CORRUPT')) throw err;
       return diffWithBase();
@@ -282,7 +283,10 @@ export async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: 
     // Each shares most chunks with the one recorded last (model/store/chunks.ts).
     snapshot = await scan.installSnapshot(ctx.store, s.rec.base, h?.snapshot ?? s.rec.base);
     list = changesSinceBase(ctx, s, scanned);
-    changeset = await ctx.store.putDocument(createChangeset(s.rec.base, snapshot, list), h?.changeset ?? null);
+    const cs = createChangeset(s.rec.base, snapshot, list);
+    changeset = await ctx.store.putDocument(cs, h?.changeset ?? null);
+    // The next checkpoint starts from this one's changes (kept frozen: model/store/kept-documents.ts).
+    keepDocument(changeset, cs);
     changes = list.length;
   }
   crashPoint('checkpoint:after-objects');

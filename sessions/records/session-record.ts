@@ -2,7 +2,7 @@
 // lives, and the context the session modules share (the store and its journal). A record that
 // cannot be read is E_RECORD_CORRUPT naming the file, never a parser's stack trace, and its
 // session is listed as damaged, never hidden.
-import { appendFileSync, closeSync, constants as fsConstants, openSync, readFileSync } from 'node:fs';
+import { appendFileSync, closeSync, constants as fsConstants, openSync, readFileSync, statSync } from 'node:fs';
 import { lstat, readdir, readFile, realpath } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { AnyBackendName } from '../../backends/table.js';
@@ -104,6 +104,14 @@ export async function appendCheckpointLog(
 ): Promise<number> {
   const file = checkpointLogFile(store, name);
   try {
+    const line = `${JSON.stringify(cp)}\n`;
+    // The log as this process left it after its last line (a daemon's next checkpoint): its count holds.
+    const last = counted.get(file);
+    if (last && last.sig !== null && last.sig === logSig(file)) {
+      appendFileSync(file, line);
+      counted.set(file, { sig: logSig(file), lines: last.lines + 1 });
+      return last.lines + 1;
+    }
     let text = '';
     try {
       text = readFileSync(file, 'utf8'); // synchronous: one small file, once per checkpoint
@@ -111,13 +119,23 @@ export async function appendCheckpointLog(
       if (osErrorCode(err) !== 'ENOENT') throw err;
     }
     const cut = text !== '' && !text.endsWith('\n');
-    appendFileSync(file, `${cut ? '\n' : ''}${JSON.stringify(cp)}\n`);
+    appendFileSync(file, `${cut ? '\n' : ''}${line}`);
     let n = 1;
-    for (const line of text.split('\n')) if (lineNames(line)) n++;
+    for (const l of text.split('\n')) if (lineNames(l)) n++;
+    counted.set(file, { sig: logSig(file), lines: n });
     return n;
   } catch (err) {
     throw toPdbError(err, 'E_IO', { action: `recording a checkpoint of session ${name}`, path: file });
   }
+}
+
+// Each log's readable lines as this process counted them after appending, by the file's identity
+// then: a log no one else wrote since (the same inode, size and nanosecond mtime and ctime) is not
+// read again, so a checkpoint costs the same on its thousandth line as on its first.
+const counted = new Map<string, { sig: string | null; lines: number }>();
+function logSig(file: string): string | null {
+  const st = statSync(file, { bigint: true, throwIfNoEntry: false });
+  return st ? `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}` : null;
 }
 
 /** The Snapshot and Changeset a log line names, or null for a line that does not read (empty, cut short). */

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { canonicalJson, sha256Digest, type Digest } from '../../model/canonical-json.js';
+import { deepFreeze, keepDocument } from '../../model/store/kept-documents.js';
 import {
   assertContractPath,
   canonicalSnapshot,
@@ -21,6 +22,29 @@ const d = (s: string) => sha256Digest(s);
 
 test('canonical JSON sorts keys and drops whitespace', () => {
   assert.is(canonicalJson({ b: 1, a: [true, null, 'x'], c: { z: 1, y: 2 } }), '{"a":[true,null,"x"],"b":1,"c":{"y":2,"z":1}}');
+});
+
+test('canonical JSON of documents frozen through (kept-documents.ts) is the same text, and a half-frozen one is never kept stale', () => {
+  fc.assert(
+    fc.property(fc.jsonValue(), (v) => {
+      const text = canonicalJson(v);
+      const frozen = deepFreeze(structuredClone(v));
+      assert.is(canonicalJson(frozen), text);
+      assert.is(canonicalJson(frozen), text, 'again, from what was kept');
+      assert.is(canonicalJson({ wrapped: frozen, n: 1 }), canonicalJson({ wrapped: v, n: 1 }));
+    }),
+    { seed: 38, numRuns: 300 },
+  );
+  // Frozen outside, mutable inside: its text follows what it holds.
+  const inner = { a: 1 };
+  const outer = Object.freeze({ inner });
+  assert.is(canonicalJson(outer), '{"inner":{"a":1}}');
+  inner.a = 2;
+  assert.is(canonicalJson(outer), '{"inner":{"a":2}}');
+  // A kept document is frozen through: it cannot be changed under the text kept of it.
+  const doc = keepDocument(d('kept'), { changes: [{ path: 'a', before: null }] });
+  assert.ok(Object.isFrozen(doc.changes[0]));
+  assert.throws(() => ((doc.changes[0] as { path: string }).path = 'b'));
 });
 
 test('paths sort by UTF-8 bytes, not UTF-16 units', () => {

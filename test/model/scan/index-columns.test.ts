@@ -17,12 +17,11 @@ import {
 } from '../../../model/scan/index-columns.js';
 import { nextColumns } from '../../../model/scan/index-update.js';
 import { installSnapshotFromColumns, snapshotBytesFromColumns } from '../../../model/scan/snapshot-bytes.js';
-import { createRequire } from 'node:module';
-import { closeSync, openSync, readdirSync, writeFileSync, chmodSync } from 'node:fs';
+import { readdirSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { ObjectStore } from '../../../model/store/object-store.js';
-import { NATIVE_ADDON } from '../../../model/scan/scanner.js';
-import type { NativeAddon } from '../../../model/scan/native-walk.js';
+import { nativeSnapshotSplice, nativeSnapshotWriter } from '../../../model/scan/scanner.js';
+import { CHUNK_THRESHOLD, keptSnapshot, rememberCuts } from '../../../model/store/chunks.js';
 import { TreeIndex, indexHeader } from '../../../model/scan/tree-index.js';
 import { nativeUnavailable } from '../../../model/scan/scanner.js';
 import type { RawEntry, RawScan } from '../../../model/scan/tree-walk.js';
@@ -279,6 +278,124 @@ test('the next index of the same paths with new content: old rows restated, the 
     }),
     { seed: 263, numRuns: 300 },
   );
+});
+
+// ---- a Snapshot spliced from the one before (native/snapshot.c snapshotSplice, the daemon's).
+
+const HEAD = Buffer.from('{"base":null,"entries":[');
+const TAIL = Buffer.from('],"excludes":[],"version":1}');
+
+/** The bytes and row ends of `c` as the full writer gives them. */
+function written(c: IndexColumns): { bytes: Buffer; ends: Uint32Array } {
+  const ends = new Uint32Array(c.n + 1);
+  return { bytes: nativeSnapshotWriter('native')!(c, HEAD, TAIL, ends), ends };
+}
+
+/** Splice `cols` from `prev` (of `old`) by what nextColumns said was copied; null when it gave up. */
+function spliced(cols: IndexColumns, prev: { bytes: Buffer; ends: Uint32Array }, from: Int32Array) {
+  const ends = new Uint32Array(cols.n + 1);
+  const bytes = nativeSnapshotSplice('native')!(cols, HEAD, TAIL, ends, prev.bytes, prev.ends, from);
+  return bytes && { bytes, ends };
+}
+
+test('a Snapshot spliced from the one before is the one written whole, row ends and all', () => {
+  if (!native) return;
+  const check = (before: Entry[], after: Entry[], touch: string[]) => {
+    const old = columnsFromEntries(before, (e) => ({ st: stat(e), trusted: true }));
+    const raw = walkOf(old, before, after, new Set(touch));
+    const copied: { from: Int32Array | null } = { from: null };
+    const cols = nextColumns(old, raw, contentOf(after), false, copied);
+    if (!copied.from) return; // a symlink touched: written whole
+    assert.is(copied.from.length, cols.n);
+    const whole = written(cols);
+    assert.equal(spliced(cols, written(old), copied.from), whole);
+    assert.ok(whole.bytes.equals(canonicalSnapshot({ version: 1, base: null, excludes: [], entries: after }).bytes));
+  };
+  fc.assert(
+    fc.property(tree, tree, fc.array(fc.constantFrom(...NAMES), { maxLength: 4 }), (before, after, touch) => check(before, after, touch)),
+    { seed: 265, numRuns: 300 },
+  );
+  fc.assert(
+    fc.property(restatedTree, fc.array(fc.constantFrom(...NAMES), { maxLength: 4 }), ({ before, after }, touch) =>
+      check(before, after, touch),
+    ),
+    { seed: 266, numRuns: 300 },
+  );
+});
+
+test('a splice gives up (null) where the Snapshot before does not say what the rows say, never another Snapshot', () => {
+  if (!native) return;
+  const entries = sortEntries(
+    Array.from({ length: 30 }, (_, i): Entry => ({
+      path: `f${i}`,
+      kind: 'file',
+      digest: `sha256:${'ab'.repeat(32)}` as Digest,
+      size: i * 1000,
+      exec: i % 3 === 0,
+    })),
+  );
+  const c = columnsFromEntries(entries, (e) => ({ st: stat(e), trusted: true }));
+  const prev = written(c);
+  const all = Int32Array.from(entries, (_, i) => i);
+  assert.ok(spliced(c, prev, all)!.bytes.equals(prev.bytes), 'every row copied: the same bytes');
+  // A copied row whose digest, size or exec bit the bytes before disagree with.
+  for (const [what, edit] of [
+    ['digest', (b: Buffer, at: number) => (b[at + 20] = 0x30)],
+    ['exec', (b: Buffer, at: number) => b.write('true,', b.indexOf('false', at), 'latin1')],
+    ['size', (b: Buffer, at: number) => (b[b.indexOf('}', at) - 1] = 0x39)],
+  ] as const) {
+    const bytes = Buffer.from(prev.bytes);
+    edit(bytes, prev.ends[5]! + 1);
+    assert.is(spliced(c, { bytes, ends: prev.ends }, all), null, what);
+    const from = all.slice();
+    from[5] = -1; // written afresh, not copied: the splice holds again
+    assert.ok(spliced(c, { bytes, ends: prev.ends }, from)?.bytes.equals(prev.bytes), `${what}, row rewritten`);
+  }
+  // Ends out of order, past the bytes, or not at a row's braces; a row named that is not there.
+  const ends = (f: (e: Uint32Array) => void) => {
+    const e = prev.ends.slice();
+    f(e);
+    return e;
+  };
+  assert.is(spliced(c, { bytes: prev.bytes, ends: ends((e) => ([e[3], e[4]] = [e[4]!, e[3]!])) }, all), null);
+  assert.is(spliced(c, { bytes: prev.bytes, ends: ends((e) => (e[30] = prev.bytes.length + 1)) }, all), null);
+  assert.is(spliced(c, { bytes: prev.bytes, ends: ends((e) => (e[7] = e[7]! - 1)) }, all), null);
+  assert.is(
+    spliced(
+      c,
+      prev,
+      Int32Array.from(all, (i) => (i === 29 ? 30 : i)),
+    ),
+    null,
+  );
+});
+
+test('snapshotBytesFromColumns splices where this process kept the Snapshot before (the daemon)', () => {
+  if (!native) return;
+  rememberCuts(64 * 1024 * 1024);
+  const before: Entry[] = [];
+  for (let d = 0; d < 30; d++) {
+    before.push({ path: `d${d}`, kind: 'dir' });
+    for (let f = 0; f < 20; f++)
+      before.push({ path: `d${d}/f${f}`, kind: 'file', digest: `sha256:${String(f % 10).repeat(64)}` as Digest, size: f, exec: false });
+  }
+  const sorted = sortEntries(before);
+  const old = columnsFromEntries(sorted, (e) => ({ st: stat(e), trusted: true }));
+  const first = snapshotBytesFromColumns(old, null, [], 'native');
+  assert.ok(first.bytes.length > CHUNK_THRESHOLD, 'large enough to be cut and kept');
+  assert.ok(keptSnapshot(first.digest), 'kept with its row ends');
+  const after = sorted.map((e) => (e.path === 'd3/f4' ? { ...e, digest: `sha256:${'9'.repeat(64)}` as Digest, size: 77 } : e));
+  after.splice(
+    after.findIndex((e) => e.path === 'd7/f1'),
+    1,
+  );
+  after.push({ path: 'd9/new', kind: 'file', digest: `sha256:${'1'.repeat(64)}` as Digest, size: 5, exec: true });
+  const next = sortEntries(after);
+  const copied: { from: Int32Array | null } = { from: null };
+  const cols = nextColumns(old, walkOf(old, sorted, next, new Set()), contentOf(next), false, copied);
+  assert.ok(copied.from && copied.from.filter((x) => x < 0).length === 2, 'the changed row and the new one are written afresh');
+  const doc = snapshotBytesFromColumns(cols, null, [], 'native', first.digest, { from: copied.from!, rows: old.n });
+  assert.equal(doc, canonicalSnapshot({ version: 1, base: null, excludes: [], entries: next }));
 });
 
 test.run();
