@@ -3,61 +3,21 @@
 // a Snapshot or Changeset digest prefix, `base`) resolved against it. Lines written before labels
 // and counts existed ({snapshot, changeset, at}) read as checkpoints without them; a line cut short
 // by a crash is skipped (its checkpoint, if it finished, is also in session.json).
-import { readFileSync } from 'node:fs';
-import { isDigest, type Digest } from '../../model/canonical-json.js';
+import type { Digest } from '../../model/canonical-json.js';
 import { PdbError } from '../../model/errors.js';
 import type { ObjectStore } from '../../model/store/object-store.js';
+import { keptDocument } from '../../model/store/kept-documents.js';
 import { diffEntries, diffThroughBase, type Change, type Changeset, type Snapshot } from '../../model/snapshot.js';
 import { diffSnapshotBytes } from '../../model/snapshot-diff.js';
 import { MIN_DIGEST_PREFIX } from '../records/digests.js';
-import { checkpointLogFile, readSession, type StoreContext } from '../records/session-record.js';
+import { readLogLines, readSession, type CheckpointLine, type StoreContext } from '../records/session-record.js';
 
-/** One line of the log as written: the old fields, and since issue 39 the rest. */
-export interface CheckpointLine {
-  snapshot: Digest;
-  changeset: Digest;
-  at: string;
-  label?: string;
-  /** Paths added, modified (content, mode or type) and deleted since the checkpoint before it (or the base). */
-  added?: number;
-  modified?: number;
-  deleted?: number;
-  /** The number of the checkpoint a restore brought back (this line records the tree it left). */
-  restoredFrom?: number;
-}
+export { readLogLines, type CheckpointLine };
 
 /** A checkpoint of the log with its number (1 = the first) and whether gc has collected its Snapshot. */
 export interface Checkpoint extends CheckpointLine {
   number: number;
   collected: boolean;
-}
-
-const count = (v: unknown) => (Number.isInteger(v) && (v as number) >= 0 ? (v as number) : undefined);
-
-/** The log's lines that parse, in order (a line cut short or damaged is skipped). */
-export function readLogLines(store: ObjectStore, name: string): CheckpointLine[] {
-  let text = '';
-  try {
-    text = readFileSync(checkpointLogFile(store, name), 'utf8');
-  } catch {
-    return [];
-  }
-  const out: CheckpointLine[] = [];
-  for (const line of text.split('\n')) {
-    if (line === '') continue;
-    let doc: Record<string, unknown>;
-    try {
-      doc = JSON.parse(line) as Record<string, unknown>;
-    } catch {
-      continue;
-    }
-    if (!doc || typeof doc !== 'object' || !isDigest(doc.snapshot) || !isDigest(doc.changeset)) continue;
-    const cp: CheckpointLine = { snapshot: doc.snapshot, changeset: doc.changeset, at: typeof doc.at === 'string' ? doc.at : '?' };
-    if (typeof doc.label === 'string') cp.label = doc.label;
-    for (const k of ['added', 'modified', 'deleted', 'restoredFrom'] as const) if (count(doc[k]) !== undefined) cp[k] = count(doc[k]);
-    out.push(cp);
-  }
-  return out;
 }
 
 /** Every checkpoint of the session, oldest first, numbered from 1. */
@@ -136,7 +96,8 @@ function historyBytes(ctx: StoreContext, name: string, r: ResolvedRef): Buffer {
 export function changesFromBase(ctx: StoreContext, r: ResolvedRef): { base: Digest; changes: Change[] } | null {
   if (r.changeset === null) return { base: r.snapshot, changes: [] };
   if (!ctx.store.has(r.changeset)) return null;
-  const cs = ctx.store.getDocument<Changeset>(r.changeset, 'Changeset');
+  // The session's last checkpoints' Changesets are kept by the checkpoints that wrote them (frozen).
+  const cs = keptDocument<Changeset>(ctx.store, r.changeset, 'Changeset');
   return cs.result === r.snapshot ? { base: cs.base, changes: cs.changes } : null;
 }
 

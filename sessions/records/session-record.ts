@@ -104,13 +104,15 @@ export async function appendCheckpointLog(
 ): Promise<number> {
   const file = checkpointLogFile(store, name);
   try {
-    const line = `${JSON.stringify(cp)}\n`;
-    // The log as this process left it after its last line (a daemon's next checkpoint): its count holds.
-    const last = counted.get(file);
-    if (last && last.sig !== null && last.sig === logSig(file)) {
-      appendFileSync(file, line);
-      counted.set(file, { sig: logSig(file), lines: last.lines + 1 });
-      return last.lines + 1;
+    const line = JSON.stringify(cp);
+    const parsed = parseLogLine(line)!;
+    // The log as this process left it (a daemon's next checkpoint): its lines are known.
+    const last = logs.get(file);
+    if (last && last.sig === logSig(file)) {
+      appendFileSync(file, `${line}\n`);
+      last.lines.push(parsed);
+      last.sig = logSig(file);
+      return last.lines.length;
     }
     let text = '';
     try {
@@ -119,23 +121,73 @@ export async function appendCheckpointLog(
       if (osErrorCode(err) !== 'ENOENT') throw err;
     }
     const cut = text !== '' && !text.endsWith('\n');
-    appendFileSync(file, `${cut ? '\n' : ''}${line}`);
-    let n = 1;
-    for (const l of text.split('\n')) if (lineNames(l)) n++;
-    counted.set(file, { sig: logSig(file), lines: n });
-    return n;
+    appendFileSync(file, `${cut ? '\n' : ''}${line}\n`);
+    const lines = parseLog(text);
+    lines.push(parsed);
+    logs.set(file, { sig: logSig(file), lines });
+    return lines.length;
   } catch (err) {
     throw toPdbError(err, 'E_IO', { action: `recording a checkpoint of session ${name}`, path: file });
   }
 }
 
-// Each log's readable lines as this process counted them after appending, by the file's identity
-// then: a log no one else wrote since (the same inode, size and nanosecond mtime and ctime) is not
-// read again, so a checkpoint costs the same on its thousandth line as on its first.
-const counted = new Map<string, { sig: string | null; lines: number }>();
-function logSig(file: string): string | null {
+/** One line of the log as written: the old fields, and since issue 39 the rest. */
+export interface CheckpointLine {
+  snapshot: Digest;
+  changeset: Digest;
+  at: string;
+  label?: string;
+  /** Paths added, modified (content, mode or type) and deleted since the checkpoint before it (or the base). */
+  added?: number;
+  modified?: number;
+  deleted?: number;
+  /** The number of the checkpoint a restore brought back (this line records the tree it left). */
+  restoredFrom?: number;
+}
+
+const count = (v: unknown) => (Number.isInteger(v) && (v as number) >= 0 ? (v as number) : undefined);
+
+/** A line of the log, or null for one that does not read (empty, cut short, damaged). */
+function parseLogLine(line: string): CheckpointLine | null {
+  let doc: Record<string, unknown>;
+  try {
+    doc = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+  if (!doc || typeof doc !== 'object' || !isDigest(doc.snapshot) || !isDigest(doc.changeset)) return null;
+  const cp: CheckpointLine = { snapshot: doc.snapshot, changeset: doc.changeset, at: typeof doc.at === 'string' ? doc.at : '?' };
+  if (typeof doc.label === 'string') cp.label = doc.label;
+  for (const k of ['added', 'modified', 'deleted', 'restoredFrom'] as const) if (count(doc[k]) !== undefined) cp[k] = count(doc[k]);
+  return cp;
+}
+
+const parseLog = (text: string): CheckpointLine[] => text.split('\n').flatMap((l) => (l === '' ? [] : (parseLogLine(l) ?? [])));
+
+// Each log's lines as this process last read or wrote them, by the file's identity then: a log no
+// one else wrote since (the same inode, size and nanosecond mtime and ctime) is not read again, so
+// a checkpoint or a restore costs the same on the log's thousandth line as on its first.
+const logs = new Map<string, { sig: string; lines: CheckpointLine[] }>();
+function logSig(file: string): string {
   const st = statSync(file, { bigint: true, throwIfNoEntry: false });
-  return st ? `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}` : null;
+  return st ? `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}` : 'none';
+}
+
+/** The lines of a session's log that read, in order (a line cut short or damaged is skipped). */
+export function readLogLines(store: ObjectStore, name: string): CheckpointLine[] {
+  const file = checkpointLogFile(store, name);
+  const sig = logSig(file);
+  const last = logs.get(file);
+  if (last && last.sig === sig) return last.lines.slice();
+  let text = '';
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return [];
+  }
+  const lines = parseLog(text);
+  logs.set(file, { sig, lines });
+  return lines.slice();
 }
 
 /** The Snapshot and Changeset a log line names, or null for a line that does not read (empty, cut short). */

@@ -39,6 +39,33 @@ test('old lines without label or counts read; a cut line is skipped and the next
   );
 });
 
+test('a log this process wrote and another changed since is read again (its lines are kept by the file identity only)', async () => {
+  const src = join(t.dir, 'k-src');
+  writeTree(src, { 'a.txt': 'a\n' });
+  const svc = await SessionService.open(join(t.dir, 'k-store'), { create: true });
+  const root = (await svc.create('s', { from: src })).root;
+  const one = await svc.checkpoint('s');
+  writeFileSync(join(root, 'b.txt'), 'b\n');
+  assert.is((await svc.checkpoint('s')).number, 2);
+  assert.is((await svc.log('s')).checkpoints.length, 2);
+  // Another process's line (a checkpoint without the daemon), appended after this one's last.
+  const file = checkpointLogFile(svc.store, 's');
+  appendFileSync(
+    file,
+    `${JSON.stringify({ snapshot: one.snapshot, changeset: one.changeset, at: '2026-01-01T00:00:00.000Z', label: 'theirs' })}\n`,
+  );
+  writeFileSync(join(root, 'c.txt'), 'c\n');
+  assert.is((await svc.checkpoint('s')).number, 4);
+  assert.equal(
+    (await svc.log('s')).checkpoints.map((c) => c.label ?? null),
+    [null, null, 'theirs', null],
+  );
+  // Rewritten in place to the same size: other lines, read as they are now.
+  const text = readFileSync(file, 'utf8');
+  writeFileSync(file, text.replace('"label":"theirs"', '"label":"THEIRS"'));
+  assert.is((await svc.log('s')).checkpoints[2]!.label, 'THEIRS');
+});
+
 test('checkpoint --label, run --checkpoint (label: the command line, exit code kept), log newest first', () => {
   const src = join(t.dir, 'b-src');
   writeTree(src, { 'a.txt': 'a\n' });
