@@ -278,49 +278,86 @@ static int visit(scan_t *s, int32_t list, int keepNames) {
 }
 
 // ---- phase A: lstat every row of the index, split over threads.
+//
+// By directory: each directory of the index is opened once (O_PATH) and its rows are lstat'ed by
+// name relative to it, so the kernel walks a path once per directory rather than once per row
+// (measured on the pinned monorepo, 26,431 rows in 3,677 directories: 10% less time than by the
+// rows' paths from the root, hot). A directory that cannot be opened so (gone, replaced by a
+// symlink) has its rows lstat'ed by their paths from the root, as phase B expects of them.
 
 typedef struct {
   scan_t *s;
-  uint32_t from, to;
+  const int32_t *dirs; // directory rows, -1 for the root
+  uint32_t from, to;   // this thread's part of dirs
 } chunk_t;
+
+// Row i's stat data by its path from the root (`path` grown as needed; NULL when out of memory).
+static char *lstatByPath(scan_t *s, uint32_t i, char *path, size_t *cap) {
+  uint32_t a = nameStart(s, (int32_t)i), nameLen = s->nameEnd[i] - a;
+  int32_t p = s->parent[i];
+  size_t dirLen = p < 0 ? 0 : s->dirOff[p + 1] - s->dirOff[p] - 1; // stored with its NUL
+  size_t len = p < 0 ? nameLen : dirLen + 1 + nameLen;
+  if (len + 1 > *cap) {
+    char *more = realloc(path, len * 2 + 1);
+    if (!more) {
+      s->pre[i].err = ENOMEM;
+      return path;
+    }
+    path = more;
+    *cap = len * 2 + 1;
+  }
+  if (p >= 0) {
+    memcpy(path, s->dirPaths + s->dirOff[p], dirLen);
+    path[dirLen] = '/';
+  }
+  memcpy(path + (p < 0 ? 0 : dirLen + 1), s->nameBytes + a, nameLen);
+  path[len] = 0;
+  struct stat st;
+  if (fstatat(s->rootFd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) fill(&s->pre[i], &st);
+  else s->pre[i].err = errno ? errno : EIO;
+  return path;
+}
 
 static void *preload(void *arg) {
   chunk_t *c = arg;
   scan_t *s = c->s;
   size_t cap = 4096;
   char *path = malloc(cap);
-  if (!path) {
-    for (uint32_t i = c->from; i < c->to; i++) s->pre[i].err = ENOMEM;
-    return NULL;
-  }
-  for (uint32_t i = c->from; i < c->to; i++) {
-    if (s->vouch && s->vouch[i]) {
-      stat_t *p = &s->pre[i];
-      *p = (stat_t){.ino = s->ino[i], .size = s->size[i], .mtime = s->mtime[i], .ctime = s->ctime[i], .mode = s->mode[i], .nlink = 1};
-      continue;
-    }
-    uint32_t a = nameStart(s, (int32_t)i), nameLen = s->nameEnd[i] - a;
-    int32_t p = s->parent[i];
-    size_t dirLen = p < 0 ? 0 : s->dirOff[p + 1] - s->dirOff[p] - 1; // stored with its NUL
-    size_t len = p < 0 ? nameLen : dirLen + 1 + nameLen;
-    if (len + 1 > cap) {
-      cap = len * 2 + 1;
-      char *more = realloc(path, cap);
-      if (!more) {
-        s->pre[i].err = ENOMEM;
+  for (uint32_t q = c->from; q < c->to; q++) {
+    int32_t d = c->dirs[q];
+    int fd = -2; // -2: not opened yet; -1: cannot be
+    for (int32_t k = s->firstChild[d < 0 ? (int32_t)s->n : d]; k >= 0; k = s->nextSibling[k]) {
+      stat_t *p = &s->pre[k];
+      if (s->vouch && s->vouch[k]) {
+        *p = (stat_t){.ino = s->ino[k], .size = s->size[k], .mtime = s->mtime[k], .ctime = s->ctime[k], .mode = s->mode[k], .nlink = 1};
         continue;
       }
-      path = more;
+      if (!path) {
+        p->err = ENOMEM;
+        continue;
+      }
+      if (fd == -2) fd = d < 0 ? s->rootFd : openat(s->rootFd, s->dirPaths + s->dirOff[d], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0) {
+        path = lstatByPath(s, (uint32_t)k, path, &cap);
+        continue;
+      }
+      uint32_t a = nameStart(s, k), len = s->nameEnd[k] - a;
+      if (len + 1 > cap) {
+        char *more = realloc(path, len * 2 + 1);
+        if (!more) {
+          p->err = ENOMEM;
+          continue;
+        }
+        path = more;
+        cap = len * 2 + 1;
+      }
+      memcpy(path, s->nameBytes + a, len);
+      path[len] = 0;
+      struct stat st;
+      if (fstatat(fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) fill(p, &st);
+      else p->err = errno ? errno : EIO;
     }
-    if (p >= 0) {
-      memcpy(path, s->dirPaths + s->dirOff[p], dirLen);
-      path[dirLen] = '/';
-    }
-    memcpy(path + (p < 0 ? 0 : dirLen + 1), s->nameBytes + a, nameLen);
-    path[len] = 0;
-    struct stat st;
-    if (fstatat(s->rootFd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) fill(&s->pre[i], &st);
-    else s->pre[i].err = errno ? errno : EIO;
+    if (fd >= 0 && fd != s->rootFd) close(fd);
   }
   free(path);
   return NULL;
@@ -330,14 +367,33 @@ static void preloadAll(scan_t *s, int threads) {
   if (s->n == 0) return;
   if (threads < 1) threads = 1;
   if ((uint32_t)threads > s->n / 256 + 1) threads = (int)(s->n / 256 + 1);
+  if (threads > 64) threads = 64;
+  // The directories (the root first), each thread a run of them holding about n / threads rows.
+  int32_t *dirs = malloc((s->n + 1) * sizeof(int32_t));
+  uint32_t *rows = malloc((s->n + 1) * sizeof(uint32_t));
+  if (!dirs || !rows) {
+    for (uint32_t i = 0; i < s->n; i++) s->pre[i].err = ENOMEM;
+    free(dirs);
+    free(rows);
+    return;
+  }
+  uint32_t nd = 0;
+  dirs[nd++] = -1;
+  for (uint32_t i = 0; i < s->n; i++)
+    if (s->kind[i] == KIND_DIR) dirs[nd++] = (int32_t)i;
+  for (uint32_t q = 0; q < nd; q++) {
+    rows[q] = 0;
+    for (int32_t k = s->firstChild[dirs[q] < 0 ? (int32_t)s->n : dirs[q]]; k >= 0; k = s->nextSibling[k]) rows[q]++;
+  }
   chunk_t chunks[64];
   pthread_t ids[64];
   int started[64] = {0};
-  if (threads > 64) threads = 64;
-  for (int t = 0; t < threads; t++) {
-    chunks[t].s = s;
-    chunks[t].from = (uint32_t)((uint64_t)s->n * t / threads);
-    chunks[t].to = (uint32_t)((uint64_t)s->n * (t + 1) / threads);
+  uint64_t got = 0;
+  for (uint32_t t = 0, q = 0; t < (uint32_t)threads; t++) {
+    uint64_t want = (uint64_t)s->n * (t + 1) / (uint32_t)threads;
+    chunks[t] = (chunk_t){.s = s, .dirs = dirs, .from = q};
+    while (q < nd && (got < want || t == (uint32_t)threads - 1)) got += rows[q++];
+    chunks[t].to = q;
   }
   for (int t = 1; t < threads; t++) started[t] = pthread_create(&ids[t], NULL, preload, &chunks[t]) == 0;
   preload(&chunks[0]);
@@ -345,6 +401,8 @@ static void preloadAll(scan_t *s, int threads) {
     if (started[t]) pthread_join(ids[t], NULL);
     else preload(&chunks[t]);
   }
+  free(dirs);
+  free(rows);
 }
 
 // The index's structure, checked (memory safety does not rest on the caller), its child lists

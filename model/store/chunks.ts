@@ -304,7 +304,8 @@ export function installChunked(host: ChunkHost, digest: Digest, bytes: Buffer, l
   const known = new Set(before.map((c) => c.digest));
   let at = 0;
   for (const r of refs) {
-    if (!known.has(r.digest) && !existsSync(host.objectPath(r.digest))) host.installWhole(r.digest, bytes.subarray(at, at + r.size), 'obj');
+    // (installWhole looks for the object itself: a name not found costs a directory lookup.)
+    if (!known.has(r.digest)) host.installWhole(r.digest, bytes.subarray(at, at + r.size), 'obj');
     at += r.size;
   }
   const list = native?.digest === digest ? native.list : encodeChunkList(refs);
