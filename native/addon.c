@@ -153,21 +153,32 @@ static napi_value Scan(napi_env env, napi_callback_info info) {
 }
 
 static void freeBytes(napi_env env, void *data, void *hint) { free(data); }
+
+// A Snapshot's block as handed to JavaScript: its size (for snapshotFree) and the bytes written.
+typedef struct {
+  size_t cap, len;
+} block_t;
+
 static void freeSnapshot(napi_env env, void *data, void *hint) {
+  block_t *b = hint;
   int64_t left;
-  napi_adjust_external_memory(env, -(int64_t)(uintptr_t)hint, &left);
-  snapshotFree(data, (size_t)(uintptr_t)hint);
+  napi_adjust_external_memory(env, -(int64_t)b->len, &left);
+  snapshotFree(data, b->cap);
+  free(b);
 }
 
 // A Snapshot's block handed to JavaScript (snapshotFree when its Buffer is collected), or copied.
-// V8 is told of the block's size, so a collection comes as soon as its garbage would matter.
+// V8 is told of the bytes written, so a collection comes as soon as their garbage would matter.
 static napi_value handOverSnapshot(napi_env env, uint8_t *p, size_t len, size_t cap) {
   napi_value v;
   int64_t total;
-  if (napi_create_external_buffer(env, len, p, freeSnapshot, (void *)(uintptr_t)cap, &v) == napi_ok) {
-    napi_adjust_external_memory(env, (int64_t)cap, &total);
+  block_t *b = malloc(sizeof *b);
+  if (b) *b = (block_t){.cap = cap, .len = len};
+  if (b && napi_create_external_buffer(env, len, p, freeSnapshot, b, &v) == napi_ok) {
+    napi_adjust_external_memory(env, (int64_t)len, &total);
     return v;
   }
+  free(b);
   napi_status st = napi_create_buffer_copy(env, len, p, NULL, &v);
   snapshotFree(p, cap);
   return st == napi_ok ? v : NULL;
