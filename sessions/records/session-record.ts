@@ -192,12 +192,8 @@ export function readLogLines(store: ObjectStore, name: string): CheckpointLine[]
 
 /** The Snapshot and Changeset a log line names, or null for a line that does not read (empty, cut short). */
 export function lineNames(line: string): [Digest, Digest] | null {
-  try {
-    const cp = JSON.parse(line) as { snapshot?: unknown; changeset?: unknown };
-    return cp && isDigest(cp.snapshot) && isDigest(cp.changeset) ? [cp.snapshot, cp.changeset] : null;
-  } catch {
-    return null;
-  }
+  const cp = parseLogLine(line);
+  return cp && [cp.snapshot, cp.changeset];
 }
 
 /**
