@@ -100,7 +100,7 @@ export function validateFile(file: string, forced?: SchemaName, options: Validat
   }
   const warnings: FileReport['warnings'] = [];
   if (problems.length === 0) {
-    const more = evidenceProblems(doc, schema, options);
+    const more = evidenceProblems(doc, schema, options, opened.signatures !== null && opened.problems.length === 0);
     problems.push(...more.problems);
     warnings.push(...more.warnings);
   }
@@ -168,13 +168,15 @@ function evidenceProblems(
   doc: unknown,
   schema: SchemaName,
   options: ValidateOptions,
+  signed: boolean,
 ): { problems: FileReport['problems']; warnings: FileReport['warnings'] } {
   const problems: FileReport['problems'] = [];
   const warnings: FileReport['warnings'] = [];
   if (schema === 'bench-receipt') problems.push(...benchReceiptInconsistencies(doc as BenchReceiptFigures).map(inconsistencyProblem));
   if (schema !== 'receipt' || (doc as { schemaVersion?: number }).schemaVersion === 1) return { problems, warnings };
-  const checked = checkReceipt(doc as Receipt);
+  const checked = checkReceipt(doc as Receipt, { signed });
   problems.push(...checked.issues.map(inconsistencyProblem));
+  if (!signed && !timesBounded(doc as Receipt)) warnings.push({ pointer: '/cases', message: UNBOUNDED_UNSIGNED });
   if (checked.plan.from === 'committed')
     warnings.push({
       pointer: '/planDigest',
@@ -189,6 +191,15 @@ function evidenceProblems(
     else warnings.push(none);
   }
   return { problems, warnings };
+}
+
+/** What an unsigned receipt without phase starts is told: nothing holds its overhead to its clock. */
+export const UNBOUNDED_UNSIGNED =
+  'unsigned, and its phases record no start (schema version 3 or older): time moved from a phase into overhead could not be seen, so no gate counts it (sign it by running it again)';
+
+/** Whether every phase of `r` records its start, so the gaps between phases bound its overhead. */
+export function timesBounded(r: Pick<Receipt, 'cases'>): boolean {
+  return r.cases.every((c) => c.phases.every((p) => typeof p.startMs === 'number'));
 }
 
 /** A field that disagrees: its pointer, both values and the rule it breaks. */

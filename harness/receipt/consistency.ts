@@ -20,6 +20,8 @@ export type { Inconsistency, PlanSource } from './replay.js';
 const WALL_SLACK_MS = 100;
 const WALL_SLACK_SHARE = 0.01;
 const EPSILON = 1e-6;
+/** How far a case may seem to start before the one before it ended: a UTC clock slewed back between two readings. */
+const CLOCK_STEP_BACK_MS = 1000;
 
 const near = (a: number | null, b: number | null, slack = EPSILON) => (a === null || b === null ? a === b : Math.abs(a - b) <= slack);
 
@@ -103,6 +105,37 @@ function caseProblems(c: CaseRecord, i: number, r: Receipt): Inconsistency[] {
   return out;
 }
 
+/**
+ * Cases run one at a time inside their run (version 4 on): each starts once the one before it has
+ * ended, and all lie between the run's startedAt and finishedAt. A case's wall and end made later
+ * (to add overhead without taking it from a phase) runs into the next case or past the run's end.
+ */
+function clockProblems(r: Receipt): Inconsistency[] {
+  const out: Inconsistency[] = [];
+  const [runStart, runEnd] = [Date.parse(r.startedAt), Date.parse(r.finishedAt)];
+  const order = r.cases.map((c, i) => ({ c, i })).sort((a, b) => Date.parse(a.c.startedAt) - Date.parse(b.c.startedAt) || a.i - b.i);
+  let prev: { c: CaseRecord; i: number } | null = null;
+  for (const x of order) {
+    const [s, e] = [Date.parse(x.c.startedAt), Date.parse(x.c.finishedAt)];
+    if (s < runStart || e > runEnd)
+      out.push({
+        pointer: `/cases/${x.i}/startedAt`,
+        recorded: [x.c.startedAt, x.c.finishedAt],
+        recomputed: `within ${r.startedAt} .. ${r.finishedAt}`,
+        rule: 'a case runs inside its run',
+      });
+    if (prev && s < Date.parse(prev.c.finishedAt) - CLOCK_STEP_BACK_MS)
+      out.push({
+        pointer: `/cases/${x.i}/startedAt`,
+        recorded: x.c.startedAt,
+        recomputed: `at or after ${prev.c.finishedAt} (case ${prev.c.id} ends then)`,
+        rule: 'cases run one at a time',
+      });
+    prev = x;
+  }
+  return out;
+}
+
 /** The overhead per workload, compared as a list (an object field of the summary). */
 function overheadProblems(r: Receipt, summary: ReturnType<typeof summarize>): Inconsistency[] {
   const want = summary.overheadByWorkload ?? [];
@@ -156,6 +189,7 @@ function selfInconsistencies(r: Receipt): Inconsistency[] {
       rule: "a checkout's state is known exactly when its commit is",
     });
   r.cases.forEach((c, i) => out.push(...caseProblems(c, i, r)));
+  if (r.schemaVersion >= PLAN_IN_RECEIPT_SINCE_VERSION) out.push(...clockProblems(r));
   return out;
 }
 
@@ -171,6 +205,11 @@ export interface ReceiptCheckOptions {
   plansDir?: string;
   /** The workload registry (default: the built-in one); a workload it lacks skips its own rules. */
   workloads?: Record<string, Workload>;
+  /**
+   * Whether the receipt came signed: only then is its recorded load trusted to widen the gap a
+   * phase may leave (replay.ts phaseGapLimit). Unsigned, the quiet limit holds whatever load it claims.
+   */
+  signed?: boolean;
 }
 
 /**
@@ -180,7 +219,7 @@ export interface ReceiptCheckOptions {
 export function checkReceipt(r: Receipt, options: ReceiptCheckOptions = {}): ReceiptCheck {
   const issues = selfInconsistencies(r);
   const plan = planSourceOf(r, options.plansDir);
-  if (plan.from !== 'none') issues.push(...replayInconsistencies(r, plan.plan, options.workloads));
+  if (plan.from !== 'none') issues.push(...replayInconsistencies(r, plan.plan, options.workloads, options.signed === true));
   if (r.schemaVersion >= PLAN_IN_RECEIPT_SINCE_VERSION) {
     const projected = r.cases.findIndex((c) => c.projectedSnapshot === undefined);
     if (projected >= 0) issues.push(missing(`/cases/${projected}/projectedSnapshot`, 'a digest or null'));

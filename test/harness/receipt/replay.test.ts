@@ -275,11 +275,12 @@ test("a phase's time moved into overheadMs (half of a create, in the audit) leav
   );
 });
 
-test('the gap allowed between phases grows with the load per core the run started under, never below the quiet limit', () => {
+test('the gap allowed between phases grows with the load per core a signed run started under, never below the quiet limit', () => {
   const host = (load: number, cores: number) => ({ host: { loadAverage: [load, load, load], cores } }) as never;
-  assert.is(phaseGapLimit(host(0.4, 2), 3000), 130);
-  assert.is(phaseGapLimit(host(2, 2), 3000), 130, 'one runnable task per core is still quiet');
-  assert.is(phaseGapLimit(host(14, 2), 3000), 910, 'a load of 14 on 2 cores: 7x');
+  assert.is(phaseGapLimit(host(0.4, 2), 3000), 55);
+  assert.is(phaseGapLimit(host(2, 2), 3000), 55, 'one runnable task per core is still quiet');
+  assert.is(phaseGapLimit(host(14, 2), 3000), 385, 'a load of 14 on 2 cores: 7x');
+  assert.is(phaseGapLimit(host(14, 2), 3000, false), 55, 'unsigned: the load it records widens nothing');
 });
 
 test.run();
