@@ -286,6 +286,12 @@ export const COMMANDS = {
         type: 'boolean',
         description: 'a receipt whose schedule cannot be replayed (no plan of its own, none committed with its digest) is invalid',
       },
+      'require-trusted': {
+        type: 'string',
+        value: 'signers',
+        description:
+          'a receipt not signed by a key of this trusted signers file (unsigned, unknown, revoked, or for another host) is invalid',
+      },
     },
   },
   report: {
@@ -305,11 +311,44 @@ export const COMMANDS = {
       },
       seed: { type: 'string', value: 'n', description: 'seed for bootstrap and Monte Carlo draws (default 20260101)' },
       'inline-svg': { type: 'boolean', description: 'embed the SVG charts in report.md instead of charts/*.svg files' },
+      signers: {
+        type: 'string',
+        value: 'file',
+        description: "trusted signers (schemas/signers.schema.json) to name each receipt's signer by; a requireSigned policy reads its own",
+      },
     },
   },
   keys: {
     summary: 'show the key this host signs receipts with (its keyid and public key), made on first use',
     module: 'validate',
+    options: {
+      'signer-entry': {
+        type: 'boolean',
+        description: "print this host's row for policies/signers.json (keyid, public key, host id, hardware) to commit",
+      },
+      host: {
+        type: 'string',
+        value: 'label',
+        description: "the row's host label with --signer-entry (default: host-<first 8 of the host id>)",
+      },
+      ci: { type: 'boolean', description: 'with --signer-entry: a row for a CI key (role ci: any host id, this OS and architecture)' },
+    },
+  },
+  receipt: {
+    summary: "show a receipt's payload and who signed it (no base64 by hand)",
+    module: 'validate',
+    subcommands: {
+      show: {
+        summary: "print a receipt's signed payload and its signatures, each checked and named from the trusted signers",
+        options: {
+          signers: {
+            type: 'string',
+            value: 'file',
+            description: 'trusted signers to name each key by (default: policies/signers.json of this package)',
+          },
+        },
+      },
+    },
   },
   agent: {
     summary: 'real agent CLIs: install the pinned versions, or run one in a session against a cassette',

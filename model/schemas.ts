@@ -28,6 +28,7 @@ export const SCHEMA_NAMES = [
   'workspace-policy',
   'agentfs-config',
   'cassette',
+  'signers',
 ] as const;
 export type SchemaName = (typeof SCHEMA_NAMES)[number];
 
@@ -50,6 +51,8 @@ export function detectSchema(doc: unknown): SchemaName | null {
       return 'bench-receipt';
     case 'pdb-env-cassette':
       return 'cassette';
+    case 'pdb-env-signers':
+      return 'signers';
     default:
       break;
   }

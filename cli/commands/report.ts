@@ -3,6 +3,8 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { hasSchema, validateAgainst, formatIssues } from '../../model/schemas.js';
 import { inconsistencyError, receiptInconsistencies } from '../../harness/receipt/consistency.js';
 import { openReceipt, signersOf, type OpenedReceipt } from '../../harness/receipt/envelope.js';
+import { measurementPrint, readTrustedSigners, repeatOf, trustOf, type TrustedSigners } from '../../harness/receipt/admission.js';
+import { timesBounded, UNBOUNDED_UNSIGNED } from './validate.js';
 import type { Receipt } from '../../harness/receipt/receipt-types.js';
 import { PdbError } from '../../model/errors.js';
 import { analyzeReceipts } from '../../reports/analysis/analyze.js';
@@ -44,6 +46,8 @@ export interface LoadedReceipts {
   skipped: string[];
   /** Receipts read twice (same run id, same content), counted once. */
   duplicates: string[];
+  /** Receipts that repeat another's measurements under another name or run id (E_RECEIPT_DUPLICATE): shown, never counted. */
+  repeats: { file: string; runId: string; of: string; reason: string }[];
 }
 
 /**
@@ -113,13 +117,122 @@ export async function loadReceipts(args: string[]): Promise<LoadedReceipts> {
       receipts.set(receipt.runId, { receipt, json: JSON.stringify(doc), from: shown(file), signers: signersOf(opened) });
     }
   }
-  const kept = [...receipts.values()];
+  const { kept, repeats } = dropRepeats([...receipts.values()]);
   return {
     receipts: kept.map((x) => x.receipt),
     signers: kept.map((x) => ({ runId: x.receipt.runId, file: x.from, signers: x.signers })),
     skipped,
     duplicates,
+    repeats,
   };
+}
+
+/**
+ * Receipts that repeat another's measurements are dropped whatever their order on the command line:
+ * the earliest run (by start, then run id) is the one kept, each dropped one named with it.
+ */
+function dropRepeats<T extends { receipt: Receipt; from: string }>(all: T[]): { kept: T[]; repeats: LoadedReceipts['repeats'] } {
+  const ordered = [...all].sort(
+    (a, b) => a.receipt.startedAt.localeCompare(b.receipt.startedAt) || a.receipt.runId.localeCompare(b.receipt.runId),
+  );
+  const kept: T[] = [];
+  const spans: Parameters<typeof repeatOf>[1] = [];
+  const repeats: LoadedReceipts['repeats'] = [];
+  for (const x of ordered) {
+    const span = {
+      runId: x.receipt.runId,
+      hostId: x.receipt.host.hostId,
+      startedAt: x.receipt.startedAt,
+      finishedAt: x.receipt.finishedAt,
+      prints: measurementPrint(x.receipt.cases),
+    };
+    const of = repeatOf(span, spans);
+    if (of) repeats.push({ file: x.from, runId: x.receipt.runId, of: of.runId, reason: of.why });
+    else {
+      spans.push(span);
+      kept.push(x);
+    }
+  }
+  return { kept, repeats };
+}
+
+/** The report's lines about each receipt: who signed it, whether a gate counts it, and what was read twice or skipped. */
+function receiptLines(admissions: Admission[], loaded: LoadedReceipts): string[] {
+  const lines = admissions.map(
+    (a) =>
+      `  ${a.file}: ${a.signers === 'unsigned' ? 'unsigned' : `signed by ${a.signers.join(', ')}${a.trustedHost ? ` (trusted: ${a.trustedHost})` : ''}`}${a.counted ? '' : ` - not counted, ${a.code}: ${a.reason}`}`,
+  );
+  const unsignedIn = admissions.filter((a) => a.counted && a.signers === 'unsigned');
+  if (unsignedIn.length) lines.push(`admitted unsigned: ${unsignedIn.map((a) => a.file).join(', ')}`);
+  if (loaded.duplicates.length) lines.push(`counted once (same run id): ${loaded.duplicates.join(', ')}`);
+  for (const r of loaded.repeats) lines.push(`not counted, E_RECEIPT_DUPLICATE: ${r.file} repeats ${r.of}: ${r.reason}`);
+  if (loaded.skipped.length) lines.push(`skipped (not receipts): ${loaded.skipped.join(', ')}`);
+  return lines;
+}
+
+/** How each receipt stands for a gate: counted, or left out with a typed reason (shown, never counted). */
+export interface Admission {
+  runId: string;
+  file: string;
+  signers: string[] | 'unsigned';
+  /** The trusted signer's host label, when a trusted key signed it. */
+  trustedHost: string | null;
+  counted: boolean;
+  /** The code and words of why it is not counted; null when counted. */
+  code: string | null;
+  reason: string | null;
+}
+
+/**
+ * Which loaded receipts a gate counts. An unsigned receipt whose phases record no start cannot have
+ * its overhead bounded, so no gate counts it; under requireSigned only receipts a trusted, unrevoked
+ * key signed for its own host count. Every other receipt is counted, and an unsigned one is named so.
+ */
+export function admit(loaded: LoadedReceipts, trusted: TrustedSigners | null, requireSigned: boolean): Admission[] {
+  return loaded.receipts.map((r, i) => {
+    const s = loaded.signers[i]!;
+    const trust = trusted ? trustOf(s.signers, r.host, trusted) : null;
+    const base = { runId: r.runId, file: s.file, signers: s.signers, trustedHost: trust?.status === 'trusted' ? trust.signer.host : null };
+    if (s.signers === 'unsigned' && !timesBounded(r))
+      return { ...base, counted: false, code: 'E_RECEIPT_UNSIGNED', reason: UNBOUNDED_UNSIGNED };
+    if (requireSigned && trust && trust.status === 'refused') return { ...base, counted: false, code: trust.code, reason: trust.reason };
+    return { ...base, counted: true, code: null, reason: null };
+  });
+}
+
+/** Write report.md (with its charts), report.html and report.json under `out`; the names written, for messages. */
+async function writeReport(input: Parameters<typeof renderJson>[0], out: string, inlineSvg: boolean): Promise<string[]> {
+  const md = renderMarkdown(input, { charts: inlineSvg ? 'inline' : 'files' });
+  const files: Record<string, string> = {
+    'report.md': md.markdown,
+    'report.html': renderHtml(input),
+    'report.json': renderJson(input),
+    ...md.files,
+  };
+  const written: string[] = [];
+  for (const [name, text] of Object.entries(files)) {
+    await writeAtomic(join(out, name), text);
+    written.push(shown(join(out, name)));
+  }
+  return written;
+}
+
+/** Each receipt's admission, by --signers or the requireSigned policy's own signers, and the gate's exclusions from them. */
+function admissionsFor(loaded: LoadedReceipts, policy: Policy | null, policyFile?: string, signersFile?: string) {
+  const trusted = signersFile
+    ? readTrustedSigners(resolve(signersFile), signersFile)
+    : policy?.requireSigned
+      ? policySigners(policy, policyFile!)
+      : null;
+  const admissions = admit(loaded, trusted, policy?.requireSigned === true);
+  const excluded = admissions.filter((a) => !a.counted).map((a) => ({ runId: a.runId, reason: `${a.code}: ${a.reason}` }));
+  return { admissions, excluded };
+}
+
+/** The trusted signers a policy names: its trustedSigners (default signers.json), beside the policy file. */
+export function policySigners(policy: Policy, policyFile: string): TrustedSigners {
+  const file = resolve(dirname(resolve(policyFile)), policy.trustedSigners ?? 'signers.json');
+  return readTrustedSigners(file, shown(file));
 }
 
 /** E_RECEIPT_SIGNATURE: the receipt's envelope does not hold (a signature fails, or its unsigned copy differs). */
@@ -203,30 +316,25 @@ Example:
       const policy = o.policy ? await loadPolicy(o.policy) : null;
       const loaded = await loadReceipts(paths);
       if (policy?.signers) requireSigners(loaded.signers, policy.signers, policy.name);
+      const trusted = o.signers
+        ? readTrustedSigners(resolve(o.signers), o.signers)
+        : policy?.requireSigned
+          ? policySigners(policy, o.policy!)
+          : null;
+      const admissions = admit(loaded, trusted, policy?.requireSigned === true);
+      const excluded = admissions.filter((a) => !a.counted).map((a) => ({ runId: a.runId, reason: `${a.code}: ${a.reason}` }));
       if (loaded.receipts.length === 0) {
         throw new PdbError('E_RECEIPT_NOT_FOUND', `no receipts found in ${paths.join(', ')}`, {
           hint: 'npm run proof or pdb-env bench --plan FILE writes receipts under receipts/.',
         });
       }
       const data = analyzeReceipts(loaded.receipts, { baseline: policy?.baseline, alpha: policy?.alpha, seed });
-      const gate = policy ? evaluateGate(loaded.receipts, policy, { seed, analysis: data }) : null;
+      const gate = policy ? evaluateGate(loaded.receipts, policy, { seed, analysis: data, excluded }) : null;
       const signers = Object.fromEntries(loaded.signers.map((x) => [x.runId, x.signers]));
-      const input = { data, gate, policy, signers };
-      const written: string[] = [];
-      if (o.out !== undefined || !json) {
-        const out = resolve(o.out ?? join('reports', 'out'));
-        const md = renderMarkdown(input, { charts: o.inlineSvg === true ? 'inline' : 'files' });
-        const files: Record<string, string> = {
-          'report.md': md.markdown,
-          'report.html': renderHtml(input),
-          'report.json': renderJson(input),
-          ...md.files,
-        };
-        for (const [name, text] of Object.entries(files)) {
-          await writeAtomic(join(out, name), text);
-          written.push(shown(join(out, name)));
-        }
-      }
+      const admission = Object.fromEntries(admissions.map((a) => [a.runId, a]));
+      const input = { data, gate, policy, signers, admission, repeats: loaded.repeats };
+      const written =
+        o.out !== undefined || !json ? await writeReport(input, resolve(o.out ?? join('reports', 'out')), o.inlineSvg === true) : [];
       if (json) {
         process.stdout.write(renderJson(input));
         return;
@@ -235,10 +343,7 @@ Example:
       lines.push(
         `${loaded.receipts.length} receipt(s), ${data.testbeds.length} testbed(s): ${data.testbeds.map((t) => `${t.id} ${t.os}/${t.storeFs}${t.synthetic ? ' (synthetic)' : ''}`).join(', ')}`,
       );
-      for (const s of loaded.signers)
-        lines.push(`  ${s.file}: ${s.signers === 'unsigned' ? 'unsigned' : `signed by ${s.signers.join(', ')}`}`);
-      if (loaded.duplicates.length) lines.push(`counted once (same run id): ${loaded.duplicates.join(', ')}`);
-      if (loaded.skipped.length) lines.push(`skipped (not receipts): ${loaded.skipped.join(', ')}`);
+      lines.push(...receiptLines(admissions, loaded));
       if (gate) {
         lines.push(`${gate.verdict}: ${gate.candidate} under policy ${gate.policy}`);
         for (const f of gate.findings.filter((x) => x.status !== 'met'))

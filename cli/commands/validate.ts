@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { PdbError } from '../../model/errors.js';
 import { findPathIssues } from '../../harness/receipt/path-free.js';
@@ -15,7 +15,12 @@ import { WORKLOADS } from '../../workloads/registry.js';
 import type { Workload } from '../../workloads/types.js';
 import { loadSigningKey, SIGNING_KEY_ENV } from '../../model/signing/key-store.js';
 import { emit } from '../output.js';
-import type { CommandDefinitions, DefineCommand } from '../context.js';
+import type { CliContext, CommandDefinitions, DefineCommand, SubcommandStubs } from '../context.js';
+import { arch, cpus, platform } from 'node:os';
+import { hostIdOf, machineId } from '../../harness/receipt/host.js';
+import { readTrustedSigners, trustOf, type TrustedSigner, type TrustedSigners } from '../../harness/receipt/admission.js';
+import { dssePayload, isDsseEnvelope } from '../../model/signing/dsse.js';
+import { packageFile } from '../../model/paths.js';
 
 /** Plan fields that hold URL paths (an HTTP milestone, an HTTP change to observe), never file paths. */
 const URL_PATH_FIELD = /\/(?:http\/path|then\/httpChange)$/;
@@ -56,6 +61,8 @@ function planProblems(doc: unknown): { problems: FileReport['problems']; warning
 export interface ValidateOptions {
   /** A receipt whose schedule cannot be replayed (no plan of its own, none committed with its digest) is invalid. */
   requirePlan?: boolean;
+  /** A receipt not signed by one of these trusted signers, for its own host, is invalid. */
+  trusted?: TrustedSigners;
 }
 
 export function validateFile(file: string, forced?: SchemaName, options: ValidateOptions = {}): FileReport {
@@ -121,6 +128,11 @@ export function validateFile(file: string, forced?: SchemaName, options: Validat
     else problems.push({ pointer: leak.pointer || '/', message: `${leak.message} (documents must be path-free)` });
   }
   if (schema === 'receipt' || schema === 'bench-receipt') problems.unshift(...sealed.problems);
+  if ((schema === 'receipt' || schema === 'bench-receipt') && options.trusted && sealed.problems.length === 0) {
+    const host = (doc as { host?: Parameters<typeof trustOf>[1] }).host;
+    const trust = host ? trustOf(sealed.signers, host, options.trusted) : null;
+    if (trust?.status === 'refused') problems.push({ pointer: '/signatures', message: `${trust.code}: ${trust.reason}` });
+  }
   const signers = schema === 'receipt' || schema === 'bench-receipt' ? { signers: sealed.signers } : {};
   return { file, schema, valid: problems.length === 0, problems, warnings, ...signers };
 }
@@ -244,7 +256,9 @@ backend and workload registries exactly as bench checks it (workload names, each
 workload's parameters); a local path in a plan is a note, not an error (plans are not
 evidence), and its \${NAME} placeholders are listed. A receipt is recomputed from its
 cases and replayed from its plan and seed (its own plan, or the committed one under
-plans/ its planDigest names; --require-plan refuses a receipt with neither); a
+plans/ its planDigest names; --require-plan refuses a receipt with neither;
+--require-trusted FILE refuses one that no key of that trusted signers file signed for
+its own host, as a requireSigned policy leaves it out); a
 benchmark receipt's medians, ratios and goals are recomputed from its samples
 (E_RECEIPT_INCONSISTENT names the field, both values and the rule). Every problem names
 the JSON pointer that failed. Exit status 1 when any file is invalid.
@@ -260,7 +274,10 @@ Example:
       if (forced !== undefined && !(SCHEMA_NAMES as readonly string[]).includes(forced)) {
         throw new PdbError('E_USAGE', `--schema must be one of ${SCHEMA_NAMES.join(', ')}, got "${forced}"`);
       }
-      const options = { requirePlan: o.requirePlan === true };
+      const options = {
+        requirePlan: o.requirePlan === true,
+        trusted: o.requireTrusted === undefined ? undefined : readTrustedSigners(resolve(o.requireTrusted), o.requireTrusted),
+      };
       const reports = files.map((f) => withPlanModules(f, validateFile(f, forced as SchemaName | undefined, options)));
       emit(o.json === true, { valid: reports.every((r) => r.valid), files: reports }, () =>
         reports
@@ -290,17 +307,132 @@ holding a PKCS#8 PEM), else the host's key under $XDG_CONFIG_HOME/pdb-env/keys
 (~/.config/pdb-env/keys), made on first use, readable by its owner only. A policy's
 "signers" names keyids; pdb-env report lists each receipt's signers.
 
+--signer-entry prints, instead, the row to add to policies/signers.json (schemas/signers.schema.json)
+so that a policy with requireSigned counts this host's receipts: the keyid and public key, the
+host id its receipts record (salted; /var/lib/pdb-env/host-instance makes it this machine's own)
+and its hardware. --host LABEL names it (never a real host name); --ci makes a row for a CI key
+(role ci), trusted for any host id of this OS and architecture.
+
 Example:
-  pdb-env keys --json`,
+  pdb-env keys --json
+  pdb-env keys --signer-entry --host dev-2026-12-05`,
     )
     .action((_o, command) => {
       const o = command.optsWithGlobals();
       const key = loadSigningKey();
       const publicKey = key.publicKey.export({ type: 'spki', format: 'pem' }).toString();
       const source = key.source === 'env' ? SIGNING_KEY_ENV : key.file;
+      if (o.signerEntry === true) {
+        const hostId = hostIdOf(machineId());
+        const label = o.host ?? `host-${hostId.slice(0, 8)}`;
+        if (!/^[A-Za-z0-9][A-Za-z0-9 ._-]{0,79}$/.test(label))
+          throw new PdbError(
+            'E_USAGE',
+            `--host must be a label of letters, digits, space, dot, dash or underscore (at most 80), got ${JSON.stringify(label)}`,
+          );
+        const entry: TrustedSigner = {
+          keyid: key.keyid,
+          publicKey,
+          host: label,
+          role: o.ci === true ? 'ci' : 'host',
+          hostIds: o.ci === true ? [] : [hostId],
+          hardware:
+            o.ci === true
+              ? { os: platform(), arch: arch() }
+              : { os: platform(), arch: arch(), cpuModel: (cpus()[0]?.model ?? 'unknown').trim(), cores: Math.max(1, cpus().length) },
+          added: new Date().toISOString().slice(0, 10),
+          revoked: null,
+        };
+        process.stdout.write(`${JSON.stringify(entry, null, 2)}\n`);
+        return;
+      }
       emit(o.json === true, { keyid: key.keyid, source: key.source, file: key.file, publicKey }, () =>
         [`keyid: ${key.keyid}`, `from: ${source}`, publicKey.trimEnd()].join('\n'),
       );
     });
 
-export const commands: CommandDefinitions<'validate'> = { validate, keys };
+/** One signature of a shown receipt: its key, whether it verifies, and who the trusted signers say it is. */
+interface ShownSignature {
+  keyid: string;
+  valid: boolean;
+  problem: string | null;
+  /** The trusted signer's row for the key (its host label, role, revocation); null when the list does not have it. */
+  trusted: { host: string; role: string; revoked: TrustedSigner['revoked'] } | null;
+}
+
+const show = (cmd: SubcommandStubs<'receipt'>['show'], ctx: CliContext) =>
+  cmd
+    .argument('<file>', 'a receipt (signed DSSE envelope or plain JSON)')
+    .addHelpText(
+      'after',
+      `
+Prints who signed the receipt (each signature's keyid, whether it verifies against the
+payload, and the trusted signers' name for its key: policies/signers.json of this package
+unless --signers FILE), then the signed payload itself as JSON: what the numbers are,
+without decoding base64 by hand. A plain receipt (written before signing) prints as
+unsigned. Exit status 1 when a signature fails or the envelope's unsigned copy differs.
+--json prints {file, kind, signed, signatures, problems, payload}.
+
+Example:
+  pdb-env receipt show receipts/full-20261203T121559Z-fe5770.json --json`,
+    )
+    .action((file: string, _o, command) => {
+      const o = command.optsWithGlobals();
+      let raw: unknown;
+      try {
+        raw = JSON.parse(readFileSync(file, 'utf8'));
+      } catch (err) {
+        throw new PdbError('E_RECEIPT_NOT_FOUND', `${file} cannot be read as JSON: ${(err as Error).message}`, {
+          cause: err,
+          hint: 'Pass a receipt file (receipts/*.json).',
+        });
+      }
+      const opened = openReceipt(raw);
+      const kind = (opened.document as { kind?: unknown } | null)?.kind;
+      if (kind !== 'pdb-env-receipt' && kind !== 'pdb-env-bench-receipt')
+        throw new PdbError('E_SCHEMA_INVALID', `${file} is not a receipt (its payload's kind is ${JSON.stringify(kind ?? null)})`, {
+          hint: 'pdb-env receipt show reads receipts written by pdb-env bench and the benchmark scripts.',
+        });
+      const listFile = o.signers ?? packageFile('policies', 'signers.json');
+      const list =
+        o.signers !== undefined || existsSync(listFile) ? readTrustedSigners(listFile, o.signers ?? 'policies/signers.json') : null;
+      const signatures: ShownSignature[] = (opened.signatures ?? []).map((s) => {
+        const row = list?.signers.find((x) => x.keyid === s.keyid) ?? null;
+        return { ...s, trusted: row ? { host: row.host, role: row.role, revoked: row.revoked } : null };
+      });
+      const out = {
+        file,
+        kind,
+        signed: opened.signatures !== null,
+        payloadType: isDsseEnvelope(raw) ? raw.payloadType : null,
+        payloadBytes: isDsseEnvelope(raw) ? dssePayload(raw).length : null,
+        signatures,
+        problems: opened.problems,
+        payload: opened.document,
+      };
+      emit(o.json === true, out, () =>
+        [
+          `${file}: ${kind}, ${out.signed ? `signed (${out.payloadType}, ${out.payloadBytes} bytes)` : 'unsigned (plain JSON, written before signing)'}`,
+          ...signatures.map(
+            (s) =>
+              `  signature ${s.keyid}: ${s.valid ? 'valid' : `INVALID (${s.problem})`}; ${
+                s.trusted
+                  ? `trusted signer ${s.trusted.host} (${s.trusted.role})${s.trusted.revoked ? `, REVOKED on ${s.trusted.revoked.on}: ${s.trusted.revoked.reason}` : ''}`
+                  : list
+                    ? 'not a trusted signer'
+                    : 'no trusted signers list'
+              }`,
+          ),
+          ...opened.problems.map((p) => `  problem: ${p}`),
+          JSON.stringify(opened.document, null, 2),
+        ].join('\n'),
+      );
+      ctx.exitCode = opened.problems.length ? 1 : 0;
+    });
+
+const receipt: DefineCommand<'receipt'> = (cmd, ctx, sub) => {
+  cmd.addHelpText('after', '\nReceipts as written by pdb-env bench: see docs/evidence.md.');
+  show(sub.show, ctx);
+};
+
+export const commands: CommandDefinitions<'validate'> = { validate, keys, receipt };

@@ -35,7 +35,8 @@ export type CaseOutcome = (typeof CASE_OUTCOMES)[number];
 export type PhaseOutcome = 'ok' | 'failed' | 'timeout';
 
 /** Where the host id came from. */
-export type HostIdSource = 'machine-id' | 'platform-uuid' | 'hostname';
+export type HostIdSource =
+  'machine-id' | 'platform-uuid' | 'hostname' | 'machine-id+instance' | 'platform-uuid+instance' | 'hostname+instance';
 
 export interface Provenance {
   /** Git commit of the pdb-env checkout when the run started; null outside a git checkout. */
@@ -51,9 +52,9 @@ export interface Provenance {
 }
 
 export interface HostFingerprint {
-  /** sha256 of a per-project salt and the machine's stable id (/etc/machine-id, IOPlatformUUID on macOS); never a name or a home path. */
+  /** sha256 of a per-project salt, the machine's stable id (/etc/machine-id, IOPlatformUUID on macOS) and its instance id (/var/lib/pdb-env/host-instance) when there is one; never a name or a home path. */
   hostId: string;
-  /** Where the machine id came from: machine-id, platform-uuid, or hostname when the OS has neither. */
+  /** Where the machine id came from: machine-id, platform-uuid, or hostname when the OS has neither; +instance when the machine's instance id was hashed with it. */
   hostIdSource: HostIdSource;
   /** os.platform(): linux, darwin, ... */
   os: string;

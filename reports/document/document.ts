@@ -16,6 +16,10 @@ export interface ReportInput {
   policy: Policy | null;
   /** Who signed each receipt, by run id (keyids whose signatures verify, or 'unsigned'), when the reader checked. */
   signers?: Record<string, string[] | 'unsigned'>;
+  /** Whether a gate counts each receipt (by run id): the trusted signer's host, or why it is left out. */
+  admission?: Record<string, { trustedHost: string | null; counted: boolean; code: string | null; reason: string | null }>;
+  /** Receipts left out before the analysis because they repeat another's measurements. */
+  repeats?: { file: string; runId: string; of: string; reason: string }[];
 }
 
 function fmtGiB(bytes: number): string {
@@ -35,7 +39,8 @@ export function buildDocument(input: ReportInput): Block[] {
     ...overview(data),
     ...answerBlocks(data),
     ...(gate && policy ? decisionBlocks(gate, policy, data) : []),
-    ...testbeds(data, input.signers),
+    ...testbeds(data, input.signers, input.admission),
+    ...repeatsNote(input.repeats),
     ...ratios(data, policy ? { backend: policy.candidate, ratio: policy.speedup.maxRatioUpper95 } : undefined),
     ...timings(data),
     ...rates(data),
@@ -60,12 +65,24 @@ function overview(data: ReportData): Block[] {
 }
 
 /** A receipt's signers as the Receipts table shows them: each keyid's first 16 hex digits, or "unsigned". */
-function signedBy(s: string[] | 'unsigned' | undefined): string {
-  if (s === undefined || s === 'unsigned') return 'unsigned';
-  return s.length ? s.map((k) => k.slice(0, 16)).join(', ') : 'no valid signature';
+function signedBy(s: string[] | 'unsigned' | undefined, a?: NonNullable<ReportInput['admission']>[string]): string {
+  const who = s === undefined || s === 'unsigned' ? 'unsigned' : s.length ? s.map((k) => k.slice(0, 16)).join(', ') : 'no valid signature';
+  if (!a) return who;
+  return `${who}${a.trustedHost ? ` (trusted: ${a.trustedHost})` : ''}${a.counted ? '' : `; not counted: ${a.code}`}`;
 }
 
-function testbeds(data: ReportData, signers?: ReportInput['signers']): Block[] {
+/** Receipts left out because they repeat another's measurements, each with the one it repeats. */
+function repeatsNote(repeats: ReportInput['repeats']): Block[] {
+  if (!repeats?.length) return [];
+  return [
+    {
+      kind: 'paragraph',
+      text: `Left out as repeats (E_RECEIPT_DUPLICATE), counted nowhere: ${repeats.map((r) => `${r.runId} repeats ${r.of} (${r.reason})`).join('; ')}.`,
+    },
+  ];
+}
+
+function testbeds(data: ReportData, signers?: ReportInput['signers'], admission?: ReportInput['admission']): Block[] {
   return [
     { kind: 'heading', level: 2, text: 'Testbeds' },
     {
@@ -99,7 +116,7 @@ function testbeds(data: ReportData, signers?: ReportInput['signers']): Block[] {
         t.unavailable.map((u) => `${u.backend} (${u.reason ?? '?'})`).join(', ') || '-',
       ]),
     },
-    ...receiptsTable(data, signers),
+    ...receiptsTable(data, signers, admission),
     {
       kind: 'table',
       header: ['fixture', 'workload', 'name', 'version', 'parameters', 'base Snapshot'],
@@ -116,7 +133,7 @@ function testbeds(data: ReportData, signers?: ReportInput['signers']): Block[] {
 }
 
 /** The Receipts table: each run, its schema, commit and load, whether it is gate evidence, its harness overhead and signers. */
-function receiptsTable(data: ReportData, signers?: ReportInput['signers']): Block[] {
+function receiptsTable(data: ReportData, signers?: ReportInput['signers'], admission?: ReportInput['admission']): Block[] {
   return [
     { kind: 'heading', level: 2, text: 'Receipts' },
     {
@@ -147,7 +164,7 @@ function receiptsTable(data: ReportData, signers?: ReportInput['signers']): Bloc
         r.loadAverage ? r.loadAverage.map((x) => x.toFixed(2)).join(' / ') : '-',
         r.gateEvidence ? 'yes' : `no: ${r.gateEvidenceReason ?? '?'}`,
         r.overheadByWorkload.map((w) => `${w.workload} ${fmtPct(w.shareMedian)} / ${fmtPct(w.shareMax)}`).join(', ') || '-',
-        ...(signers ? [signedBy(signers[r.runId])] : []),
+        ...(signers ? [signedBy(signers[r.runId], admission?.[r.runId])] : []),
       ]),
       align: ['l', 'l', 'l', 'l', 'l', 'r', 'l', 'l', 'r', 'l', 'l', ...(signers ? (['l'] as const) : [])],
     },

@@ -58,20 +58,31 @@ export function countedTestbeds(g: GateContext): Testbed[] {
   return counted;
 }
 
+/**
+ * How many more trials the bound needs, said exactly where it can be: with no event so far, the
+ * fewest trials whose zero-event bound (1 - 0.05^(1/n)) is at most `limit`, less those run.
+ */
+export function moreTrials(b: RateBound, limit: number): string {
+  if (b.events > 0) return `more trials needed (${b.events} event(s) so far: each further event raises the count)`;
+  const need = Math.ceil(Math.log(0.05) / Math.log(1 - limit));
+  return `${need - b.trials} more trial(s) with none would bring it to ${pct(1 - Math.pow(0.05, 1 / need))}`;
+}
+
 /** Host and platform diversity among complete testbeds. */
 export function diversityFindings(g: GateContext, complete: Testbed[]): void {
   const { policy } = g;
   const hosts = new Set(complete.map((t) => JSON.stringify([t.hostId, t.os, t.cpuModel])));
   const platforms = new Set(complete.map((t) => JSON.stringify([t.os, t.kernels.join(','), t.arch, t.cpuModel])));
+  const short = (have: number, want: number, what: string) => (have >= want ? '' : `: ${want - have} more ${what} needed`);
   g.add(
     'hosts',
     hosts.size >= policy.hosts.minHosts ? 'met' : 'hold',
-    `${hosts.size} of ${policy.hosts.minHosts} distinct host(s) with complete evidence (${describeHosts(policy)})`,
+    `${hosts.size} of ${policy.hosts.minHosts} distinct host(s) with complete evidence (${describeHosts(policy)})${short(hosts.size, policy.hosts.minHosts, 'host(s) with every workload at its blocks')}`,
   );
   g.add(
     'hosts',
     platforms.size >= policy.hosts.minDistinctPlatforms ? 'met' : 'hold',
-    `${platforms.size} of ${policy.hosts.minDistinctPlatforms} distinct OS/hardware platform(s) among them`,
+    `${platforms.size} of ${policy.hosts.minDistinctPlatforms} distinct OS/hardware platform(s) among them${short(platforms.size, policy.hosts.minDistinctPlatforms, 'platform(s) (another OS, kernel, CPU architecture or model)')}`,
   );
 }
 
@@ -142,7 +153,7 @@ export function correctnessFindings(g: GateContext, counted: Testbed[]): void {
         g.add(
           'mismatch',
           (m.upper95 ?? 1) > limits.maxMismatchUpper95 ? 'hold' : 'met',
-          `${at}: mismatch rate 95% upper bound ${pct(m.upper95)} ${(m.upper95 ?? 1) > limits.maxMismatchUpper95 ? '>' : '<='} ${pct(limits.maxMismatchUpper95)} (${m.events} in ${m.trials}${(m.upper95 ?? 1) > limits.maxMismatchUpper95 ? '; more trials needed' : ''})`,
+          `${at}: mismatch rate 95% upper bound ${pct(m.upper95)} ${(m.upper95 ?? 1) > limits.maxMismatchUpper95 ? '>' : '<='} ${pct(limits.maxMismatchUpper95)} (${m.events} in ${m.trials}${(m.upper95 ?? 1) > limits.maxMismatchUpper95 ? `; ${moreTrials(m, limits.maxMismatchUpper95)}` : ''})`,
           t.id,
         );
       failureFinding(g, at, t.id, f);
@@ -164,7 +175,7 @@ function failureFinding(g: GateContext, at: string, testbed: string, f: RateBoun
     g.add(
       'failure',
       (f.upper95 ?? 1) > limit ? 'hold' : 'met',
-      `${at}: failure rate 95% upper bound ${pct(f.upper95)} ${(f.upper95 ?? 1) > limit ? '>' : '<='} ${pct(limit)} (${f.events} in ${f.trials}${(f.upper95 ?? 1) > limit ? '; more trials needed' : ''})`,
+      `${at}: failure rate 95% upper bound ${pct(f.upper95)} ${(f.upper95 ?? 1) > limit ? '>' : '<='} ${pct(limit)} (${f.events} in ${f.trials}${(f.upper95 ?? 1) > limit ? `; ${moreTrials(f, limit)}` : ''})`,
       testbed,
     );
 }

@@ -20,6 +20,10 @@ export interface Policy {
   alpha?: number;
   /** Keyids (sha256 of the public key's DER, hex) whose signatures a receipt needs to be read under this policy; absent: any signer, or none. */
   signers?: string[];
+  /** Count only receipts signed by a key of the trusted signers document, not revoked, for a host it may sign for. */
+  requireSigned?: boolean;
+  /** The trusted signers document, relative to the policy file (default signers.json). */
+  trustedSigners?: string;
   /** Judged per testbed and per fixture over measured cases; `pool` names fixtures judged as one. */
   correctness: { maxMismatches: number; maxMismatchUpper95: number; maxFailureUpper95: number; pool?: string[] };
   clone: { requireObserved: boolean; requireTypedFailures: boolean; requireFallbackEvidence: boolean };

@@ -18,11 +18,17 @@ import type { Finding, GateResult, Policy, Verdict } from './gate-policy.js';
 export function evaluateGate(
   input: (AnyReceipt | ReportReceipt)[],
   policy: Policy,
-  options: { seed?: number; analysis?: ReportData } = {},
+  options: { seed?: number; analysis?: ReportData; excluded?: { runId: string; reason: string }[] } = {},
 ): GateResult {
   const receipts = input.map(readReceipt);
   const ignoredReceipts: GateResult['ignoredReceipts'] = [];
+  const excluded = new Map((options.excluded ?? []).map((x) => [x.runId, x.reason]));
   const admitted = receipts.filter((r) => {
+    // Left out by its reader (who signed it, whether its overhead is bounded): shown, never counted.
+    if (excluded.has(r.runId)) {
+      ignoredReceipts.push({ runId: r.runId, reason: excluded.get(r.runId)! });
+      return false;
+    }
     if ((policy.excludeSyntheticReceipts ?? true) && isSyntheticReceipt(r)) {
       ignoredReceipts.push({ runId: r.runId, reason: `synthetic plan "${r.planName}"` });
       return false;

@@ -72,7 +72,7 @@ export function blockFindings(g: GateContext, counted: Testbed[]): Testbed[] {
           g.add(
             'blocks',
             'hold',
-            `${t.id} workload ${w} fixture ${f.label}: ${blocks} of ${policy.minBlocksPerWorkloadAndHost} paired measured blocks against ${policy.baseline}`,
+            `${t.id} workload ${w} fixture ${f.label}: ${blocks} of ${policy.minBlocksPerWorkloadAndHost} paired measured blocks against ${policy.baseline}: ${policy.minBlocksPerWorkloadAndHost - blocks} more needed`,
             t.id,
           );
         }

@@ -136,11 +136,21 @@ export interface ReportJson extends ReportData {
   gate: GateResult | null;
   /** Who signed each receipt, by run id (keyids, or "unsigned"); absent when the reader did not say. */
   signers?: Record<string, string[] | 'unsigned'>;
+  /** Whether a gate counts each receipt, by run id: its trusted signer's host, or the code and reason it is left out. */
+  admission?: ReportInput['admission'];
+  /** Receipts that repeat another's measurements (E_RECEIPT_DUPLICATE), left out before the analysis. */
+  repeats?: ReportInput['repeats'];
 }
 
 /** The same numbers as the Markdown and HTML, as JSON. */
 export function renderJson(input: ReportInput): string {
-  const doc: ReportJson = { ...input.data, gate: input.gate, ...(input.signers ? { signers: input.signers } : {}) };
+  const doc: ReportJson = {
+    ...input.data,
+    gate: input.gate,
+    ...(input.signers ? { signers: input.signers } : {}),
+    ...(input.admission ? { admission: input.admission } : {}),
+    ...(input.repeats?.length ? { repeats: input.repeats } : {}),
+  };
   return `${JSON.stringify(doc, null, 2)}\n`;
 }
 
