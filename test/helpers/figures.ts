@@ -11,7 +11,9 @@ export type Compute =
   | { kind: 'growth-share'; row: Row }
   | { kind: 'oracle-files'; workload: string }
   | { kind: 'phase-median'; phase: string; backend?: string; workload?: string }
-  | { kind: 'start-time' };
+  | { kind: 'start-time' }
+  /** The harness's overhead share of each case's wall time (wall minus every phase, over wall), recomputed from the phases: its median or max. */
+  | { kind: 'overhead-share'; stat: 'median' | 'max' };
 
 export interface Figure {
   id: string;
@@ -99,6 +101,13 @@ export function computeFigure(doc: unknown, c: Compute): number | string {
     }
     case 'start-time':
       return (pointer(doc, '/startedAt') as string).slice(11, 16);
+    case 'overhead-share': {
+      type Case = { wallMs: number; phases: Array<{ durationMs: number }> };
+      const shares = (doc as { cases: Case[] }).cases
+        .filter((x) => x.wallMs > 0)
+        .map((x) => Math.max(0, x.wallMs - x.phases.reduce((s, p) => s + p.durationMs, 0)) / x.wallMs);
+      return (c.stat === 'median' ? median(shares) : Math.max(...shares)) * 100;
+    }
     default: {
       const never: never = c;
       throw new Error(`unknown computation ${JSON.stringify(never)}`);
