@@ -51,7 +51,8 @@ function selfCommand(words: string[]): string {
   return [...(onPath ? ['pdb-env'] : [process.execPath, cliEntry()]), ...words].map(shellWord).join(' ');
 }
 
-const hook: DefineCommand<'hook'> = (cmd, ctx, sub) => {
+/** `hook codex|cursor|gemini`: one action for every row of sessions/hooks/dialects.ts. */
+function agentHooks(ctx: Parameters<DefineCommand<'hook'>>[1], sub: Parameters<DefineCommand<'hook'>>[2]): void {
   for (const agent of ['codex', 'cursor', 'gemini'] as const)
     sub[agent]
       .argument('[payload]', "the payload, when the agent passes it as an argument (Codex's notify); otherwise it is read on stdin")
@@ -89,6 +90,10 @@ Install: pdb-env hook ${agent} --print-settings`,
         process.stdout.write(d.stdout(phase));
         ctx.exitCode = d.goOnStatus;
       });
+}
+
+const hook: DefineCommand<'hook'> = (cmd, ctx, sub) => {
+  agentHooks(ctx, sub);
 
   cmd.addHelpText('after', '\nIntegrations that run pdb-env from another tool: see pdb-env hook claude-code --help.');
   sub['claude-code']
