@@ -36,7 +36,7 @@ test('cursor: beforeSubmitPrompt and stop checkpoint the turn; restore --to the 
   // Fired twice for one turn: no second checkpoint.
   assert.is(hook('cursor', { ...base, hook_event_name: 'stop', status: 'completed' }).code, 0);
   assert.equal(labels('cur'), ['cursor before turn g1: Add a file', 'cursor after turn g1']);
-  cliJson(['restore', 'cur', '--to', '1'], { env });
+  cliJson(['restore', 'cur', '--to', 'label:cursor before turn g1: Add a file'], { env });
   assert.is(readFileSync(join(root, 'old.txt'), 'utf8'), 'delete me\n');
   assert.not.ok(existsSync(join(root, 'new.txt')));
 });
@@ -57,6 +57,16 @@ test('gemini: BeforeAgent and AfterAgent, labelled with the prompt; stdout is {}
   });
   assert.is(a.code, 0, a.stderr);
   assert.equal(labels('gem'), ['gemini before turn: Write a.txt', 'gemini after turn: Write a.txt']);
+  // diff between two turns' checkpoints by label.
+  const d = cliJson<{ changes: Array<{ kind: string; path: string }> }>(
+    ['diff', 'gem', '--from', 'label:gemini before turn: Write a.txt', '--to', 'label:gemini after turn: Write a.txt'],
+    { env },
+  );
+  assert.equal(
+    d.changes.map((c) => `${c.kind} ${c.path}`),
+    ['add a.txt'],
+  );
+  assert.is(cli(['restore', 'gem', '--to', 'label:no such turn'], { env }).code, 1);
 });
 
 test('codex: the notify payload as the last argument checkpoints after the turn, labelled with turn-id', () => {
