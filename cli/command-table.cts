@@ -401,6 +401,18 @@ export const COMMANDS = {
           'print-settings': { type: 'boolean', description: 'print the .claude/settings.json fragment that installs the hooks, and exit' },
         },
       },
+      codex: {
+        summary: "Codex's notify program (agent-turn-complete): a checkpoint after each turn, labelled with its turn-id and prompt",
+        options: { 'print-settings': { type: 'boolean', description: 'print the config.toml line that installs it, and exit' } },
+      },
+      cursor: {
+        summary: "Cursor's .cursor/hooks.json beforeSubmitPrompt and stop: a checkpoint before and after each turn",
+        options: { 'print-settings': { type: 'boolean', description: 'print the .cursor/hooks.json that installs it, and exit' } },
+      },
+      gemini: {
+        summary: "Gemini CLI's settings.json BeforeAgent and AfterAgent hooks: a checkpoint before and after each turn",
+        options: { 'print-settings': { type: 'boolean', description: 'print the settings.json fragment that installs it, and exit' } },
+      },
     },
   },
   daemon: {

@@ -41,7 +41,60 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** The pdb-env invocation settings name: `pdb-env` from PATH when it is this install, else node and this install by absolute path. */
+function selfCommand(words: string[]): string {
+  const onPath = pdbEnvOnPath(process.env.PATH ?? '');
+  if (!onPath)
+    process.stderr.write(
+      `pdb-env: this install is not the pdb-env on PATH, so the settings name node (${process.execPath}) and this install by absolute path: after moving or upgrading either, print the settings again\n`,
+    );
+  return [...(onPath ? ['pdb-env'] : [process.execPath, cliEntry()]), ...words].map(shellWord).join(' ');
+}
+
+/** `hook codex|cursor|gemini`: one action for every row of sessions/hooks/dialects.ts. */
+function agentHooks(ctx: Parameters<DefineCommand<'hook'>>[1], sub: Parameters<DefineCommand<'hook'>>[2]): void {
+  for (const agent of ['codex', 'cursor', 'gemini'] as const)
+    sub[agent]
+      .argument('[payload]', "the payload, when the agent passes it as an argument (Codex's notify); otherwise it is read on stdin")
+      .addHelpText(
+        'after',
+        `
+${agent} runs this with its hook payload (docs/agents.md lists the events and fields, and the
+version each was checked against). The session whose root holds the payload's cwd is
+checkpointed, labelled "${agent} before|after turn [ID]: PROMPT" (pdb-env log NAME shows it,
+pdb-env restore NAME --to N goes back). Outside a session, a malformed or over-1 MB payload,
+or any failure: said on stderr, no checkpoint, and still the exit status ${agent} treats as
+"go on" (0), with only what ${agent} expects on stdout. The same label twice in a row (a hook
+fired twice for one turn) makes no second checkpoint.
+Install: pdb-env hook ${agent} --print-settings`,
+      )
+      .action(async (payload: string | undefined, o, command) => {
+        const g = command.optsWithGlobals();
+        const { HOOK_DIALECTS, hookAgentTurn } = await import('../../sessions/hooks/dialects.js');
+        const d = HOOK_DIALECTS[agent];
+        if (o.printSettings) {
+          process.stdout.write(d.settings(selfCommand(['hook', agent, ...(g.store ? ['--store', resolve(g.store)] : [])])));
+          return;
+        }
+        const say = (line: string) => process.stderr.write(`${line}\n`);
+        let phase: 'before' | 'after' = 'after';
+        try {
+          const text = d.input === 'argv' && payload !== undefined ? payload : await readStdin();
+          const r = await hookAgentTurn(agent, text, { store: g.store, say });
+          phase = r.phase;
+          if (g.json) say(JSON.stringify(r));
+        } catch (err) {
+          say(`pdb-env: no checkpoint for this turn: ${(err as Error).message}`);
+        }
+        // Whatever happened, the agent goes on.
+        process.stdout.write(d.stdout(phase));
+        ctx.exitCode = d.goOnStatus;
+      });
+}
+
 const hook: DefineCommand<'hook'> = (cmd, ctx, sub) => {
+  agentHooks(ctx, sub);
+
   cmd.addHelpText('after', '\nIntegrations that run pdb-env from another tool: see pdb-env hook claude-code --help.');
   sub['claude-code']
     .addHelpText(

@@ -42,8 +42,15 @@ export async function resolveRef(ctx: StoreContext, name: string, ref: string): 
   // The log's lines without asking the store about each (sessionLog's `collected`): a REF names one line.
   const base = (await readSession(ctx.store, name)).base;
   const checkpoints = readLogLines(ctx.store, name).map((l, i) => ({ ...l, number: i + 1 }));
-  const hint = `pdb-env log ${name} lists the checkpoints; REF is a number, base, or a digest prefix of ${MIN_DIGEST_PREFIX}+ hex characters.`;
+  const hint = `pdb-env log ${name} lists the checkpoints; REF is a number, base, label:LABEL, or a digest prefix of ${MIN_DIGEST_PREFIX}+ hex characters.`;
   if (ref === 'base') return { ref, snapshot: base, number: 0, changeset: null };
+  if (ref.startsWith('label:')) {
+    // A turn's label (pdb-env hook AGENT writes "AGENT before turn ID: PROMPT"): the newest checkpoint with exactly that label.
+    const want = ref.slice('label:'.length);
+    const cp = [...checkpoints].reverse().find((c) => c.label === want);
+    if (!cp) throw new PdbError('E_DIGEST_UNKNOWN', `session "${name}" has no checkpoint labelled "${want}"`, { hint });
+    return { ref, snapshot: cp.snapshot, number: cp.number, changeset: cp.changeset };
+  }
   if (/^[0-9]+$/.test(ref) && ref.length < MIN_DIGEST_PREFIX) {
     const n = Number(ref);
     const cp = checkpoints[n - 1];
