@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { mountFs, unmountFs } from '../model/os/mounts.js';
 import { tempPath } from '../model/os/temp-name.js';
@@ -7,6 +7,7 @@ import { PdbError, isPdbError } from '../model/errors.js';
 import type { BaseMarker } from './shared/base-tree.js';
 import { fsTypeName, fsTypeOf, mountedFsType } from './shared/fs-util.js';
 import { baseTree, diskUsage, removeTree } from './shared/lazy.js';
+import type { ChangedPaths, LeftOut } from '../model/scan/changed-paths.js';
 import type { Backend, BackendContext, BackendState, CreatedSession, ProbeResult } from './types.js';
 
 /**
@@ -66,6 +67,56 @@ async function mountSession(
     clone: { files: marker.files, bytes: marker.bytes },
     index: marker.index,
   };
+}
+
+/**
+ * What can differ from the base in the merged root: every entry of the upper directory (what was
+ * written, copied up, a whiteout, an opaque directory, a metadata-only copy-up), read by a walk of
+ * the upper dir alone, so its cost follows the change since the base (not since the last
+ * checkpoint: the upper dir keeps everything). Node cannot read the overlay's xattrs, so a
+ * renamed directory (redirect_dir) is told by its inode: on one filesystem overlayfs reports a
+ * merged directory's lower origin's inode, and one that is neither the upper directory's nor the
+ * lower's at the same path came from elsewhere (its subtree is walked whole). Layers on two
+ * filesystems report other inodes: then nothing is said and the walk is whole.
+ */
+async function upperChanges(
+  ctx: BackendContext,
+  root: string,
+  sessionDir: string,
+  state: BackendState,
+  skip: LeftOut,
+): Promise<ChangedPaths> {
+  const { lower, upper } = sessionPaths(ctx, sessionDir, state);
+  const [lo, up] = await Promise.all([lstat(lower, { bigint: true }), lstat(upper, { bigint: true })]);
+  if (lo.dev !== up.dev)
+    return {
+      paths: null,
+      subtrees: null,
+      reason: 'the upper and lower dirs are on different filesystems: a renamed directory cannot be told by its inode',
+    };
+  const paths: string[] = [];
+  const subtrees: string[] = [];
+  const inoOf = async (path: string): Promise<bigint | null> => {
+    try {
+      const st = await lstat(path, { bigint: true });
+      return st.isDirectory() ? st.ino : null;
+    } catch {
+      return null;
+    }
+  };
+  const walk = async (rel: string): Promise<void> => {
+    const here = rel === '' ? upper : join(upper, rel);
+    for (const d of await readdir(here, { withFileTypes: true })) {
+      const path = rel === '' ? d.name : `${rel}/${d.name}`;
+      paths.push(path);
+      if (!d.isDirectory() || skip.names.has(d.name) || skip.paths.has(path)) continue;
+      const [u, m, l] = await Promise.all([inoOf(join(upper, path)), inoOf(join(root, path)), inoOf(join(lower, path))]);
+      if (m === null || (m !== u && m !== l)) subtrees.push(path);
+      else await walk(path);
+    }
+  };
+  await walk('');
+  return { paths, subtrees, reason: null };
 }
 
 /** The base tree is the lower directory; each session has its own upper and work dirs, mounted at its root. */
@@ -172,6 +223,10 @@ export const overlayBackend: Backend = {
       ['root', 'upper', 'work'],
       `the upper and work dirs by ${method === 'fiemap' ? 'FIEMAP extents (a copy-up clones here)' : 'st_blocks'} are its own; the whole lower base, which the mount holds, is shared`,
     );
+  },
+  async changedPaths(ctx, root, sessionDir, state, skip) {
+    if (mountedFsType(root) !== 'overlay') return { paths: null, subtrees: null, reason: 'the session root is not an overlay mount' };
+    return upperChanges(ctx, root, sessionDir, state, skip);
   },
   async release(_ctx, root) {
     await unmountIfMounted(root);

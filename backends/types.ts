@@ -5,6 +5,7 @@ import type { PdbErrorCode } from '../model/errors.js';
 import type { ObjectStore } from '../model/store/object-store.js';
 import type { ProgressFn } from '../model/progress.js';
 import type { Snapshot } from '../model/snapshot.js';
+import type { ChangedPaths, LeftOut } from '../model/scan/changed-paths.js';
 import type { RowStats } from '../model/scan/materialized-index.js';
 
 /** What a backend can do in principle; `probe()` says whether this host allows it now. */
@@ -133,6 +134,12 @@ export interface Backend {
    * sessions. Measured, never estimated; a backend without it is reported unmeasured.
    */
   usage?(ctx: BackendContext, root: string, sessionDir: string, state: BackendState, memo?: UsageMemo): Promise<SessionUsage>;
+  /**
+   * What can differ from the base in the session root, from the backend's own record of it (an
+   * overlay's upper directory), so that a checkpoint lstats only that (model/scan/changed-paths.ts);
+   * `skip` is what the scan leaves out, whose subtrees need not be listed. Absent, or `paths: null` with the reason: the walk is whole.
+   */
+  changedPaths?(ctx: BackendContext, root: string, sessionDir: string, state: BackendState, skip: LeftOut): Promise<ChangedPaths>;
   /** Undo what createSession did outside plain files (unmount, delete subvolume, prune worktree). */
   release(ctx: BackendContext, root: string, sessionDir: string, state: BackendState): Promise<void>;
 }

@@ -79,7 +79,7 @@ export async function readSourceConfig(root: string): Promise<{ excludes: string
 const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
 
 /** What a scan leaves out: bare names at any depth, exact relative paths (with the admin roots and the store). */
-function exclusion(root: string, excludes: readonly string[], excludeAbsolute: readonly string[] = []) {
+export function exclusion(root: string, excludes: readonly string[], excludeAbsolute: readonly string[] = []) {
   const extra = excludeAbsolute
     .map((abs) => relative(root, abs))
     .filter((r) => r && !r.startsWith('..') && !r.startsWith(sep))

@@ -13,7 +13,8 @@ import { PdbError, isPdbError } from '../../model/errors.js';
 import { keepDocument, keptDocument } from '../../model/store/kept-documents.js';
 import { writeFileAtomic } from '../../model/store/object-store.js';
 import type { ProgressFn } from '../../model/progress.js';
-import { scanTree, type ScanResult } from '../../model/scan/scan.js';
+import { exclusion, scanTree, type ScanResult } from '../../model/scan/scan.js';
+import { vouchedByChanged } from '../../model/scan/changed-paths.js';
 import {
   changeOf,
   createChangeset,
@@ -67,6 +68,11 @@ export interface CheckpointResult {
   dirsRead: number;
   /** The stat walk that ran: the native scanner or the JavaScript one. */
   scanner: 'native' | 'js';
+  /**
+   * What told the walk which rows to lstat: the daemon's watch, the backend's record of what
+   * changed (an overlay's upper dir), or nothing (every row); with why the backend's could not be used.
+   */
+  walked: { by: 'watch' | 'backend' | 'whole'; reason: string | null };
   /** Its number in the session's log (1 = the first), its label, and the paths added, modified and deleted since the checkpoint before. */
   number: number;
   label: string | null;
@@ -86,6 +92,7 @@ function loadIndex(ctx: StoreContext, s: OpenSession): TreeIndex | null {
 
 interface SessionScan {
   scan: ScanResult;
+  walked: CheckpointResult['walked'];
   index: TreeIndex | null;
   excludes: string[];
   generation: string;
@@ -96,7 +103,10 @@ async function scanSession(ctx: StoreContext, s: OpenSession, install: boolean, 
   const excludes = index ? index.header.excludes : ctx.store.getDocument<Snapshot>(s.rec.base, 'Snapshot').excludes;
   const generation = ctx.store.generation();
   // Through a daemon that watches session roots: what no event touched is not lstat'ed (model/scan/watch.ts).
-  const vouch = install && watchable(s) ? vouchedRows(s.dir, s.root, index) : null;
+  let vouch = install && watchable(s) ? vouchedRows(s.dir, s.root, index) : null;
+  const walked: SessionScan['walked'] = { by: vouch ? 'watch' : 'whole', reason: null };
+  if (!vouch && index) ({ vouch, reason: walked.reason } = await backendVouch(s, index, excludes));
+  if (vouch && walked.by === 'whole') walked.by = 'backend';
   const scan = await scanTree(s.root, {
     excludes,
     store: install ? ctx.store : undefined,
@@ -105,7 +115,23 @@ async function scanSession(ctx: StoreContext, s: OpenSession, install: boolean, 
     checkObjects: index?.header.generation !== generation,
     onProgress: options.onProgress,
   });
-  return { scan, index, excludes, generation };
+  return { scan, walked, index, excludes, generation };
+}
+
+/** The rows the backend's record of what changed since the base vouches for (model/scan/changed-paths.ts), or why none. */
+async function backendVouch(
+  s: OpenSession,
+  index: TreeIndex,
+  excludes: string[],
+): Promise<{ vouch: Uint8Array | null; reason: string | null }> {
+  if (!s.backend.changedPaths || s.rec.backendModule) return { vouch: null, reason: null };
+  // The index must describe this session's tree over the base the backend's record starts from.
+  if (index.header.snapshot !== s.rec.base && index.header.base !== s.rec.base)
+    return { vouch: null, reason: 'the tree index is not of this base' };
+  const changed = await s.backend.changedPaths(s.ctx, s.root, s.dir, s.rec.backendState, exclusion(s.root, excludes));
+  if (changed.paths === null) return { vouch: null, reason: changed.reason };
+  const vouch = vouchedByChanged(index, changed);
+  return vouch ? { vouch, reason: null } : { vouch: null, reason: 'the root is a renamed directory' };
 }
 
 // Backends whose root is a directory of a local filesystem written in place: every write through
@@ -323,6 +349,7 @@ export async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: 
     filesTrusted: scan.filesTrusted,
     dirsRead: scan.raw.dirsRead,
     scanner: scan.raw.scanner,
+    walked: scanned.walked,
     number,
     label,
     ...counts,

@@ -1,0 +1,57 @@
+// A checkpoint's walk from what a backend can say changed since the base (an overlay's upper
+// directory): the rows of the tree index that are not lstat'ed again, as the daemon's watch
+// (watch.ts) gives them. The argument (docs/store.md, "A walk that follows the change"):
+// - the base is immutable, so a path with nothing recorded by the backend at it, whose parent has
+//   nothing recorded either, is the base's entry at that path now and at any earlier time the index
+//   was recorded (a path leaves the record only by being deleted, and then it is gone, which the
+//   lstat of the child of its nearest recorded ancestor finds);
+// - every changed path is lstat'ed, and so is every row whose parent is one (a recorded directory
+//   may have lost, gained or hidden children: an opaque directory, a whiteout's parent);
+// - below a directory whose contents come from elsewhere in the base (a renamed directory: its
+//   target can change from one checkpoint to the next) nothing is vouched for.
+import type { TreeIndex } from './tree-index.js';
+
+/** What a scan leaves out (scan.ts's exclusion): bare names at any depth, exact relative paths. */
+export interface LeftOut {
+  names: ReadonlySet<string>;
+  paths: ReadonlySet<string>;
+}
+
+/** What a backend says can differ from the base, or why it cannot say. */
+export type ChangedPaths =
+  | {
+      /** Relative paths with something recorded at them (the root, '', need not be listed: it always counts). */
+      paths: string[];
+      /** Directories whose whole subtree is walked (contents from elsewhere in the base). */
+      subtrees: string[];
+      reason: null;
+    }
+  | { paths: null; subtrees: null; reason: string };
+
+/**
+ * The rows of `index` whose stat data is the recorded one (1), given what can have changed; null:
+ * the root's whole subtree is to be walked. Rows come parent first (tree-index.ts), so one pass
+ * over the parent column carries "below a subtree" down.
+ */
+export function vouchedByChanged(index: TreeIndex, changed: Exclude<ChangedPaths, { paths: null }>): Uint8Array | null {
+  const c = index.cols;
+  if (changed.subtrees.includes('')) return null;
+  const marked = new Uint8Array(c.n); // 1: recorded at; 2: a subtree walked whole
+  for (const p of changed.paths) {
+    const r = p === '' ? undefined : index.position(p);
+    if (r !== undefined) marked[r] |= 1;
+  }
+  for (const p of changed.subtrees) {
+    const r = index.position(p);
+    if (r !== undefined) marked[r] |= 2;
+  }
+  const vouch = new Uint8Array(c.n);
+  for (let i = 0; i < c.n; i++) {
+    const p = c.parent[i]!;
+    if (p >= 0 && marked[p]! & 2) marked[i] |= 2;
+    // A row of the root has a recorded parent: the root is the backend's own (an overlay's upper dir).
+    // A row without recorded stat data (mode 0: a base's index may hold none for a symlink) is lstat'ed.
+    vouch[i] = marked[i] === 0 && p >= 0 && (marked[p]! & 1) === 0 && c.mode[i] !== 0 ? 1 : 0;
+  }
+  return vouch;
+}
