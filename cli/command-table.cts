@@ -135,7 +135,7 @@ export const COMMANDS = {
         type: 'string',
         value: 'ref',
         required: true,
-        description: 'a checkpoint number (pdb-env log), a Snapshot or Changeset digest prefix, or base',
+        description: 'a checkpoint number (pdb-env log), a Snapshot or Changeset digest prefix, base, or label:LABEL (a turn\'s label)',
       },
     },
 
@@ -146,8 +146,12 @@ export const COMMANDS = {
     summary: 'list changes since the base, or between two checkpoints',
     module: 'sessions',
     options: {
-      from: { type: 'string', value: 'ref', description: 'compare checkpoint REF (a number, a digest prefix, base) ...' },
-      to: { type: 'string', value: 'ref', description: '... with checkpoint REF (default: the last checkpoint)' },
+      from: {
+        type: 'string',
+        value: 'ref',
+        description: 'compare checkpoint REF (a number, a digest prefix, base, label:LABEL; SESSION@REF: of another session) ...',
+      },
+      to: { type: 'string', value: 'ref', description: '... with checkpoint REF (default: the last checkpoint; SESSION@REF as --from)' },
       verify,
       patch: { type: 'boolean', description: "print the changes as git's binary patch (made by git; git apply takes it)" },
       stat: { type: 'boolean', description: "print git's diffstat of the changes" },

@@ -32,11 +32,12 @@ function logText(name: string, checkpoints: Checkpoint[]): string {
       counts(c),
       `${short(c.snapshot)}${c.collected ? ' (collected)' : ''}`,
       short(c.changeset),
+      c.agent ? `${c.agent} ${c.turn ?? '?'} ${c.phase ?? ''}`.trim() : '-',
       [c.label ?? '', c.restoredFrom === undefined ? '' : `(restored from ${c.restoredFrom === 0 ? 'base' : c.restoredFrom})`]
         .filter(Boolean)
         .join(' '),
     ]);
-  return table([['#', 'TIME', 'CHANGES', 'SNAPSHOT', 'CHANGESET', 'LABEL'], ...rows]);
+  return table([['#', 'TIME', 'CHANGES', 'SNAPSHOT', 'CHANGESET', 'TURN', 'LABEL'], ...rows]);
 }
 
 const log: DefineCommand<'log'> = (cmd) =>
@@ -47,7 +48,9 @@ const log: DefineCommand<'log'> = (cmd) =>
       `
 Lists the session's checkpoints, newest first: its number (1 = the first), when, the
 paths added (+), modified (~) and deleted (-) since the checkpoint before, the result
-Snapshot and Changeset, its label, and the checkpoint a restore brought back. gc keeps
+Snapshot and Changeset, the agent turn it brackets (AGENT TURN before|after, from
+pdb-env hook AGENT: the agent's turn id, else the turn's ordinal), its label, and
+the checkpoint a restore brought back. gc keeps
 the last history.keep checkpoints (pdb-env.json; default 100) and pinned ones; an
 older one is marked (collected). --json: oldest first.
 

@@ -248,7 +248,7 @@ const diff: DefineCommand<'diff'> = (cmd) =>
     .argument('<name>', 'the session')
     .addHelpText(
       'after',
-      '\nLists add, delete, modify, mode and retype changes by relative path: of the root now\nagainst the base, or with --from/--to between two checkpoints (REF: a number from\npdb-env log, a digest prefix, base; --from defaults to base, --to to the last).\n--patch and --stat need git. What a tool wrote that is not the project work\n(node_modules/.cache/ after npm test) shows too: name it in the source\npdb-env.json, { "excludes": ["node_modules", ".cache"] }: sessions of the next import\nnever scan it.\n\nExample:\n  pdb-env diff agent-a\n  pdb-env diff agent-a --from 2 --to 5\n  pdb-env diff agent-a --patch > agent-a.patch',
+      '\nLists add, delete, modify, mode and retype changes by relative path: of the root now\nagainst the base, or with --from/--to between two checkpoints (REF: a number from\npdb-env log, a digest prefix, base, label:LABEL; SESSION@REF names a checkpoint of another\nsession, e.g. two agents' turns; --from defaults to base, --to to the last).\n--patch and --stat need git. What a tool wrote that is not the project work\n(node_modules/.cache/ after npm test) shows too: name it in the source\npdb-env.json, { "excludes": ["node_modules", ".cache"] }: sessions of the next import\nnever scan it.\n\nExample:\n  pdb-env diff agent-a\n  pdb-env diff agent-a --from 2 --to 5\n  pdb-env diff agent-a --from 3 --to agent-b@label:codex after turn 1\n  pdb-env diff agent-a --patch > agent-a.patch',
     )
     .action(async (name, _o, command) => {
       const o = command.optsWithGlobals();

@@ -10,9 +10,22 @@ import { keptDocument } from '../../model/store/kept-documents.js';
 import { diffEntries, diffThroughBase, type Change, type Changeset, type Snapshot } from '../../model/snapshot.js';
 import { diffSnapshotBytes } from '../../model/snapshot-diff.js';
 import { MIN_DIGEST_PREFIX } from '../records/digests.js';
-import { readLogLines, readSession, type CheckpointLine, type StoreContext } from '../records/session-record.js';
+import { SESSION_NAME_PATTERN } from '../records/names.js';
+import { readLogLines, readSession, type CheckpointLine, type StoreContext, type TurnMark } from '../records/session-record.js';
 
-export { readLogLines, type CheckpointLine };
+export { readLogLines, type CheckpointLine, type TurnMark };
+
+/**
+ * The turn a hook's checkpoint brackets. The agent's own id when its payload has one (Codex's
+ * turn-id, Cursor's generation_id); else, before a turn, the next ordinal of this agent's turns in
+ * the session's log, and after one, the turn of this agent's last "before".
+ */
+export function turnMark(lines: CheckpointLine[], agent: string, phase: TurnMark['phase'], id: string | null): TurnMark {
+  if (id) return { agent, turn: id.slice(0, 40), phase };
+  const befores = lines.filter((l) => l.agent === agent && l.phase === 'before' && l.turn);
+  if (phase === 'after' && befores.length) return { agent, turn: befores.at(-1)!.turn!, phase };
+  return { agent, turn: String(lines.filter((l) => l.agent === agent && l.phase === 'before').length + 1), phase };
+}
 
 /** A checkpoint of the log with its number (1 = the first) and whether gc has collected its Snapshot. */
 export interface Checkpoint extends CheckpointLine {
@@ -115,30 +128,42 @@ export function changesFromBase(ctx: StoreContext, r: ResolvedRef): { base: Dige
  * publish --rebase moved the session's base, a fork's history, a Changeset gone) the two whole
  * Snapshots are diffed.
  */
-export function diffHistory(ctx: StoreContext, name: string, a: ResolvedRef, b: ResolvedRef): Change[] {
+export function diffHistory(ctx: StoreContext, name: string, a: ResolvedRef, b: ResolvedRef, nameOfB = name): Change[] {
   assertInHistory(ctx, name, a);
-  assertInHistory(ctx, name, b);
+  assertInHistory(ctx, nameOfB, b);
   if (a.snapshot === b.snapshot) return [];
+  // Two sessions made from one base (two agents' sessions of one head) share it too: O(changes) still.
   const [ca, cb] = [changesFromBase(ctx, a), changesFromBase(ctx, b)];
   if (ca && cb && ca.base === cb.base) return diffThroughBase(ca.changes, cb.changes);
   // Merged from the two documents' bytes, not parsed into entries (model/snapshot-diff.ts).
-  return diffSnapshotBytes(historyBytes(ctx, name, a), historyBytes(ctx, name, b), () =>
-    diffEntries(historySnapshot(ctx, name, a).entries, historySnapshot(ctx, name, b).entries),
+  return diffSnapshotBytes(historyBytes(ctx, name, a), historyBytes(ctx, nameOfB, b), () =>
+    diffEntries(historySnapshot(ctx, name, a).entries, historySnapshot(ctx, nameOfB, b).entries),
   );
 }
 
 export interface CheckpointDiff {
   session: string;
-  from: ResolvedRef;
-  to: ResolvedRef;
+  /** Each side with the session it is of (SESSION@REF names another session's checkpoint). */
+  from: ResolvedRef & { session: string };
+  to: ResolvedRef & { session: string };
   changes: Change[];
 }
 
-/** The changes from checkpoint FROM to checkpoint TO of a session (read-only). */
+/**
+ * A REF of `name`, or `SESSION@REF`: REF of another session (session names have no "@", and no
+ * REF of one session starts with a session name and "@": a label REF starts with "label:").
+ */
+export function qualifiedRef(name: string, ref: string): { session: string; ref: string } {
+  const at = ref.indexOf('@');
+  return at > 0 && SESSION_NAME_PATTERN.test(ref.slice(0, at)) ? { session: ref.slice(0, at), ref: ref.slice(at + 1) } : { session: name, ref };
+}
+
+/** The changes from checkpoint FROM to checkpoint TO of a session, or of two (SESSION@REF on either side; read-only). */
 export async function diffCheckpoints(ctx: StoreContext, name: string, from: string, to: string): Promise<CheckpointDiff> {
-  const a = await resolveRef(ctx, name, from);
-  const b = await resolveRef(ctx, name, to);
-  return { session: name, from: a, to: b, changes: diffHistory(ctx, name, a, b) };
+  const [qa, qb] = [qualifiedRef(name, from), qualifiedRef(name, to)];
+  const a = { ...(await resolveRef(ctx, qa.session, qa.ref)), session: qa.session };
+  const b = { ...(await resolveRef(ctx, qb.session, qb.ref)), session: qb.session };
+  return { session: name, from: a, to: b, changes: diffHistory(ctx, qa.session, a, b, qb.session) };
 }
 
 /** Added, modified and deleted paths among `changes`. */

@@ -287,16 +287,16 @@ export async function hookTurn(input: HookInput, o: HookOptions): Promise<TurnRe
   const at = cwd && isAbsolute(cwd) ? sessionHolding(cwd, o.store) : null;
   if (!at) return { event, session: null };
   const svc = await SessionService.open(at.store);
+  const { readLogLines, turnMark } = await import('../history/log.js');
+  const lines = readLogLines(svc.store, at.name);
   let label: string;
   if (event === 'UserPromptSubmit') label = `before turn: ${promptLabel(input.raw.prompt)}`;
   else {
-    const { readLogLines } = await import('../history/log.js');
-    const before = readLogLines(svc.store, at.name)
-      .reverse()
-      .find((l) => l.label?.startsWith('before turn: '));
+    const before = [...lines].reverse().find((l) => l.label?.startsWith('before turn: '));
     label = before ? `after turn: ${before.label!.slice('before turn: '.length)}` : 'after turn';
   }
-  const k = await svc.checkpoint(at.name, { label });
+  const phase = event === 'UserPromptSubmit' ? 'before' : 'after';
+  const k = await svc.checkpoint(at.name, { label, turn: turnMark(lines, 'claude-code', phase, null) });
   o.say(`pdb-env: checkpoint ${k.number} of ${at.name} (${label})`);
   return { event, session: at.name, number: k.number, snapshot: k.snapshot, label };
 }

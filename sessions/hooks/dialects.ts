@@ -160,13 +160,13 @@ export async function hookAgentTurn(
   }
   const svc = await SessionService.open(at.store);
   const label = turnLabel(agent, p);
-  const { readLogLines } = await import('../records/session-record.js');
+  const { readLogLines, turnMark } = await import('../history/log.js');
   const lines = readLogLines(svc.store, at.name);
   if (lines.at(-1)?.label === label) {
     o.say(`pdb-env: checkpoint ${lines.length} of ${at.name} is already "${label}": nothing new`);
     return { agent, phase: p.phase, session: at.name, number: lines.length, label, repeated: true };
   }
-  const k = await svc.checkpoint(at.name, { label });
+  const k = await svc.checkpoint(at.name, { label, turn: turnMark(lines, agent, p.phase, p.turn) });
   o.say(`pdb-env: checkpoint ${k.number} of ${at.name} (${label})`);
   return { agent, phase: p.phase, session: at.name, number: k.number, label };
 }

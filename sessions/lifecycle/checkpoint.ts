@@ -31,7 +31,7 @@ import { ancestorPids } from '../../model/os/proc.js';
 import { keyOf, vouchedRows, watchRecorded } from '../../model/scan/watch.js';
 import { openOperation } from '../locks/operation.js';
 import type { LockOwner } from '../locks/lock.js';
-import { appendCheckpointLog, readSession, sessionIndexFile, writeSession, type StoreContext } from '../records/session-record.js';
+import { appendCheckpointLog, readSession, sessionIndexFile, writeSession, type StoreContext, type TurnMark } from '../records/session-record.js';
 import { changeCounts } from '../history/log.js';
 import { resumeSession, type OpenSession } from './open.js';
 
@@ -41,6 +41,8 @@ export interface CheckpointOptions {
   onProgress?: ProgressFn;
   /** A name for it in the log (`checkpoint --label`, a hook's turn, a run's command line). */
   label?: string;
+  /** The agent turn it brackets (pdb-env hook AGENT): recorded in the log beside the label. */
+  turn?: TurnMark;
   /**
    * The process the checkpoint is taken for, when not this one: the pdb-env daemon's client
    * (cli/daemon/). Its ancestors are the "own run" (ownCaller), and it is not "something else running".
@@ -323,6 +325,7 @@ export async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: 
   const number = await appendCheckpointLog(ctx.store, name, {
     ...rec.lastCheckpoint,
     ...(label === null ? {} : { label }),
+    ...(options.turn ?? {}),
     ...Object.fromEntries(Object.entries(counts).filter(([, v]) => v !== null)),
     ...(options.restoredFrom === undefined ? {} : { restoredFrom: options.restoredFrom }),
   });

@@ -100,7 +100,7 @@ export async function appendCheckpointLog(
   store: ObjectStore,
   name: string,
   /** The checkpoint's line: its digests and time, and (sessions/history/log.ts) its label, counts and restoredFrom. */
-  cp: { snapshot: Digest; changeset: Digest; at: string; label?: string; restoredFrom?: number; [count: string]: unknown },
+  cp: { snapshot: Digest; changeset: Digest; at: string; label?: string; restoredFrom?: number; [more: string]: unknown },
 ): Promise<number> {
   const file = checkpointLogFile(store, name);
   try {
@@ -132,6 +132,13 @@ export async function appendCheckpointLog(
 }
 
 /** One line of the log as written: the old fields, and since issue 39 the rest. */
+/** Which agent's turn a checkpoint brackets: the agent, its turn (the agent's id, else its ordinal in the session) and the side. */
+export interface TurnMark {
+  agent: string;
+  turn: string;
+  phase: 'before' | 'after';
+}
+
 export interface CheckpointLine {
   snapshot: Digest;
   changeset: Digest;
@@ -143,6 +150,10 @@ export interface CheckpointLine {
   deleted?: number;
   /** The number of the checkpoint a restore brought back (this line records the tree it left). */
   restoredFrom?: number;
+  /** The agent whose turn this checkpoint brackets (pdb-env hook AGENT), its turn and which side of it. */
+  agent?: string;
+  turn?: string;
+  phase?: 'before' | 'after';
 }
 
 const count = (v: unknown) => (Number.isInteger(v) && (v as number) >= 0 ? (v as number) : undefined);
@@ -159,6 +170,8 @@ function parseLogLine(line: string): CheckpointLine | null {
   const cp: CheckpointLine = { snapshot: doc.snapshot, changeset: doc.changeset, at: typeof doc.at === 'string' ? doc.at : '?' };
   if (typeof doc.label === 'string') cp.label = doc.label;
   for (const k of ['added', 'modified', 'deleted', 'restoredFrom'] as const) if (count(doc[k]) !== undefined) cp[k] = count(doc[k]);
+  for (const k of ['agent', 'turn'] as const) if (typeof doc[k] === 'string' && doc[k] !== '') cp[k] = (doc[k] as string).slice(0, 80);
+  if (doc.phase === 'before' || doc.phase === 'after') cp.phase = doc.phase;
   return cp;
 }
 
