@@ -135,7 +135,7 @@ export const COMMANDS = {
         type: 'string',
         value: 'ref',
         required: true,
-        description: 'a checkpoint number (pdb-env log), a Snapshot or Changeset digest prefix, base, or label:LABEL (a turn\'s label)',
+        description: "a checkpoint number (pdb-env log), a Snapshot or Changeset digest prefix, base, or label:LABEL (a turn's label)",
       },
     },
 

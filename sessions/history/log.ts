@@ -155,7 +155,9 @@ export interface CheckpointDiff {
  */
 export function qualifiedRef(name: string, ref: string): { session: string; ref: string } {
   const at = ref.indexOf('@');
-  return at > 0 && SESSION_NAME_PATTERN.test(ref.slice(0, at)) ? { session: ref.slice(0, at), ref: ref.slice(at + 1) } : { session: name, ref };
+  return at > 0 && SESSION_NAME_PATTERN.test(ref.slice(0, at))
+    ? { session: ref.slice(0, at), ref: ref.slice(at + 1) }
+    : { session: name, ref };
 }
 
 /** The changes from checkpoint FROM to checkpoint TO of a session, or of two (SESSION@REF on either side; read-only). */

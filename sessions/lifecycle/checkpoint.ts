@@ -31,7 +31,14 @@ import { ancestorPids } from '../../model/os/proc.js';
 import { keyOf, vouchedRows, watchRecorded } from '../../model/scan/watch.js';
 import { openOperation } from '../locks/operation.js';
 import type { LockOwner } from '../locks/lock.js';
-import { appendCheckpointLog, readSession, sessionIndexFile, writeSession, type StoreContext, type TurnMark } from '../records/session-record.js';
+import {
+  appendCheckpointLog,
+  readSession,
+  sessionIndexFile,
+  writeSession,
+  type StoreContext,
+  type TurnMark,
+} from '../records/session-record.js';
 import { changeCounts } from '../history/log.js';
 import { resumeSession, type OpenSession } from './open.js';
 

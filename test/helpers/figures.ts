@@ -11,6 +11,8 @@ export type Compute =
   | { kind: 'growth-share'; row: Row }
   | { kind: 'oracle-files'; workload: string }
   | { kind: 'phase-median'; phase: string; backend?: string; workload?: string }
+  /** The median over cases of the sum of the phases whose names start with `prefix`, less those named in `except`. */
+  | { kind: 'phase-sum-median'; prefix: string; except: string[] }
   | { kind: 'start-time' }
   /** The harness's overhead share of each case's wall time (wall minus every phase, over wall), recomputed from the phases: its median or max. */
   | { kind: 'overhead-share'; stat: 'median' | 'max' };
@@ -98,6 +100,15 @@ export function computeFigure(doc: unknown, c: Compute): number | string {
         (x) => !x.warmup && (c.backend === undefined || x.backend === c.backend) && (c.workload === undefined || x.workload === c.workload),
       );
       return median(cases.flatMap((x) => x.phases.filter((p) => p.name === c.phase).map((p) => p.durationMs)));
+    }
+    case 'phase-sum-median': {
+      type Case = { warmup?: boolean; outcome: string; phases: Array<{ name: string; durationMs: number }> };
+      const sums = (doc as { cases: Case[] }).cases
+        .filter((x) => !x.warmup && x.outcome === 'ok')
+        .map((x) =>
+          x.phases.filter((p) => p.name.startsWith(c.prefix) && !c.except.includes(p.name)).reduce((t, p) => t + p.durationMs, 0),
+        );
+      return median(sums);
     }
     case 'start-time':
       return (pointer(doc, '/startedAt') as string).slice(11, 16);
