@@ -17,7 +17,7 @@ import type { Intent } from '../../records/journal.js';
 import { readSession, type StoreContext } from '../../records/session-record.js';
 import { lastCheckpointChanges } from '../patch.js';
 import { applyDetail, applySteps, type ApplyPhase, type Step } from './plan.js';
-import { closeStaging, copyOut, handles, openStaging, removeStaging, stagingOf, writeNonce } from './staging.js';
+import { closeStaging, copyOut, handles, openStaging, removeStaging, stagingOf } from './staging.js';
 import { rollBack, runForward, settledAs, type StepRun } from './apply-steps.js';
 import { checkTarget, closeTarget, openTarget, retypedPaths, withTargetLock, type Target } from './target.js';
 
@@ -65,8 +65,7 @@ function conflictError(name: string, dir: string, bad: string[]): PdbError {
 
 /** Stage every file and symlink the steps bring in, hashed on their way out of the store. */
 async function stageAll(run: StepRun, nonce: string, onProgress?: ProgressFn): Promise<void> {
-  await openStaging(run.t, run.s, true);
-  writeNonce(run.t, run.s, nonce); // DIR's corroboration of the intent, before anything in DIR changes
+  await openStaging(run.t, run.s, true, nonce); // the marker (DIR's corroboration of the intent) first, before anything in DIR changes
   const items = run.steps.flatMap((st: Step) => (st.post && st.post.kind !== 'dir' ? [{ entry: st.post, name: String(st.index) }] : []));
   await copyOut(run.store, run.t, handles(run.s).files, items, onProgress);
 }

@@ -9,8 +9,8 @@
 // link swapped in later is never written through. What recovery finds there is checked against
 // the Changeset again, and staged anew from the store when it does not match. A base entry moved
 // aside is deleted only once its path ended as planned; otherwise it is kept. `nonce` holds the
-// intent's nonce, written before anything else in DIR changes: the target's corroboration of the
-// intent (issue 41), without which recovery never acts on DIR.
+// intent's nonce, written first (right after DIR/.pdb/apply-<id> is made) and removed last: the
+// target's corroboration of the intent (issue 41), without which recovery never acts on DIR.
 import { closeSync, constants, readSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Digest } from '../../../model/canonical-json.js';
@@ -151,8 +151,10 @@ function realDir(t: Target, parent: DirHandle, name: string, path: string, make:
 /**
  * Open each staging directory from DIR's handle (E_BAD_PATH for a link or a file, E_CROSS_DEVICE
  * for a mount); with `make`, make the missing ones. False when one is missing. Open already: true.
+ * With `nonce` (a new apply), the marker is written into DIR/.pdb/apply-<id> right after it is
+ * made, before its halves: a staging is never more than an empty directory without its marker.
  */
-export async function openStaging(t: Target, s: Staging, make: boolean): Promise<boolean> {
+export async function openStaging(t: Target, s: Staging, make: boolean, nonce?: string): Promise<boolean> {
   if (s.h) return true;
   const got: DirHandle[] = [];
   try {
@@ -160,6 +162,7 @@ export async function openStaging(t: Target, s: Staging, make: boolean): Promise
     if (root) got.push(root);
     const dir = root && realDir(t, root, s.name, s.dir, make);
     if (dir) got.push(dir);
+    if (dir && nonce !== undefined) writeNonce(t, dir, s, nonce);
     const files = dir && realDir(t, dir, 'files', s.files, make);
     if (files) got.push(files);
     const displaced = dir && realDir(t, dir, 'displaced', s.displaced, make);
@@ -179,10 +182,10 @@ export async function openStaging(t: Target, s: Staging, make: boolean): Promise
 
 const NONCE_FILE = 'nonce';
 
-/** Write the intent's nonce into the staging's marker (the staging open): before any change to DIR. */
-export function writeNonce(t: Target, s: Staging, nonce: string): void {
+/** Write the intent's nonce into the staging's marker (in `dir`, DIR/.pdb/apply-<id>): before any change to DIR. */
+function writeNonce(t: Target, dir: DirHandle, s: Staging, nonce: string): void {
   try {
-    writeFileAt(handles(s).dir, NONCE_FILE, nonce, { exclusive: false });
+    writeFileAt(dir, NONCE_FILE, nonce, { exclusive: false });
   } catch (err) {
     throw targetError(t, err, 'marking the staging as this apply', join(s.dir, NONCE_FILE));
   }
@@ -192,24 +195,30 @@ export function writeNonce(t: Target, s: Staging, nonce: string): void {
  * Why DIR (its handle) does not corroborate an apply intent (null: it does). DIR/.pdb/apply-<id>/nonce
  * is read through handles opened without following a link and must hold the intent's nonce. A
  * staging that is not there corroborates only an intent that has nothing left to do in DIR (its
- * phase `staging` or `done`): recovery then writes nothing there.
+ * phase `staging` or `done`): recovery then writes nothing there. So does, for such an intent, a
+ * staging that holds nothing but its marker not yet whole (empty, or the first bytes of the nonce)
+ * or not even that: the apply was killed right after making it, or while removing it (the marker
+ * goes last); recovery then removes that empty directory, and nothing else.
  */
 export function uncorroborated(root: DirHandle, intentId: string, nonce: string | null, phase: string): string | null {
   const marker = `${STAGING_ROOT}/apply-${intentId}/${NONCE_FILE}`;
+  const idle = phase === 'staging' || phase === 'done';
   let dir: DirHandle;
   try {
     dir = openDirAt(root, `${STAGING_ROOT}/apply-${intentId}`, { sameDevice: true });
   } catch (err) {
     const code = osErrorCode(err);
-    if (code === 'ENOENT' && (phase === 'staging' || phase === 'done')) return null;
+    if (code === 'ENOENT' && idle) return null;
     return `its staging ${marker.slice(0, -NONCE_FILE.length - 1)} in the directory is ${code === 'ENOENT' ? 'missing' : `not a real directory of it (${code})`}, so nothing there says this apply ran`;
   }
   try {
     if (!nonce) return 'the intent holds no nonce (written before pdb-env recorded one), so nothing in the directory can confirm it';
+    const bare = () => idle && listAt(dir).every((n) => n === NONCE_FILE);
     let fd: number;
     try {
       fd = openFileAt(dir, NONCE_FILE, constants.O_RDONLY | constants.O_NONBLOCK);
     } catch (err) {
+      if (osErrorCode(err) === 'ENOENT' && bare()) return null;
       return `the staging's marker ${marker} cannot be read (${osErrorCode(err) ?? (err as Error).message})`;
     }
     const buf = Buffer.alloc(64);
@@ -219,7 +228,9 @@ export function uncorroborated(root: DirHandle, intentId: string, nonce: string 
     } finally {
       closeSync(fd);
     }
-    return buf.subarray(0, n).toString('utf8') === nonce ? null : `the staging's marker ${marker} does not hold the intent's nonce`;
+    const got = buf.subarray(0, n).toString('utf8');
+    if (got === nonce || (nonce.startsWith(got) && bare())) return null;
+    return `the staging's marker ${marker} does not hold the intent's nonce`;
   } finally {
     closeDir(dir);
   }
@@ -234,7 +245,11 @@ export function closeStaging(s: Staging): void {
 
 /** Move the slot into DIR/.pdb/kept under a name of its own (apply-<id>.<change index>[.n]); where it went. */
 export async function keepAside(t: Target, s: Staging, from: Slot, index: number): Promise<string> {
-  const root = handles(s).root;
+  return keepIn(t, s, handles(s).root, from, index);
+}
+
+/** keepAside, with DIR/.pdb's handle. */
+function keepIn(t: Target, s: Staging, root: DirHandle, from: Slot, index: number): string {
   const kept = realDir(t, root, 'kept', s.kept, true)!;
   try {
     for (let n = 0; ; n++) {
@@ -256,7 +271,10 @@ export async function keepAside(t: Target, s: Staging, from: Slot, index: number
 /**
  * Remove the staging (when it is still ours: real directories of DIR), and DIR/.pdb once it is
  * empty. `settled(i)` says whether change i's path ended as planned: a base entry moved aside for
- * one that did not is kept in DIR/.pdb/kept (with why in `kept`), never deleted.
+ * one that did not is kept in DIR/.pdb/kept (with why in `kept`), never deleted. A staging left
+ * part made or part removed (a kill) is removed too. The marker goes last, just before the empty
+ * directory: a kill at any moment leaves a staging that corroborates its intent (uncorroborated),
+ * so the next gc removes it.
  */
 export async function removeStaging(
   t: Target,
@@ -264,17 +282,29 @@ export async function removeStaging(
   settled: (index: number) => Promise<boolean> = async () => true,
   kept: string[] = [],
 ): Promise<void> {
+  const own: DirHandle[] = [];
   try {
-    if (!(await openStaging(t, s, false))) return;
-    const h = handles(s);
-    for (const name of listAt(h.displaced)) {
+    let root = s.h?.root ?? null;
+    let dir = s.h?.dir ?? null;
+    if (!s.h) {
+      root = realDir(t, t.root, STAGING_ROOT, s.root, false);
+      if (root) own.push(root);
+      dir = root && realDir(t, root, s.name, s.dir, false);
+      if (dir) own.push(dir);
+    }
+    if (!root || !dir) return;
+    const displaced = s.h?.displaced ?? realDir(t, dir, 'displaced', s.displaced, false);
+    if (displaced && !s.h) own.push(displaced);
+    for (const name of displaced ? listAt(displaced) : []) {
       const index = Number(name);
       if (Number.isInteger(index) && String(index) === name && (await settled(index))) continue;
       kept.push(
-        `change ${name}: the base's entry moved aside, its path not as planned; kept as ${await keepAside(t, s, { h: h.displaced, name }, Number.isInteger(index) ? index : -1)}`,
+        `change ${name}: the base's entry moved aside, its path not as planned; kept as ${keepIn(t, s, root, { h: displaced!, name }, Number.isInteger(index) ? index : -1)}`,
       );
     }
-    rmTreeAt(h.root, s.name);
+    for (const name of listAt(dir)) if (name !== NONCE_FILE) rmTreeAt(dir, name);
+    rmTreeAt(dir, NONCE_FILE);
+    rmdirAt(root, s.name);
     crashPoint('apply:after-staging');
   } finally {
     // Also when this staging is gone already (an apply killed after removing it, finished by gc):
@@ -284,6 +314,7 @@ export async function removeStaging(
     } catch {
       // not empty (another apply, kept entries, a user's file), not a directory, or gone: left as it is
     }
+    own.forEach(closeDir);
     closeStaging(s);
   }
 }
