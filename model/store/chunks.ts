@@ -2,7 +2,7 @@
 // chunk): a boundary depends only on the 32 bytes before it, so two Snapshots that differ in a few
 // entries share every chunk those entries are not in. Boundaries only decide what is shared, never
 // what is read: a document is always reassembled and checked against its own digest.
-import { mkdirSync, existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, existsSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { sha256Digest, type Digest } from '../canonical-json.js';
 import { PdbError, isPdbError, osErrorCode, toPdbError } from '../errors.js';
@@ -221,6 +221,16 @@ function chunksOf(host: ChunkHost, digest: Digest): { refs: ChunkRef[]; list: Di
   }
 }
 
+/**
+ * A chunk this document shares with the one it follows is not written again, so it is checked:
+ * there, and holding this document's bytes for it (its digest is theirs). One deleted, truncated or
+ * flipped in the store (verify names it) is put right from these bytes, the damaged copy moved to
+ * the quarantine: the new document never names a damaged chunk, and the old one is whole again.
+ */
+function keepWhole(host: ChunkHost, r: ChunkRef, slice: Buffer): void {
+  host.installWhole(r.digest, slice, 'obj'); // compares what is there, quarantines a damaged copy, writes these bytes
+}
+
 /** The chunk boundaries of `bytes`: the end offset of each chunk, in order (the last is bytes.length). */
 export function chunkEnds(bytes: Uint8Array): number[] {
   const ends: number[] = [];
@@ -300,12 +310,13 @@ export function installChunked(host: ChunkHost, digest: Digest, bytes: Buffer, l
   // One chunk is the document itself (the same digest): it is kept whole, with no list to name it.
   if (refs.length <= 1) return host.installWhole(digest, bytes, 'doc');
   // The chunks of the document this one is like are in the store (that document is live: it is
-  // read through them); only the others are looked for, so a small change costs a few lookups.
+  // read through them), but one may have been damaged since: each is compared (keepWhole).
   const known = new Set(before.map((c) => c.digest));
   let at = 0;
   for (const r of refs) {
     // (installWhole looks for the object itself: a name not found costs a directory lookup.)
     if (!known.has(r.digest)) host.installWhole(r.digest, bytes.subarray(at, at + r.size), 'obj');
+    else keepWhole(host, r, bytes.subarray(at, at + r.size));
     at += r.size;
   }
   const list = native?.digest === digest ? native.list : encodeChunkList(refs);
@@ -360,6 +371,46 @@ export function readChunkedRecord(host: ChunkHost, digest: Digest): { list: Dige
     throw toPdbError(err, 'E_IO', { action: `reading object ${digest}` });
   }
   return decodeChunkedRecord(text) ?? 'bad';
+}
+
+/**
+ * Without reading the document's bytes: `digest` is in the store and, stored as chunks, its record,
+ * its chunk list (read and hashed: small) and every chunk are there, each of the size the list
+ * gives. E_OBJECT_MISSING or E_OBJECT_CORRUPT naming the piece. A byte flipped inside a chunk is
+ * found only by reading it (verify, or whoever reads the document).
+ */
+export function assertStored(host: ChunkHost, digest: Digest): void {
+  if (existsSync(host.objectPath(digest))) return;
+  const rec = readChunkedRecord(host, digest);
+  const corrupt = (why: string, path?: string) =>
+    new PdbError('E_OBJECT_CORRUPT', `object ${digest} (stored as chunks) ${why}`, { hint: host.repairHint, path });
+  if (!rec) throw new PdbError('E_OBJECT_MISSING', `object ${digest} is not in the store`, { hint: host.repairHint });
+  if (rec === 'bad') throw corrupt('has a record that is not a chunk list reference', host.chunkedPath(digest));
+  let refs: ChunkRef[] | null;
+  try {
+    refs = decodeChunkList(host.getBytes(rec.list));
+  } catch (err) {
+    if (isPdbError(err, 'E_OBJECT_MISSING') || isPdbError(err, 'E_OBJECT_CORRUPT'))
+      throw corrupt(`cannot be read: its chunk list ${rec.list} is missing or damaged`, host.objectPath(rec.list));
+    throw err;
+  }
+  if (!refs) throw corrupt(`has a chunk list ${rec.list} that is not one`, host.objectPath(rec.list));
+  let total = 0;
+  for (const r of refs) {
+    let size: number;
+    try {
+      size = statSync(host.objectPath(r.digest)).size;
+    } catch (err) {
+      if (osErrorCode(err) !== 'ENOENT') throw toPdbError(err, 'E_IO', { action: `reading chunk ${r.digest} of ${digest}` });
+      throw new PdbError('E_OBJECT_MISSING', `object ${digest} (stored as chunks): its chunk ${r.digest} is not in the store`, {
+        hint: host.repairHint,
+        path: host.objectPath(r.digest),
+      });
+    }
+    if (size !== r.size) throw corrupt(`has a damaged chunk ${r.digest} (${size} bytes, not ${r.size})`, host.objectPath(r.digest));
+    total += r.size;
+  }
+  if (total !== rec.size) throw corrupt(`has chunks of ${total} bytes, not the ${rec.size} its record says`, host.chunkedPath(digest));
 }
 
 /** A chunked document's bytes, reassembled and checked against its digest; any piece missing or damaged is E_OBJECT_CORRUPT naming the document. */

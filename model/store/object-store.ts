@@ -18,7 +18,7 @@ import { PdbError, isPdbError, osErrorCode, toPdbError } from '../errors.js';
 import { canonicalSnapshot, type Snapshot } from '../snapshot.js';
 import { nodeCrypto, randomHex } from '../os/hash.js';
 import { tempPath } from '../os/temp-name.js';
-import { CHUNK_THRESHOLD, chunkParts, installChunked, readChunked, readChunkedRecord } from './chunks.js';
+import { CHUNK_THRESHOLD, assertStored, chunkParts, installChunked, readChunked, readChunkedRecord } from './chunks.js';
 import { makeReserve } from './reserve.js';
 
 /** The directory layout of a store. Paths only; what lives where is documented in DESIGN section 4. */
@@ -289,6 +289,11 @@ export class ObjectStore {
   async quarantinedObjects(): Promise<Digest[]> {
     const names = await readdir(join(this.paths.quarantine, 'objects')).catch(() => [] as string[]);
     return [...new Set(names.map((n) => `sha256:${n.split('.')[0]}` as Digest).filter((d) => isDigest(d)))].sort();
+  }
+
+  /** `digest` is here, whole as far as can be told without reading it (chunks.ts assertStored): typed E_OBJECT_MISSING or E_OBJECT_CORRUPT otherwise. */
+  assertStored(digest: Digest): void {
+    assertStored(this, digest);
   }
 
   /** Read an object and verify its digest. */

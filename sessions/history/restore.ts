@@ -61,6 +61,9 @@ export async function restoreSession(
   const s = await resumeSession(ctx, name);
   const ref = await resolveRef(ctx, name, to);
   assertInHistory(ctx, name, ref); // a collected target is refused before anything is taken
+  // The target becomes the last checkpoint: it must be in the store whole (its record, chunk list
+  // and chunks there, of their sizes; not read: restore reads no Snapshot), before anything is taken.
+  ctx.store.assertStored(ref.snapshot);
   // As a checkpoint: from inside the session's own run or enter, that run does not block it (the
   // daemon's client's run, for a restore the daemon runs: CheckpointOptions.caller).
   const caller = ownCaller(ctx, name, options.caller);

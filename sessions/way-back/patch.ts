@@ -37,6 +37,10 @@ export async function lastCheckpointChanges(ctx: StoreContext, name: string): Pr
       hint: `Run pdb-env checkpoint ${name} first.`,
     });
   const cs = ctx.store.getDocument<Changeset>(rec.lastCheckpoint.changeset, 'Changeset');
+  // The checkpoint carried out must be whole in the store: its Snapshot (its chunks and their
+  // record, hashed as they are read) damaged is E_OBJECT_CORRUPT or E_OBJECT_MISSING before
+  // anything is written, though the patch itself comes from the Changeset.
+  ctx.store.getBytes(cs.result);
   return { session: name, base: cs.base, result: cs.result, changes: cs.changes, changeset: rec.lastCheckpoint.changeset };
 }
 
