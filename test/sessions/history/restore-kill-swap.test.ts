@@ -11,21 +11,23 @@
 // PDB_KILL_SEED replays a campaign (the seed is printed).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, lstatSync, readlinkSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, lstatSync, readlinkSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createRandom } from '../../../harness/plan/prng.js';
 import { diffEntries, type Entry } from '../../../model/snapshot.js';
 import { SessionService } from '../../../sessions/service.js';
-import { pdb } from '../../helpers/faults/fault-helpers.js';
+import { FAULT_CLI, pdb } from '../../helpers/faults/fault-helpers.js';
 import { runKilled } from '../../helpers/faults/kill-campaign.js';
-import { skipPart, tempDir, writeTree, type TreeSpec } from '../../helpers/index.js';
+import { hasCommand, skipPart, tempDir, writeTree, type TreeSpec } from '../../helpers/index.js';
 import { startSwapLoop, swapLoopMissing } from '../../helpers/swap-loop.js';
 
 const KILLS = Number(process.env.PDB_RESTORE_SWAP_KILLS ?? 12);
 const SEED = Number(process.env.PDB_KILL_SEED ?? Math.floor(Math.random() * 2 ** 32));
 const N = 40;
+/** Where strace is installed, half the rounds kill at an exact syscall of the restore's steps (strace -e inject). */
+const STRACE = hasCommand('strace') && process.platform === 'linux';
 const t = tempDir('pdb-restore-kill-swap-');
 test.after(() => t.cleanup());
 
@@ -69,6 +71,67 @@ for (let k = 0; ; k++) {
   Atomics.wait(nap, 0, 0, ${pauseMs});
 }`;
   return spawn(process.execPath, ['-e', script], { stdio: 'ignore' });
+}
+
+/** A moment of the restore: the `when`-th call of `call` by one of its threads (strace counts per thread). */
+interface Moment {
+  call: string;
+  when: number;
+}
+
+/** The moments of an uncrashed restore's trace from its first touch of ROOT/.pdb (its steps) to its end. */
+function momentsOf(trace: string): Moment[] {
+  const lines = trace.split('\n').filter((l) => /^\d+ +\w+\(/.test(l));
+  const first = lines.findIndex((l) => l.includes('.pdb'));
+  assert.ok(first >= 0, 'the restore never touched ROOT/.pdb');
+  const seen = new Map<string, number>();
+  const out: Moment[] = [];
+  lines.forEach((l, i) => {
+    const [, tid, call] = /^(\d+) +(\w+)\(/.exec(l)!;
+    const when = (seen.get(`${tid} ${call}`) ?? 0) + 1;
+    seen.set(`${tid} ${call}`, when);
+    if (i >= first) out.push({ call: call!, when });
+  });
+  return out;
+}
+
+/** `restore s --to N` under strace: traced into `log` (m null), or killed (SIGKILL) at `m`. */
+function stracedRestore(store: string, to: number, log: string, m: Moment | null) {
+  const calls = m ? m.call : '%file,write,pwrite64,fsync,fdatasync,close,getdents64';
+  const inject = m ? ['-e', `inject=${m.call}:signal=KILL:when=${m.when}`] : [];
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', PDB_ENV_STORE: store };
+  delete env.PDB_ENV_CRASH_AT;
+  const t0 = Date.now();
+  return new Promise<{ killed: boolean; code: number; stdout: string; stderr: string; ms: number }>((resolve) => {
+    const child = spawn(
+      'strace',
+      [
+        '-f',
+        '-qq',
+        '-o',
+        log,
+        '-e',
+        `trace=${calls}`,
+        ...inject,
+        process.execPath,
+        FAULT_CLI,
+        'restore',
+        's',
+        '--to',
+        String(to),
+        '--json',
+      ],
+      { env },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
+    child.on('close', (code) => {
+      const trace = existsSync(log) ? readFileSync(log, 'utf8') : '';
+      resolve({ killed: /\+\+\+ killed by SIGKILL/.test(trace), code: code ?? 128, stdout, stderr, ms: Date.now() - t0 });
+    });
+  });
 }
 
 function stop(child: ChildProcess): Promise<void> {
@@ -120,6 +183,16 @@ test(`restore killed at random moments with ROOT/d swapped for a link to outside
     assert.is(r.code, 0, r.stdout + r.stderr);
     took = Math.max(took, Date.now() - t1);
   }
+  // The exact moments of the steps: an uncrashed restore traced (there and back again).
+  let moments: Moment[] = [];
+  if (STRACE) {
+    const log = join(t.dir, 'restore.trace');
+    const r = await stracedRestore(store, 1, log, null);
+    assert.is(r.code, 0, r.stdout + r.stderr);
+    moments = momentsOf(readFileSync(log, 'utf8'));
+    assert.is(pdb(store, ['restore', 's', '--to', '2']).code, 0);
+    console.log(`  ${moments.length} moments of the steps traced: half the rounds kill at one of them`);
+  }
   let at = 2;
   const counts = { killed: 0, finished: 0, failed: 0, before: 0, restored: 0 };
   const alive = setInterval(() => {}, 1000);
@@ -133,15 +206,18 @@ test(`restore killed at random moments with ROOT/d swapped for a link to outside
       const logBefore = (await svc.log('s')).checkpoints.length;
       const to = at === 1 ? 2 : 1;
       const delay = Math.round((random.next() < 0.5 ? random.next() * 1.1 : 0.4 + random.next() * 0.7) * took);
-      const where = `round ${round} (restore --to ${to}, kill at ${delay} ms)`;
+      const m = moments.length && random.next() < 0.5 ? moments[random.int(moments.length)]! : null;
+      const where = `round ${round} (restore --to ${to}, kill at ${m ? `${m.call} #${m.when} of the steps` : `${delay} ms`})`;
       // The writer starts with the restore's steps (its staging appears) two rounds of three, with it otherwise.
       const writer = startWriter(root, round % 3 === 2 ? null : join(root, '.pdb'), 1 + random.int(20));
       const loop = startSwapLoop(root, 'd', 'dl', join(root, '.pdb'));
-      const run = await runKilled(store, ['restore', 's', '--to', String(to), '--json'], delay);
+      const run = m
+        ? await stracedRestore(store, to, join(t.dir, 'kill.trace'), m)
+        : await runKilled(store, ['restore', 's', '--to', String(to), '--json'], delay);
       await stop(writer);
       await loop.stop();
       // Only a run that ended well moves the window (a refusal ends early: the window would shrink to before the steps).
-      if (!run.killed && run.code === 0) took = Math.max(Math.round(took * 0.8), run.ms);
+      if (!m && !run.killed && run.code === 0) took = Math.max(Math.round(took * 0.8), run.ms);
       let refused = '';
       if (run.killed) counts.killed++;
       else if (run.code === 0) counts.finished++;
