@@ -152,6 +152,7 @@ function differs(want: Entry[], now: Entry[]): string[] {
     .map((c) => `${c.kind} ${c.path}`);
 }
 
+// long because it is one campaign read top to bottom: the fixture, the kill window, then each round's kill and checks.
 test(`restore killed at random moments with ROOT/d swapped for a link to outside and a writer in the session: nothing outside, the root the target or the safety checkpoint (seed ${SEED})`, async () => {
   const missing = swapLoopMissing();
   if (missing) return skipPart('restore kills under a swap loop', 'native-scan', missing);

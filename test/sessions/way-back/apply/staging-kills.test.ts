@@ -126,6 +126,7 @@ const SMALL = {
   d: { 'c.txt': 'c\n' },
 };
 
+// long because it is one campaign read top to bottom: the fixture, the traced reference, then each kill and its checks.
 test(`${KILLS} SIGKILLs of apply, most near its end, leave no DIR/.pdb after the next apply and gc, the target exactly before or after (seed ${SEED})`, async () => {
   const t0 = Date.now();
   const random = createRandom(SEED);
