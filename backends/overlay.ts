@@ -17,6 +17,14 @@ import type { Backend, BackendContext, BackendState, CreatedSession, ProbeResult
  */
 const OVERLAY_OPTIONS = 'redirect_dir=on';
 
+/**
+ * `metacopy=on` besides, where the kernel has it: a chmod or chown of a base file copies up its
+ * metadata only (the data stays the lower file's), so it costs no copy of the bytes. A session
+ * records the options it was mounted with and is mounted with them again (a metacopy upper dir
+ * mounted without it would not read its metacopy files).
+ */
+const METACOPY_OPTIONS = `${OVERLAY_OPTIONS},metacopy=on`;
+
 /** overlayfs splits its options on ',' and lowerdir on ':'; such paths cannot be passed safely. */
 function assertMountablePath(path: string): void {
   if (/[,:\\]/.test(path)) {
@@ -26,11 +34,26 @@ function assertMountablePath(path: string): void {
   }
 }
 
-async function mountOverlay(lower: string, upper: string, work: string, target: string): Promise<void> {
+async function mountOverlay(lower: string, upper: string, work: string, target: string, options = OVERLAY_OPTIONS): Promise<void> {
   for (const p of [lower, upper, work, target]) assertMountablePath(p);
-  const data = `lowerdir=${lower},upperdir=${upper},workdir=${work},${OVERLAY_OPTIONS}`;
+  const data = `lowerdir=${lower},upperdir=${upper},workdir=${work},${options}`;
   await mountFs('overlay', target, 'overlay', data, 'E_MOUNT_FAILED', 'mounting the overlay');
 }
+
+/** A new session's mount: with metacopy where the kernel takes it, else without; returns the options used. */
+async function mountNew(lower: string, upper: string, work: string, target: string): Promise<string> {
+  try {
+    await mountOverlay(lower, upper, work, target, METACOPY_OPTIONS);
+    return METACOPY_OPTIONS;
+  } catch (err) {
+    if (!isPdbError(err, 'E_MOUNT_FAILED')) throw err;
+    await mountOverlay(lower, upper, work, target, OVERLAY_OPTIONS);
+    return OVERLAY_OPTIONS;
+  }
+}
+
+/** The options a session was mounted with (sessions made before metacopy recorded redirect_dir=on alone). */
+const optionsOf = (state: BackendState): string => (state.options === METACOPY_OPTIONS ? METACOPY_OPTIONS : OVERLAY_OPTIONS);
 
 async function unmountIfMounted(target: string): Promise<void> {
   if (mountedFsType(target) === 'overlay') await unmountFs(target, 'E_MOUNT_FAILED', 'unmounting the overlay');
@@ -59,7 +82,7 @@ async function mountSession(
   const state: BackendState = { lower: relative(ctx.store.paths.root, lower), options: OVERLAY_OPTIONS };
   const { upper, work } = sessionPaths(ctx, sessionDir, state);
   for (const d of [upper, work, root]) await mkdir(d);
-  await mountOverlay(lower, upper, work, root);
+  state.options = await mountNew(lower, upper, work, root);
   return {
     state,
     files: marker.files,
@@ -202,7 +225,7 @@ export const overlayBackend: Backend = {
         hint: 'Discard the session and create it again.',
       });
     await mkdir(root, { recursive: true });
-    await mountOverlay(lower, upper, work, root);
+    await mountOverlay(lower, upper, work, root, optionsOf(state));
   },
   async usage(ctx, _root, sessionDir, state, memo) {
     const { lower, upper, work } = sessionPaths(ctx, sessionDir, state);

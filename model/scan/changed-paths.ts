@@ -9,6 +9,7 @@
 //   may have lost, gained or hidden children: an opaque directory, a whiteout's parent);
 // - below a directory whose contents come from elsewhere in the base (a renamed directory: its
 //   target can change from one checkpoint to the next) nothing is vouched for.
+import { KIND_DIR, childLinks, rowName } from './index-columns.js';
 import type { TreeIndex } from './tree-index.js';
 
 /** What a scan leaves out (scan.ts's exclusion): bare names at any depth, exact relative paths. */
@@ -32,18 +33,45 @@ export type ChangedPaths =
  * The rows of `index` whose stat data is the recorded one (1), given what can have changed; null:
  * the root's whole subtree is to be walked. Rows come parent first (tree-index.ts), so one pass
  * over the parent column carries "below a subtree" down.
+ *
+ * A changed path is found by its parent's row and its name among that row's children (the
+ * children of a directory looked up are read once, into a map), and a path under one not in the
+ * index is not looked for: 20,000 new files cost a map lookup each, not a binary search of the
+ * index that builds a row's path at every probe (which made an overlay checkpoint of a turn that
+ * wrote many files slower than a full-copy one).
  */
 export function vouchedByChanged(index: TreeIndex, changed: Exclude<ChangedPaths, { paths: null }>): Uint8Array | null {
   const c = index.cols;
   if (changed.subtrees.includes('')) return null;
+  const links = childLinks(c);
+  const kids = new Map<number, Map<string, number>>(); // row (c.n: the top level) -> name -> row
+  const childrenOf = (r: number): Map<string, number> => {
+    let m = kids.get(r);
+    if (!m) {
+      m = new Map();
+      for (let k = links.firstChild[r]!; k >= 0; k = links.nextSibling[k]!) m.set(rowName(c, k), k);
+      kids.set(r, m);
+    }
+    return m;
+  };
+  const rows = new Map<string, number>(); // a path looked up -> its row, -1: not in the index
+  const rowOf = (path: string): number => {
+    let r = rows.get(path);
+    if (r !== undefined) return r;
+    const slash = path.lastIndexOf('/');
+    const parent = slash < 0 ? c.n : rowOf(path.slice(0, slash));
+    r = parent < 0 || (parent < c.n && c.kind[parent] !== KIND_DIR) ? -1 : (childrenOf(parent).get(path.slice(slash + 1)) ?? -1);
+    rows.set(path, r);
+    return r;
+  };
   const marked = new Uint8Array(c.n); // 1: recorded at; 2: a subtree walked whole
   for (const p of changed.paths) {
-    const r = p === '' ? undefined : index.position(p);
-    if (r !== undefined) marked[r] |= 1;
+    const r = p === '' ? -1 : rowOf(p);
+    if (r >= 0) marked[r] |= 1;
   }
   for (const p of changed.subtrees) {
-    const r = index.position(p);
-    if (r !== undefined) marked[r] |= 2;
+    const r = rowOf(p);
+    if (r >= 0) marked[r] |= 2;
   }
   const vouch = new Uint8Array(c.n);
   for (let i = 0; i < c.n; i++) {

@@ -12,17 +12,25 @@ import { tempPath } from '../os/temp-name.js';
 
 /**
  * Chunk sizes: small enough that a 1-entry change of a Snapshot rewrites a few KB, large enough
- * that a 250,000-entry Snapshot (48 MB) is about 20,000 files; 32 KiB at most (repeated bytes cut
+ * that a 250,000-entry Snapshot (48 MB) is about 40,000 files; 32 KiB at most (repeated bytes cut
  * nowhere before it). At 8 KiB on average a 1-file checkpoint added up to 1.04x the goal's 64 KiB
  * plus the file (receipts/bench/bench-rhythm-20261203T095734Z-68fb77.json), at 4 KiB with the
- * level-2 masks 1.359x (bench-rhythm-20261203T121309Z-66de8d.json): docs/store.md says why 2 KiB
- * and the level-1 masks.
+ * level-2 masks 1.359x (bench-rhythm-20261203T121309Z-66de8d.json). 1 KiB (was 2 KiB): a change
+ * rewrites the chunk it falls in, and a chunk hit is on average larger than the average chunk (a
+ * byte falls in a chunk in proportion to its size), so what a two-file checkpoint added was mostly
+ * rewritten chunks; test/sessions/lifecycle/checkpoint-growth.test.ts measures it against git's
+ * loose objects (docs/store.md, "Chunk size").
  */
-export const CHUNK_MIN = 512;
-export const CHUNK_AVG = 2 * 1024;
+export const CHUNK_MIN = 256;
+export const CHUNK_AVG = 1024;
 export const CHUNK_MAX = 32 * 1024;
 /** A document larger than this is stored as chunks; smaller ones stay one object (as every document before). */
 export const CHUNK_THRESHOLD = 16 * 1024;
+/**
+ * A chunk list larger than this is chunked in turn (was CHUNK_THRESHOLD, 16 KiB): a 5,000-entry
+ * Snapshot's list (247 chunks of 2 KiB on average, 8.9 KB) was written whole at every checkpoint.
+ */
+export const LIST_THRESHOLD = 2 * 1024;
 
 // The gear table: 256 fixed pseudo-random words. Changing them changes boundaries (and so what new
 // Snapshots share with old ones), never what any document reads back as.
@@ -40,8 +48,8 @@ function gear(): Int32Array {
 // ties a cut to where its chunk started: after an insertion into sorted, path-heavy text (a
 // Changeset) its cuts took up to 17 chunks to fall on the old ones again.
 // The hash shifts left, so only its top bits depend on a full 32-byte window: the masks use those.
-const MASK_HARD = 0xfff00000 | 0; // 12 bits: log2(CHUNK_AVG) + 1
-const MASK_EASY = 0xffc00000 | 0; // 10 bits: log2(CHUNK_AVG) - 1
+const MASK_HARD = 0xffe00000 | 0; // 11 bits: log2(CHUNK_AVG) + 1
+const MASK_EASY = 0xff800000 | 0; // 9 bits: log2(CHUNK_AVG) - 1
 
 /** Where the chunk that starts at `start` ends (exclusive). */
 function cutPoint(b: Uint8Array, start: number, GEAR: Int32Array): number {
@@ -321,7 +329,7 @@ export function installChunked(host: ChunkHost, digest: Digest, bytes: Buffer, l
   }
   const list = native?.digest === digest ? native.list : encodeChunkList(refs);
   const listDigest = sha256Digest(list);
-  if (list.length > CHUNK_THRESHOLD) installChunked(host, listDigest, list, likeList);
+  if (list.length > LIST_THRESHOLD) installChunked(host, listDigest, list, likeList);
   else if (!existsSync(host.objectPath(listDigest))) host.installWhole(listDigest, list, 'obj');
   const record = host.chunkedPath(digest);
   const tmp = tempPath(host.paths.tmp, 'doc');

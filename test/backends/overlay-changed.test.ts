@@ -1,9 +1,21 @@
 // An overlay checkpoint lstats only what its upper dir holds (backends/overlay.ts changedPaths,
 // model/scan/changed-paths.ts): randomized operations on real overlay mounts (create, modify,
 // delete, rename files and directories, a base directory deleted and made again (opaque), chmod
-// (a metadata copy-up), symlinks, retypes), each checkpoint compared with a full --verify walk of
+// (a metadata-only copy-up with metacopy=on), symlinks, retypes), each checkpoint compared with a full --verify walk of
 // the same tree: the Snapshots must be the same. PDB_OVERLAY_SEED replays a run (the seed is printed).
-import { chmodSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -115,6 +127,11 @@ function operate(root: string, r: () => number, serial: { n: number }): string {
       if (!f) return 'none';
       const mode = statSync(abs(f)).mode & 0o777;
       chmodSync(abs(f), mode & 0o100 ? 0o644 : 0o755);
+      // With metacopy=on a base file's chmod copies up its metadata only; a write after it, its data.
+      if (r() < 0.3) {
+        writeFileSync(abs(f), `after chmod ${r()}\n`, { flag: 'a' });
+        return `chmod and append ${f}`;
+      }
       return `chmod ${f}`;
     }
     case 7: {
@@ -227,6 +244,48 @@ test('overlay: only what the upper dir holds is lstat-ed; a session root not mou
   assert.is(cp.walked.by, 'backend');
   const full = await svc.checkpoint('small', { verify: true });
   assert.is(cp.snapshot, full.snapshot);
+});
+
+test('overlay: a chmod of a base file is a metadata-only copy-up (metacopy=on), and the upper-dir checkpoint sees it', async () => {
+  if (!isRoot()) return skipTest('overlay metacopy', 'root', 'mounting an overlay needs root');
+  const src = join(t.dir, 'src-meta');
+  mkdirSync(join(src, 'a'), { recursive: true });
+  writeFileSync(join(src, 'a', 'x.txt'), 'the base data of x\n');
+  writeFileSync(join(src, 'a', 'y.txt'), 'the base data of y\n');
+  const svc = await SessionService.open(join(t.dir, 'store-meta'), { create: true });
+  const probe = await svc.probe('overlay', src);
+  if (!probe.available) return skipTest('overlay metacopy', 'overlay', probe.detail);
+  const s = await svc.create('meta', { from: src, backend: 'overlay' });
+  made.push({ svc, name: 'meta' });
+  const { readSession, sessionDir: dirOf } = await import('../../sessions/records/session-record.js');
+  const state = (await readSession(svc.store, 'meta')).backendState;
+  // A kernel whose overlay module has the metacopy parameter takes metacopy=on: the session must use it.
+  if (!existsSync('/sys/module/overlay/parameters/metacopy'))
+    return skipTest('overlay metacopy', 'overlay', "this kernel's overlay has no metacopy feature");
+  assert.is(state.options, 'redirect_dir=on,metacopy=on', 'the session was mounted with metacopy=on');
+  chmodSync(join(s.root, 'a', 'x.txt'), 0o755);
+  chmodSync(join(s.root, 'a', 'y.txt'), 0o755);
+  writeFileSync(join(s.root, 'a', 'y.txt'), 'y written after its chmod\n', { flag: 'a' });
+  // The upper file of x holds no data (a sparse file of the right size): the data is still the lower file's.
+  const upperX = readFileSync(join(dirOf(svc.store, 'meta'), 'upper', 'a', 'x.txt'));
+  assert.is(upperX.length, 'the base data of x\n'.length);
+  assert.ok(
+    upperX.every((b) => b === 0),
+    'a metadata-only copy-up',
+  );
+  assert.is(readFileSync(join(s.root, 'a', 'x.txt'), 'utf8'), 'the base data of x\n');
+  const cp = await svc.checkpoint('meta');
+  assert.is(cp.walked.by, 'backend');
+  assert.is(cp.modified, 2, 'the mode of x and the mode and data of y');
+  const full = await svc.checkpoint('meta', { verify: true });
+  assert.is(cp.snapshot, full.snapshot);
+  // Mounted again (after a reboot, say) with the options it was made with: the metacopy file still reads the base data.
+  const { getBackend } = await import('../../backends/registry.js');
+  const backend = await getBackend('overlay');
+  await backend.release(svc.backendContext(src), s.root, dirOf(svc.store, 'meta'), state);
+  await backend.resume(svc.backendContext(src), s.root, dirOf(svc.store, 'meta'), state);
+  assert.is(readFileSync(join(s.root, 'a', 'x.txt'), 'utf8'), 'the base data of x\n');
+  assert.is(statSync(join(s.root, 'a', 'x.txt')).mode & 0o777, 0o755);
 });
 
 test.run();

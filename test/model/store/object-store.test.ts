@@ -141,7 +141,9 @@ test('a chunk missing or damaged is E_OBJECT_CORRUPT naming the document; verify
   );
   assert.is(await store.putDocument(doc), d);
   assert.equal(store.getDocument(d), doc);
-  rmSync(store.objectPath(store.chunkParts(d)[0]!), { force: true });
+  // The chunk list: one object, or (a list larger than LIST_THRESHOLD) a record naming its own list.
+  const list = store.chunkParts(d)[0]!;
+  rmSync(store.isChunked(list) ? store.chunkedPath(list) : store.objectPath(list));
   assert.throws(
     () => store.getDocument(d),
     (err: unknown) => named(err) && /chunk list/.test((err as Error).message),
