@@ -1,13 +1,13 @@
 // pdb-env-client: the executable bin/pdb-env runs for `pdb-env checkpoint` and `pdb-env restore`
 // where it was built. It
 // hands the command line to the resident pdb-env daemon of this user (`pdb-env daemon start`,
-// sessions/daemon/) over its Unix socket, and prints what the daemon answers; where there is no
+// cli/daemon/) over its Unix socket, and prints what the daemon answers; where there is no
 // daemon, or the daemon says "run it yourself", it becomes `node <pdb-env.cjs> ARGS` (execvp, the
 // same process), exactly what bin/pdb-env would have run. Its start-up is a millisecond, where a
 // node process takes tens of them before any of pdb-env's work.
 //
 // Usage (bin/pdb-env): pdb-env-client <path of dist/cli/pdb-env.cjs> ARGS...
-// Request: "PDBD1\n", then NUL-terminated strings: "pid=N", "cwd=DIR", "entry=FILE", then
+// Request: "PDBD1\n", then NUL-terminated strings: "pid=N", "cwd=DIR", "umask=OCTAL", "entry=FILE", then
 // "arg=A" for each argument and "env=K=V" for each variable, then an empty string.
 // Answer: frames of one type byte and a 4-byte little-endian length, then the data:
 // 'o' stdout bytes, 'e' stderr bytes, 'x' the exit status (4 bytes LE), 'f' run it yourself.
@@ -19,9 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -43,22 +46,78 @@ static void fallback(void) {
   _exit(127);
 }
 
-// The daemon's directory (sessions/daemon/location.ts says the same): PDB_ENV_DAEMON_DIR, else
+// The daemon's directory (cli/daemon/location.ts says the same): PDB_ENV_DAEMON_DIR, else
 // $XDG_RUNTIME_DIR/pdb-env, else /tmp/pdb-env-UID. Only a directory of this user that nobody
-// else can write is trusted: another user could otherwise put a socket there first.
+// else can write is trusted: another user could otherwise put a socket there first. 0: trusted;
+// -1: not to be used; 1: there is none yet (the on-demand start makes it).
+static char dirPath[PATH_MAX];
 static int socketPath(char *out, size_t size) {
   const char *dir = getenv("PDB_ENV_DAEMON_DIR");
-  char buf[PATH_MAX];
   if (!dir || !*dir) {
     const char *xdg = getenv("XDG_RUNTIME_DIR");
-    if (xdg && *xdg) snprintf(buf, sizeof buf, "%s/pdb-env", xdg);
-    else snprintf(buf, sizeof buf, "/tmp/pdb-env-%u", (unsigned)getuid());
-    dir = buf;
-  }
+    if (xdg && *xdg) snprintf(dirPath, sizeof dirPath, "%s/pdb-env", xdg);
+    else snprintf(dirPath, sizeof dirPath, "/tmp/pdb-env-%u", (unsigned)getuid());
+  } else snprintf(dirPath, sizeof dirPath, "%s", dir);
+  int n = snprintf(out, size, "%s/daemon.sock", dirPath);
+  if (n <= 0 || (size_t)n >= size) return -1;
   struct stat st;
-  if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0) return -1;
-  int n = snprintf(out, size, "%s/daemon.sock", dir);
-  return n > 0 && (size_t)n < size ? 0 : -1;
+  if (lstat(dirPath, &st) != 0) return errno == ENOENT ? 1 : -1;
+  if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0) return -1;
+  return 0;
+}
+
+// PDB_ENV_DAEMON: "0" neither starts nor uses a daemon; "manual" uses one that runs (`pdb-env
+// daemon start`) and starts none; anything else (unset) also starts one on demand.
+static int daemonMode(void) {
+  const char *m = getenv("PDB_ENV_DAEMON");
+  if (m && strcmp(m, "0") == 0) return 0;
+  if (m && strcmp(m, "manual") == 0) return 1;
+  return 2;
+}
+
+// Start this user's daemon in the background (cli/daemon/server.ts, `pdb-env daemon run`), as
+// build tools do: detached (a new session, its own grandchild), output to daemon.log, idle timeout
+// PDB_ENV_DAEMON_IDLE_MS (default 10 minutes). At most one starts: the one that takes the lock
+// daemon.lock hands it to the daemon, which holds it while it lives (fd 3). This call itself
+// runs node as without a daemon; the next ones find it.
+static void startDaemon(int dirState) {
+  if (dirState == 1 && mkdir(dirPath, 0700) != 0 && errno != EEXIST) return;
+  struct stat st;
+  if (lstat(dirPath, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0) return;
+  char lockPath[PATH_MAX + 16], logPath[PATH_MAX + 16];
+  snprintf(lockPath, sizeof lockPath, "%s/daemon.lock", dirPath);
+  snprintf(logPath, sizeof logPath, "%s/daemon.log", dirPath);
+  int lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (lock < 0) return;
+  if (fstat(lock, &st) != 0 || st.st_uid != getuid() || flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    close(lock);
+    return;
+  }
+  long idleMs = 600000;
+  const char *idle = getenv("PDB_ENV_DAEMON_IDLE_MS");
+  if (idle && *idle) {
+    char *end;
+    long v = strtol(idle, &end, 10);
+    if (*end == 0 && v >= 0) idleMs = v;
+  }
+  char idleS[32];
+  snprintf(idleS, sizeof idleS, "%ld", idleMs == 0 ? 0 : (idleMs + 999) / 1000);
+  pid_t child = fork();
+  if (child == 0) {
+    setsid();
+    if (fork() != 0) _exit(0);
+    int null = open("/dev/null", O_RDONLY);
+    int log = open(logPath, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0600);
+    if (null < 0 || log < 0 || dup2(null, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0 || dup2(lock, 3) < 0) _exit(70);
+    if (chdir("/") != 0) _exit(70);
+    signal(SIGPIPE, SIG_DFL);
+    setenv("PDB_ENV_DAEMON_STARTED", "on-demand", 1);
+    char *argv[] = {"node", (char *)entry, "daemon", "run", "--idle-timeout", idleS, NULL};
+    execvp("node", argv);
+    _exit(127);
+  }
+  if (child > 0) waitpid(child, NULL, 0);
+  close(lock);
 }
 
 // A growing request buffer.
@@ -112,9 +171,27 @@ int main(int argc, char **argv) {
   struct sockaddr_un addr;
   memset(&addr, 0, sizeof addr);
   addr.sun_family = AF_UNIX;
-  if (socketPath(addr.sun_path, sizeof addr.sun_path) != 0) fallback();
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) fallback();
+  int mode = daemonMode();
+  if (mode == 0) fallback();
+  int dirState = socketPath(addr.sun_path, sizeof addr.sun_path);
+  if (dirState < 0) fallback();
+  // The socket must be this user's socket: a file another user made is not asked anything.
+  struct stat st;
+  if (dirState == 0 && lstat(addr.sun_path, &st) == 0 && (!S_ISSOCK(st.st_mode) || st.st_uid != getuid())) fallback();
+  int fd = dirState == 0 ? socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0) : -1;
+  if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+    // None listens (no socket, or a stale one): start one for the next calls, where allowed.
+    if (mode == 2 && (dirState == 1 || errno == ENOENT || errno == ECONNREFUSED)) startDaemon(dirState);
+    fallback();
+  }
+  // The process listening must be this user's (SO_PEERCRED, recorded by the kernel at its
+  // listen()): nothing is sent to another user's process, whoever made the file.
+  struct ucred cred;
+  socklen_t credLen = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &credLen) != 0 || cred.uid != getuid()) {
+    close(fd);
+    fallback();
+  }
   // A daemon that closes the connection, or a reader of our output that went away, is an error
   // return (EPIPE), not the end of this process: output.ts's rule, which node follows too.
   signal(SIGPIPE, SIG_IGN);
@@ -126,6 +203,10 @@ int main(int argc, char **argv) {
   snprintf(num, sizeof num, "%ld", (long)getpid());
   put("pid=", num);
   put("cwd=", cwd);
+  mode_t mask = umask(0);
+  umask(mask);
+  snprintf(num, sizeof num, "%o", (unsigned)mask);
+  put("umask=", num);
   put("entry=", entry);
   for (int i = 0; i < nargs; i++) put("arg=", args[i]);
   for (char **e = environ; *e; e++) put("env=", *e);

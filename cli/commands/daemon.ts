@@ -3,6 +3,7 @@
 import { PdbError } from '../../model/errors.js';
 import type { CommandDefinitions, DefineCommand } from '../context.js';
 import { daemonFiles } from '../daemon/location.js';
+import type { DaemonRecord } from '../daemon/protocol.js';
 import { emit } from '../output.js';
 
 /** --idle-timeout in seconds (default 1800, 0: never), as milliseconds. */
@@ -12,8 +13,9 @@ export function parseIdleTimeout(v: string | undefined): number {
   return Number(v) * 1000;
 }
 
-const describe = (r: { pid: number; socket: string; served: number; declined: number; idleTimeoutMs: number; watch?: boolean }) =>
-  `pid ${r.pid}, socket ${r.socket}, ${r.served} command(s) run, ${r.declined} declined, idle timeout ${r.idleTimeoutMs === 0 ? 'none' : `${r.idleTimeoutMs / 1000} s`}${r.watch ? ', watching session roots' : ''}`;
+const mib = (n: number) => `${Math.round(n / 1048576)} MiB`;
+const describe = (r: DaemonRecord) =>
+  `pid ${r.pid}${r.onDemand ? ' (started on demand)' : ''}, socket ${r.socket}, ${r.served} command(s) run, ${r.declined} declined, ${r.refused ?? 0} connection(s) of other users refused, idle timeout ${r.idleTimeoutMs === 0 ? 'none' : `${r.idleTimeoutMs / 1000} s`}, up ${Math.round((r.uptimeMs ?? 0) / 1000)} s, RSS ${mib(r.rssBytes ?? 0)} of a ${r.rssLimitBytes ? mib(r.rssLimitBytes) : 'unbounded'} bound${r.watch ? ', watching session roots' : ''}`;
 
 const daemon: DefineCommand<'daemon'> = (cmd, _ctx, sub) => {
   cmd.addHelpText(

@@ -4,6 +4,8 @@
 // every command line and its environment. The client checks the same and otherwise runs the
 // command itself.
 import { lstatSync, mkdirSync } from 'node:fs';
+import type net from 'node:net';
+import { loadNativeAddon } from '../../model/os/native.js';
 import { join } from 'node:path';
 import { PdbError } from '../../model/errors.js';
 
@@ -50,3 +52,39 @@ export function ensureDaemonDir(files: DaemonFiles): void {
 
 /** Unix socket paths hold at most 107 bytes on Linux (sun_path). */
 export const SOCKET_PATH_MAX = 107;
+
+/** Why a socket file there may not be used (it is no socket, or another user's), or null when it may (or there is none). */
+export function unsafeSocket(socket: string): string | null {
+  let st;
+  try {
+    st = lstatSync(socket);
+  } catch {
+    return null;
+  }
+  if (!st.isSocket()) return `${socket} is not a socket`;
+  if (st.uid !== uid()) return `${socket} belongs to uid ${st.uid}, not to this user (${uid()})`;
+  return null;
+}
+
+export interface PeerCred {
+  pid: number;
+  uid: number;
+  gid: number;
+}
+
+/**
+ * Why the process at the other end of a connected Unix socket may not be served or believed, or
+ * null when it is this user's (SO_PEERCRED, native/addon.c peerCred: what the kernel recorded at
+ * its connect or listen, which it cannot forge). Without the addon's call there is no check, and
+ * that is a refusal too: the directory's mode alone is not trusted.
+ */
+export function untrustedPeer(sock: net.Socket): string | null {
+  const peerCred = (loadNativeAddon().addon as { peerCred?: (fd: number) => PeerCred | number } | null)?.peerCred;
+  if (typeof peerCred !== 'function') return 'no peer-credentials check here (the native addon with peerCred did not load)';
+  const fd = (sock as unknown as { _handle?: { fd?: number } })._handle?.fd;
+  if (typeof fd !== 'number' || fd < 0) return 'the connection has no file descriptor to check';
+  const cred = peerCred(fd);
+  if (typeof cred === 'number') return `SO_PEERCRED failed (errno ${cred})`;
+  if (cred.uid !== uid()) return `its process (pid ${cred.pid}) is uid ${cred.uid}, not this user (${uid()})`;
+  return null;
+}
