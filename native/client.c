@@ -120,6 +120,25 @@ static void startDaemon(int dirState) {
   close(lock);
 }
 
+// The daemon's process (SO_PEERCRED), and waiting for it to be gone: a daemon that went away in
+// the middle of a command (killed) may still hold what the command took (the session's lease)
+// until it has exited; the command then runs here, as without a daemon.
+static pid_t daemonPid;
+static void waitGone(void) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%ld/stat", (long)daemonPid);
+  for (int waited = 0; daemonPid > 0 && waited < 5000; waited += 5) {
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *close = strrchr(buf, ')');
+    if (!close || close[1] != ' ' || close[2] == 'Z' || close[2] == 'X') return;
+    usleep(5000);
+  }
+}
+
 // A growing request buffer.
 static char *req;
 static size_t reqLen, reqCap;
@@ -192,6 +211,7 @@ int main(int argc, char **argv) {
     close(fd);
     fallback();
   }
+  daemonPid = cred.pid;
   // A daemon that closes the connection, or a reader of our output that went away, is an error
   // return (EPIPE), not the end of this process: output.ts's rule, which node follows too.
   signal(SIGPIPE, SIG_IGN);
@@ -218,14 +238,20 @@ int main(int argc, char **argv) {
     unsigned char head[5];
     if (readAll(fd, (char *)head, 5) != 0) {
       // The daemon went away: before it answered anything, run the command here; after, say so.
-      if (!printed) fallback();
+      if (!printed) {
+        waitGone();
+        fallback();
+      }
       fprintf(stderr, "pdb-env: E_DAEMON_LOST: the pdb-env daemon stopped before the command finished; pdb-env log shows whether it was recorded\n");
       return 1;
     }
     uint32_t len = (uint32_t)head[1] | (uint32_t)head[2] << 8 | (uint32_t)head[3] << 16 | (uint32_t)head[4] << 24;
     char *data = malloc(len ? len : 1);
     if (!data || readAll(fd, data, len) != 0) {
-      if (!printed) fallback();
+      if (!printed) {
+        waitGone();
+        fallback();
+      }
       fprintf(stderr, "pdb-env: E_DAEMON_LOST: the pdb-env daemon stopped before the command finished; pdb-env log shows whether it was recorded\n");
       return 1;
     }
