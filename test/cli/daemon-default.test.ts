@@ -290,4 +290,32 @@ test('a daemon killed (SIGKILL) mid-checkpoint, then a stale socket: the checkpo
   assert.is(cli(['daemon', 'stop'], { env: { PDB_ENV_DAEMON_DIR: dir } }).code, 0);
 });
 
+test('past its RSS bound a daemon answers the command, then exits and says so; the next call runs it itself', async () => {
+  const why = missing();
+  if (why) return skipTest('the RSS bound', 'native-scan', why);
+  const store = join(t.dir, 'store4');
+  writeTree(join(t.dir, 'src4'), { 'a.txt': 'a\n' });
+  assert.is(cli(['create', 's', '--from', join(t.dir, 'src4'), '--store', store]).code, 0);
+  const dir = join(t.dir, 'd4');
+  const bad = cli(['daemon', 'run'], { env: { PDB_ENV_DAEMON_DIR: dir, PDB_ENV_DAEMON_MAX_RSS_MB: 'lots' } });
+  assert.is(bad.code, 2, 'a usage error');
+  assert.match(bad.stderr, /E_USAGE: PDB_ENV_DAEMON_MAX_RSS_MB must be a whole number of MiB/);
+  // A bound of 1 MiB: any node process is past it.
+  const d = cliJson<{ pid: number; rssLimitBytes: number }>(['daemon', 'start', '--idle-timeout', '120'], {
+    env: { PDB_ENV_DAEMON_DIR: dir, PDB_ENV_DAEMON_MAX_RSS_MB: '1' },
+  });
+  started.push(d.pid);
+  assert.is(d.rssLimitBytes, 1 << 20);
+  const r = bin(['checkpoint', 's', '--store', store], { PDB_ENV_DAEMON: 'manual', PDB_ENV_DAEMON_DIR: dir });
+  assert.is(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^checkpoint \d+ of s/);
+  await until('the daemon past its bound gone', () => !processAlive(d.pid), 15_000);
+  assert.match(
+    readFileSync(join(dir, 'daemon.log'), 'utf8'),
+    /over its bound \(1 MiB, PDB_ENV_DAEMON_MAX_RSS_MB\): it exits, dropping its caches/,
+  );
+  assert.not.ok(existsSync(join(dir, 'daemon.sock')));
+  assert.is(bin(['checkpoint', 's', '--store', store], { PDB_ENV_DAEMON: 'manual', PDB_ENV_DAEMON_DIR: dir }).code, 0);
+});
+
 test.run();
