@@ -122,20 +122,22 @@ static void startDaemon(int dirState) {
 
 // The daemon's process (SO_PEERCRED), and waiting for it to be gone: a daemon that went away in
 // the middle of a command (killed) may still hold what the command took (the session's lease)
-// until it has exited; the command then runs here, as without a daemon.
+// until it has exited; the command then runs here, as without a daemon. While it exits it runs
+// (R, or D); a daemon that only closed the connection (an older build that could not read the
+// request) is back asleep (S) at once, and is not waited for.
 static pid_t daemonPid;
 static void waitGone(void) {
   char path[64], buf[512];
   snprintf(path, sizeof path, "/proc/%ld/stat", (long)daemonPid);
-  for (int waited = 0; daemonPid > 0 && waited < 5000; waited += 5) {
+  for (int waited = 0; daemonPid > 0 && waited < 3000; waited += 2) {
     FILE *f = fopen(path, "r");
     if (!f) return;
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = 0;
     char *close = strrchr(buf, ')');
-    if (!close || close[1] != ' ' || close[2] == 'Z' || close[2] == 'X') return;
-    usleep(5000);
+    if (!close || close[1] != ' ' || (close[2] != 'R' && close[2] != 'D')) return;
+    usleep(2000);
   }
 }
 

@@ -221,7 +221,9 @@ class Daemon {
       try {
         req = parseRequest(buf);
       } catch {
-        sock.destroy();
+        // Not a request of this build's client: it runs the command itself.
+        sock.off('data', onData);
+        this.decline(sock);
         return;
       }
       if (!req) return;
