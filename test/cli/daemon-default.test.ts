@@ -142,6 +142,77 @@ const timeless = (s: string) =>
     .replace(/"(\w*(?:Ms|At|ms|Ns|ns|Time|time|Sec|sec))":\s*-?[\d.e+-]+/g, '"$1":N')
     .replace(/\bin \d+(\.\d+)? ?m?s\b/g, 'in N ms');
 
+interface Side {
+  store: string;
+  root: string;
+  work: string;
+}
+
+const names = (side: Side, tag: string): Array<[string, string]> => [
+  [side.root, `ROOT`],
+  [side.store, `STORE`],
+  [side.work, 'WORK'],
+  [tag, 'SIDE'],
+];
+const storeTree = (side: Side, tag: string) => {
+  const m = tree(side.store, names(side, tag));
+  for (const [k, v] of m)
+    // The tree index is a stat cache (inode numbers, times) of the root: of it, its mode and the Snapshot it stands for.
+    m.set(
+      k,
+      /tree-index(\.delta)?$/.test(k) ? `${v.split(' ').slice(0, 2).join(' ')} ${/"snapshot":"([^"]+)"/.exec(v)?.[1]}` : timeless(v),
+    );
+  return m;
+};
+/** What a command changed in a store: each entry it added, changed or removed, with its bytes. */
+const effect = (before: Map<string, string>, after: Map<string, string>) => {
+  const out = new Map<string, string>();
+  for (const [k, v] of after) if (before.get(k) !== v) out.set(k, v);
+  for (const k of before.keys()) if (!after.has(k)) out.set(k, 'removed');
+  return out;
+};
+/** Run `args` alone (PDB_ENV_DAEMON=0) and through the daemon in `dir`, after `edit` of each root; the same effects, or the assertion says which differ. */
+function sideBySide(alone: Side, served: Side, dir: string, args: string[], edit: (root: string) => void): void {
+  const out: Array<{ code: number; stdout: string; stderr: string; effect: Map<string, string> }> = [];
+  for (const [side, tag, daemon] of [
+    [alone, 'alone', '0'],
+    [served, 'served', 'manual'],
+  ] as const) {
+    edit(side.root);
+    writeTree(side.work, {});
+    const before = storeTree(side, tag);
+    // The store and the session from the environment, a relative path from the working directory, an unusual umask.
+    const r = bin(
+      args,
+      {
+        PDB_ENV_DAEMON: daemon,
+        PDB_ENV_DAEMON_DIR: dir,
+        PDB_ENV_STORE: relative(side.work, side.store),
+        PDB_ENV_SESSION: 's',
+        TZ: 'Pacific/Chatham',
+      },
+      { cwd: side.work, umask: '027' },
+    );
+    const spell = (s: string) => names(side, tag).reduce((acc, [from, to]) => acc.split(from).join(to), s);
+    out.push({
+      code: r.code,
+      stdout: timeless(spell(r.stdout)),
+      stderr: timeless(spell(r.stderr)),
+      effect: effect(before, storeTree(side, tag)),
+    });
+  }
+  assert.is(out[0].code, 0, out[0].stderr);
+  assert.ok(out[0].effect.size > 0, 'the command changed nothing in the store');
+  assert.equal([...out[1].effect.keys()], [...out[0].effect.keys()], `${args.join(' ')}: not the same store files changed`);
+  for (const [k, v] of out[0].effect) assert.is(out[1].effect.get(k), v, `${args.join(' ')}: store file ${k} differs`);
+  assert.equal(
+    [out[1].code, out[1].stdout, out[1].stderr],
+    [out[0].code, out[0].stdout, out[0].stderr],
+    `${args.join(' ')}: output or status differ`,
+  );
+  assert.equal(tree(served.root, []), tree(alone.root, []), 'the session roots differ');
+}
+
 test('a command the daemon runs has the effects it has run alone, byte for byte: env, cwd, umask, store, session', async () => {
   const why = missing();
   if (why) return skipTest('the daemon, byte for byte', 'native-scan', why);
@@ -157,69 +228,7 @@ test('a command the daemon runs has the effects it has run alone, byte for byte:
   const d = cliJson<{ pid: number; started: boolean }>(['daemon', 'start', '--idle-timeout', '120'], { env: { PDB_ENV_DAEMON_DIR: dir } });
   started.push(d.pid);
 
-  const names = (side: typeof alone, tag: string): Array<[string, string]> => [
-    [side.root, `ROOT`],
-    [side.store, `STORE`],
-    [side.work, 'WORK'],
-    [tag, 'SIDE'],
-  ];
-  const storeTree = (side: typeof alone, tag: string) => {
-    const m = tree(side.store, names(side, tag));
-    for (const [k, v] of m)
-      // The tree index is a stat cache (inode numbers, times) of the root: of it, its mode and the Snapshot it stands for.
-      m.set(
-        k,
-        /tree-index(\.delta)?$/.test(k) ? `${v.split(' ').slice(0, 2).join(' ')} ${/"snapshot":"([^"]+)"/.exec(v)?.[1]}` : timeless(v),
-      );
-    return m;
-  };
-  /** What a command changed in a store: each entry it added, changed or removed, with its bytes. */
-  const effect = (before: Map<string, string>, after: Map<string, string>) => {
-    const out = new Map<string, string>();
-    for (const [k, v] of after) if (before.get(k) !== v) out.set(k, v);
-    for (const k of before.keys()) if (!after.has(k)) out.set(k, 'removed');
-    return out;
-  };
-  const step = (args: string[], edit: (root: string) => void) => {
-    const out: Array<{ code: number; stdout: string; stderr: string; effect: Map<string, string> }> = [];
-    for (const [side, tag, daemon] of [
-      [alone, 'alone', '0'],
-      [served, 'served', 'manual'],
-    ] as const) {
-      edit(side.root);
-      writeTree(side.work, {});
-      const before = storeTree(side, tag);
-      // The store and the session from the environment, a relative path from the working directory, an unusual umask.
-      const r = bin(
-        args,
-        {
-          PDB_ENV_DAEMON: daemon,
-          PDB_ENV_DAEMON_DIR: dir,
-          PDB_ENV_STORE: relative(side.work, side.store),
-          PDB_ENV_SESSION: 's',
-          TZ: 'Pacific/Chatham',
-        },
-        { cwd: side.work, umask: '027' },
-      );
-      const spell = (s: string) => names(side, tag).reduce((acc, [from, to]) => acc.split(from).join(to), s);
-      out.push({
-        code: r.code,
-        stdout: timeless(spell(r.stdout)),
-        stderr: timeless(spell(r.stderr)),
-        effect: effect(before, storeTree(side, tag)),
-      });
-    }
-    assert.is(out[0].code, 0, out[0].stderr);
-    assert.ok(out[0].effect.size > 0, 'the command changed nothing in the store');
-    assert.equal([...out[1].effect.keys()], [...out[0].effect.keys()], `${args.join(' ')}: not the same store files changed`);
-    for (const [k, v] of out[0].effect) assert.is(out[1].effect.get(k), v, `${args.join(' ')}: store file ${k} differs`);
-    assert.equal(
-      [out[1].code, out[1].stdout, out[1].stderr],
-      [out[0].code, out[0].stdout, out[0].stderr],
-      `${args.join(' ')}: output or status differ`,
-    );
-    assert.equal(tree(served.root, []), tree(alone.root, []), 'the session roots differ');
-  };
+  const step = (args: string[], edit: (root: string) => void) => sideBySide(alone, served, dir, args, edit);
   let served0 = status(dir).record!.served;
   step(['checkpoint', '--json'], (root) => {
     appendFileSync(join(root, 'a.txt'), 'more\n');
