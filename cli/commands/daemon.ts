@@ -29,7 +29,12 @@ the command would (another command, --help, another install or a newer build of 
 PDB_ENV_* setting, HOME or an XDG directory of its own): the command then runs as without it.
 
 Its socket is in PDB_ENV_DAEMON_DIR, else $XDG_RUNTIME_DIR/pdb-env, else /tmp/pdb-env-UID: a
-directory of this user with mode 0700, else no daemon is used (E_DAEMON_DIR for start).
+directory of this user with mode 0700, else no daemon is used (E_DAEMON_DIR for start). Every
+connection's process must be this user's (SO_PEERCRED), both ways. Without \`daemon start\`, the
+client starts one on demand when none listens (it exits after PDB_ENV_DAEMON_IDLE_MS idle, default
+10 minutes); PDB_ENV_DAEMON=0 uses no daemon, PDB_ENV_DAEMON=manual only one started by hand.
+\`status\` reports its resident set and bound (PDB_ENV_DAEMON_MAX_RSS_MB, default 512): past it,
+the daemon exits after the command, dropping its caches.
 
 With --watch it also watches the roots of the sessions it checkpoints (inotify on each directory,
 on full-copy, reflink, btrfs-snapshot and git-worktree sessions): a checkpoint then lstats only the
