@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -90,6 +91,18 @@ static void startDaemon(int dirState) {
   int lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (lock < 0) return;
   if (fstat(lock, &st) != 0 || st.st_uid != getuid() || flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    close(lock);
+    return;
+  }
+  // One start per 10 seconds at most (the lock's mtime is the last): a daemon that cannot start
+  // here (its error is in daemon.log) does not cost every call a node process in the background.
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  if (st.st_size > 0 && now.tv_sec - st.st_mtime < 10) {
+    close(lock);
+    return;
+  }
+  if (write(lock, "s", 1) < 0 || futimens(lock, NULL) != 0) {
     close(lock);
     return;
   }

@@ -66,6 +66,22 @@ export function unsafeSocket(socket: string): string | null {
   return null;
 }
 
+const NO_PEER_CHECK = 'no peer-credentials check here (the native addon with peerCred did not load)';
+
+/** The addon's SO_PEERCRED call, or null where the addon (or that call) is missing. */
+function peerCredCall(): ((fd: number) => PeerCred | number) | null {
+  const f = (loadNativeAddon().addon as { peerCred?: (fd: number) => PeerCred | number } | null)?.peerCred;
+  return typeof f === 'function' ? f : null;
+}
+
+/** E_DAEMON_PEER where no connection's process could be checked: a daemon then serves nobody, so none starts. */
+export function requirePeerCheck(): void {
+  if (!peerCredCall())
+    throw new PdbError('E_DAEMON_PEER', `the pdb-env daemon cannot start: ${NO_PEER_CHECK}`, {
+      hint: 'npm rebuild pdb-env builds the addon (a C compiler is needed); commands run without a daemon meanwhile.',
+    });
+}
+
 export interface PeerCred {
   pid: number;
   uid: number;
@@ -79,8 +95,8 @@ export interface PeerCred {
  * that is a refusal too: the directory's mode alone is not trusted.
  */
 export function untrustedPeer(sock: net.Socket): string | null {
-  const peerCred = (loadNativeAddon().addon as { peerCred?: (fd: number) => PeerCred | number } | null)?.peerCred;
-  if (typeof peerCred !== 'function') return 'no peer-credentials check here (the native addon with peerCred did not load)';
+  const peerCred = peerCredCall();
+  if (!peerCred) return NO_PEER_CHECK;
   const fd = (sock as unknown as { _handle?: { fd?: number } })._handle?.fd;
   if (typeof fd !== 'number' || fd < 0) return 'the connection has no file descriptor to check';
   const cred = peerCred(fd);

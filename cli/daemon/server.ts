@@ -19,7 +19,15 @@ import { PdbError } from '../../model/errors.js';
 import { packageFile } from '../../model/paths.js';
 import { cheapCall } from '../command-table.cjs';
 import { askDaemon } from './control.js';
-import { daemonFiles, ensureDaemonDir, SOCKET_PATH_MAX, unsafeSocket, untrustedPeer, type DaemonFiles } from './location.js';
+import {
+  daemonFiles,
+  ensureDaemonDir,
+  requirePeerCheck,
+  SOCKET_PATH_MAX,
+  unsafeSocket,
+  untrustedPeer,
+  type DaemonFiles,
+} from './location.js';
 import { exitFrame, frame, parseRequest, type DaemonRecord, type DaemonRequest, type RunCheapFor } from './protocol.js';
 
 /** The commands it runs: the cheap ones, which an agent loop calls between steps (checkpoint, and restore to take one back). */
@@ -126,6 +134,7 @@ export interface DaemonOptions {
 /** Serve until stopped (`daemon stop`, TERM, INT, HUP), idle for idleTimeoutMs, or a new build. */
 export async function runDaemon(options: DaemonOptions): Promise<void> {
   const files = options.files ?? daemonFiles();
+  requirePeerCheck();
   ensureDaemonDir(files);
   if (Buffer.byteLength(files.socket) > SOCKET_PATH_MAX)
     throw new PdbError('E_DAEMON_DIR', `the daemon's socket path is longer than ${SOCKET_PATH_MAX} bytes: ${files.socket}`, {
