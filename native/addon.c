@@ -1,7 +1,10 @@
 // The N-API face of the native addon: the scanner (walk.c): scan(args) -> { touched, entries,
 // files, bytes, dirsRead } or { error, errno, path, mode }, which model/scan/native-walk.ts calls
 // and decodes; the Snapshot writers (snapshot.c); and the system calls of os.c.
+#define _GNU_SOURCE
+#include <errno.h>
 #include <node_api.h>
+#include <sys/socket.h>
 #include "scan.h"
 #include "snapshot.h"
 #include "os.h"
@@ -413,6 +416,38 @@ static napi_value Chunks(napi_env env, napi_callback_info info) {
   return out;
 }
 
+// peerCred(fd) -> { pid, uid, gid } of the process at the other end of a connected Unix socket
+// (SO_PEERCRED: what the kernel recorded at connect(), which the peer cannot forge), or the errno
+// (a number) where the call fails. The daemon (cli/daemon/server.ts) asks it on every connection.
+static napi_value PeerCred(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value args[1], out, v;
+  int32_t fd = -1;
+  if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != napi_ok || argc < 1 || napi_get_value_int32(env, args[0], &fd) != napi_ok) {
+    napi_throw_type_error(env, "E_INTERNAL", "pdb_scan: peerCred takes (fd)");
+    return NULL;
+  }
+#ifdef SO_PEERCRED
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    napi_create_int32(env, errno, &v);
+    return v;
+  }
+  napi_create_object(env, &out);
+  napi_create_int32(env, (int32_t)cred.pid, &v);
+  napi_set_named_property(env, out, "pid", v);
+  napi_create_uint32(env, (uint32_t)cred.uid, &v);
+  napi_set_named_property(env, out, "uid", v);
+  napi_create_uint32(env, (uint32_t)cred.gid, &v);
+  napi_set_named_property(env, out, "gid", v);
+  return out;
+#else
+  napi_create_int32(env, ENOSYS, &v);
+  return v;
+#endif
+}
+
 static napi_value Init(napi_env env, napi_value exports) {
   napi_value fn, version;
   napi_create_function(env, "scan", NAPI_AUTO_LENGTH, Scan, NULL, &fn);
@@ -427,6 +462,8 @@ static napi_value Init(napi_env env, napi_value exports) {
   napi_set_named_property(env, exports, "chunks", fn);
   napi_create_function(env, "sha256", NAPI_AUTO_LENGTH, Sha256, NULL, &fn);
   napi_set_named_property(env, exports, "sha256", fn);
+  napi_create_function(env, "peerCred", NAPI_AUTO_LENGTH, PeerCred, NULL, &fn);
+  napi_set_named_property(env, exports, "peerCred", fn);
   osExports(env, exports);
   watchExports(env, exports);
   napi_create_string_utf8(env, VERSION, NAPI_AUTO_LENGTH, &version);

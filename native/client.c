@@ -1,13 +1,13 @@
 // pdb-env-client: the executable bin/pdb-env runs for `pdb-env checkpoint` and `pdb-env restore`
 // where it was built. It
 // hands the command line to the resident pdb-env daemon of this user (`pdb-env daemon start`,
-// sessions/daemon/) over its Unix socket, and prints what the daemon answers; where there is no
+// cli/daemon/) over its Unix socket, and prints what the daemon answers; where there is no
 // daemon, or the daemon says "run it yourself", it becomes `node <pdb-env.cjs> ARGS` (execvp, the
 // same process), exactly what bin/pdb-env would have run. Its start-up is a millisecond, where a
 // node process takes tens of them before any of pdb-env's work.
 //
 // Usage (bin/pdb-env): pdb-env-client <path of dist/cli/pdb-env.cjs> ARGS...
-// Request: "PDBD1\n", then NUL-terminated strings: "pid=N", "cwd=DIR", "entry=FILE", then
+// Request: "PDBD1\n", then NUL-terminated strings: "pid=N", "cwd=DIR", "umask=OCTAL", "entry=FILE", then
 // "arg=A" for each argument and "env=K=V" for each variable, then an empty string.
 // Answer: frames of one type byte and a 4-byte little-endian length, then the data:
 // 'o' stdout bytes, 'e' stderr bytes, 'x' the exit status (4 bytes LE), 'f' run it yourself.
@@ -19,9 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -43,22 +47,111 @@ static void fallback(void) {
   _exit(127);
 }
 
-// The daemon's directory (sessions/daemon/location.ts says the same): PDB_ENV_DAEMON_DIR, else
+// The daemon's directory (cli/daemon/location.ts says the same): PDB_ENV_DAEMON_DIR, else
 // $XDG_RUNTIME_DIR/pdb-env, else /tmp/pdb-env-UID. Only a directory of this user that nobody
-// else can write is trusted: another user could otherwise put a socket there first.
+// else can write is trusted: another user could otherwise put a socket there first. 0: trusted;
+// -1: not to be used; 1: there is none yet (the on-demand start makes it).
+static char dirPath[PATH_MAX];
 static int socketPath(char *out, size_t size) {
   const char *dir = getenv("PDB_ENV_DAEMON_DIR");
-  char buf[PATH_MAX];
   if (!dir || !*dir) {
     const char *xdg = getenv("XDG_RUNTIME_DIR");
-    if (xdg && *xdg) snprintf(buf, sizeof buf, "%s/pdb-env", xdg);
-    else snprintf(buf, sizeof buf, "/tmp/pdb-env-%u", (unsigned)getuid());
-    dir = buf;
-  }
+    if (xdg && *xdg) snprintf(dirPath, sizeof dirPath, "%s/pdb-env", xdg);
+    else snprintf(dirPath, sizeof dirPath, "/tmp/pdb-env-%u", (unsigned)getuid());
+  } else snprintf(dirPath, sizeof dirPath, "%s", dir);
+  int n = snprintf(out, size, "%s/daemon.sock", dirPath);
+  if (n <= 0 || (size_t)n >= size) return -1;
   struct stat st;
-  if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0) return -1;
-  int n = snprintf(out, size, "%s/daemon.sock", dir);
-  return n > 0 && (size_t)n < size ? 0 : -1;
+  if (lstat(dirPath, &st) != 0) return errno == ENOENT ? 1 : -1;
+  if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0) return -1;
+  return 0;
+}
+
+// PDB_ENV_DAEMON: "0" neither starts nor uses a daemon; "manual" uses one that runs (`pdb-env
+// daemon start`) and starts none; anything else (unset) also starts one on demand.
+static int daemonMode(void) {
+  const char *m = getenv("PDB_ENV_DAEMON");
+  if (m && strcmp(m, "0") == 0) return 0;
+  if (m && strcmp(m, "manual") == 0) return 1;
+  return 2;
+}
+
+// Start this user's daemon in the background (cli/daemon/server.ts, `pdb-env daemon run`), as
+// build tools do: detached (a new session, its own grandchild), output to daemon.log, idle timeout
+// PDB_ENV_DAEMON_IDLE_MS (default 10 minutes). At most one starts: the one that takes the lock
+// daemon.lock hands it to the daemon, which holds it while it lives (fd 3). This call itself
+// runs node as without a daemon; the next ones find it.
+static void startDaemon(int dirState) {
+  if (dirState == 1 && mkdir(dirPath, 0700) != 0 && errno != EEXIST) return;
+  struct stat st;
+  if (lstat(dirPath, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0) return;
+  char lockPath[PATH_MAX + 16], logPath[PATH_MAX + 16];
+  snprintf(lockPath, sizeof lockPath, "%s/daemon.lock", dirPath);
+  snprintf(logPath, sizeof logPath, "%s/daemon.log", dirPath);
+  int lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (lock < 0) return;
+  if (fstat(lock, &st) != 0 || st.st_uid != getuid() || flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    close(lock);
+    return;
+  }
+  // One start per 10 seconds at most (the lock's mtime is the last): a daemon that cannot start
+  // here (its error is in daemon.log) does not cost every call a node process in the background.
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  if (st.st_size > 0 && now.tv_sec - st.st_mtime < 10) {
+    close(lock);
+    return;
+  }
+  if (write(lock, "s", 1) < 0 || futimens(lock, NULL) != 0) {
+    close(lock);
+    return;
+  }
+  long idleMs = 600000;
+  const char *idle = getenv("PDB_ENV_DAEMON_IDLE_MS");
+  if (idle && *idle) {
+    char *end;
+    long v = strtol(idle, &end, 10);
+    if (*end == 0 && v >= 0) idleMs = v;
+  }
+  char idleS[32];
+  snprintf(idleS, sizeof idleS, "%ld", idleMs == 0 ? 0 : (idleMs + 999) / 1000);
+  pid_t child = fork();
+  if (child == 0) {
+    setsid();
+    if (fork() != 0) _exit(0);
+    int null = open("/dev/null", O_RDONLY);
+    int log = open(logPath, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0600);
+    if (null < 0 || log < 0 || dup2(null, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0 || dup2(lock, 3) < 0) _exit(70);
+    if (chdir("/") != 0) _exit(70);
+    signal(SIGPIPE, SIG_DFL);
+    setenv("PDB_ENV_DAEMON_STARTED", "on-demand", 1);
+    char *argv[] = {"node", (char *)entry, "daemon", "run", "--idle-timeout", idleS, NULL};
+    execvp("node", argv);
+    _exit(127);
+  }
+  if (child > 0) waitpid(child, NULL, 0);
+  close(lock);
+}
+
+// The daemon's process (SO_PEERCRED), and waiting for it to be gone: a daemon that went away in
+// the middle of a command (killed) may still hold what the command took (the session's lease)
+// until it has exited; the command then runs here, as without a daemon. While it exits it runs
+// (R, or D); a daemon that only closed the connection (an older build that could not read the
+// request) is back asleep (S) at once, and is not waited for.
+static pid_t daemonPid;
+static void waitGone(void) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%ld/stat", (long)daemonPid);
+  for (int waited = 0; daemonPid > 0 && waited < 3000; waited += 2) {
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *close = strrchr(buf, ')');
+    if (!close || close[1] != ' ' || (close[2] != 'R' && close[2] != 'D')) return;
+    usleep(2000);
+  }
 }
 
 // A growing request buffer.
@@ -112,9 +205,28 @@ int main(int argc, char **argv) {
   struct sockaddr_un addr;
   memset(&addr, 0, sizeof addr);
   addr.sun_family = AF_UNIX;
-  if (socketPath(addr.sun_path, sizeof addr.sun_path) != 0) fallback();
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) fallback();
+  int mode = daemonMode();
+  if (mode == 0) fallback();
+  int dirState = socketPath(addr.sun_path, sizeof addr.sun_path);
+  if (dirState < 0) fallback();
+  // The socket must be this user's socket: a file another user made is not asked anything.
+  struct stat st;
+  if (dirState == 0 && lstat(addr.sun_path, &st) == 0 && (!S_ISSOCK(st.st_mode) || st.st_uid != getuid())) fallback();
+  int fd = dirState == 0 ? socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0) : -1;
+  if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+    // None listens (no socket, or a stale one): start one for the next calls, where allowed.
+    if (mode == 2 && (dirState == 1 || errno == ENOENT || errno == ECONNREFUSED)) startDaemon(dirState);
+    fallback();
+  }
+  // The process listening must be this user's (SO_PEERCRED, recorded by the kernel at its
+  // listen()): nothing is sent to another user's process, whoever made the file.
+  struct ucred cred;
+  socklen_t credLen = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &credLen) != 0 || cred.uid != getuid()) {
+    close(fd);
+    fallback();
+  }
+  daemonPid = cred.pid;
   // A daemon that closes the connection, or a reader of our output that went away, is an error
   // return (EPIPE), not the end of this process: output.ts's rule, which node follows too.
   signal(SIGPIPE, SIG_IGN);
@@ -126,6 +238,10 @@ int main(int argc, char **argv) {
   snprintf(num, sizeof num, "%ld", (long)getpid());
   put("pid=", num);
   put("cwd=", cwd);
+  mode_t mask = umask(0);
+  umask(mask);
+  snprintf(num, sizeof num, "%o", (unsigned)mask);
+  put("umask=", num);
   put("entry=", entry);
   for (int i = 0; i < nargs; i++) put("arg=", args[i]);
   for (char **e = environ; *e; e++) put("env=", *e);
@@ -137,14 +253,20 @@ int main(int argc, char **argv) {
     unsigned char head[5];
     if (readAll(fd, (char *)head, 5) != 0) {
       // The daemon went away: before it answered anything, run the command here; after, say so.
-      if (!printed) fallback();
+      if (!printed) {
+        waitGone();
+        fallback();
+      }
       fprintf(stderr, "pdb-env: E_DAEMON_LOST: the pdb-env daemon stopped before the command finished; pdb-env log shows whether it was recorded\n");
       return 1;
     }
     uint32_t len = (uint32_t)head[1] | (uint32_t)head[2] << 8 | (uint32_t)head[3] << 16 | (uint32_t)head[4] << 24;
     char *data = malloc(len ? len : 1);
     if (!data || readAll(fd, data, len) != 0) {
-      if (!printed) fallback();
+      if (!printed) {
+        waitGone();
+        fallback();
+      }
       fprintf(stderr, "pdb-env: E_DAEMON_LOST: the pdb-env daemon stopped before the command finished; pdb-env log shows whether it was recorded\n");
       return 1;
     }

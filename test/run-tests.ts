@@ -75,7 +75,13 @@ function collect(dir: string): string[] {
 /** Run one test file with its output passed through; resolves with its exit code and output. */
 function runFile(file: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [file], { cwd: packageRoot(), env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' } });
+    // No test starts a daemon on demand and leaves it behind (native/client.c): a daemon test file
+    // uses one it starts itself (and stops, by pid); any other runs every command in node.
+    const daemon = relative(packageRoot(), file).includes('daemon') ? 'manual' : '0';
+    const child = spawn(process.execPath, [file], {
+      cwd: packageRoot(),
+      env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1', PDB_ENV_DAEMON: daemon },
+    });
     let output = '';
     child.stdout.on('data', (d: Buffer) => {
       output += d.toString();

@@ -3,6 +3,7 @@
 import { PdbError } from '../../model/errors.js';
 import type { CommandDefinitions, DefineCommand } from '../context.js';
 import { daemonFiles } from '../daemon/location.js';
+import type { DaemonRecord } from '../daemon/protocol.js';
 import { emit } from '../output.js';
 
 /** --idle-timeout in seconds (default 1800, 0: never), as milliseconds. */
@@ -12,8 +13,9 @@ export function parseIdleTimeout(v: string | undefined): number {
   return Number(v) * 1000;
 }
 
-const describe = (r: { pid: number; socket: string; served: number; declined: number; idleTimeoutMs: number; watch?: boolean }) =>
-  `pid ${r.pid}, socket ${r.socket}, ${r.served} command(s) run, ${r.declined} declined, idle timeout ${r.idleTimeoutMs === 0 ? 'none' : `${r.idleTimeoutMs / 1000} s`}${r.watch ? ', watching session roots' : ''}`;
+const mib = (n: number) => `${Math.round(n / 1048576)} MiB`;
+const describe = (r: DaemonRecord) =>
+  `pid ${r.pid}${r.onDemand ? ' (started on demand)' : ''}, socket ${r.socket}, ${r.served} command(s) run, ${r.declined} declined, ${r.refused ?? 0} connection(s) of other users refused, idle timeout ${r.idleTimeoutMs === 0 ? 'none' : `${r.idleTimeoutMs / 1000} s`}, up ${Math.round((r.uptimeMs ?? 0) / 1000)} s, RSS ${mib(r.rssBytes ?? 0)} of a ${r.rssLimitBytes ? mib(r.rssLimitBytes) : 'unbounded'} bound${r.watch ? ', watching session roots' : ''}`;
 
 const daemon: DefineCommand<'daemon'> = (cmd, _ctx, sub) => {
   cmd.addHelpText(
@@ -27,7 +29,12 @@ the command would (another command, --help, another install or a newer build of 
 PDB_ENV_* setting, HOME or an XDG directory of its own): the command then runs as without it.
 
 Its socket is in PDB_ENV_DAEMON_DIR, else $XDG_RUNTIME_DIR/pdb-env, else /tmp/pdb-env-UID: a
-directory of this user with mode 0700, else no daemon is used (E_DAEMON_DIR for start).
+directory of this user with mode 0700, else no daemon is used (E_DAEMON_DIR for start). Every
+connection's process must be this user's (SO_PEERCRED), both ways. Without \`daemon start\`, the
+client starts one on demand when none listens (it exits after PDB_ENV_DAEMON_IDLE_MS idle, default
+10 minutes); PDB_ENV_DAEMON=0 uses no daemon, PDB_ENV_DAEMON=manual only one started by hand.
+\`status\` reports its resident set and bound (PDB_ENV_DAEMON_MAX_RSS_MB, default 512): past it,
+the daemon exits after the command, dropping its caches.
 
 With --watch it also watches the roots of the sessions it checkpoints (inotify on each directory,
 on full-copy, reflink, btrfs-snapshot and git-worktree sessions): a checkpoint then lstats only the

@@ -6,12 +6,12 @@ import net from 'node:net';
 import { PdbError } from '../../model/errors.js';
 import { readProcStat } from '../../model/os/proc.js';
 import { cliEntry } from '../../model/paths.js';
-import { daemonFiles, ensureDaemonDir, unsafeDir, type DaemonFiles } from './location.js';
+import { daemonFiles, ensureDaemonDir, unsafeDir, unsafeSocket, untrustedPeer, type DaemonFiles } from './location.js';
 import { encodeRequest, readFrames, type DaemonRecord } from './protocol.js';
 
-/** Ask the daemon (status or stop); null when none answers. */
+/** Ask the daemon (status or stop); null when none answers, or what answers is not this user's (its socket file, or its process). */
 export function askDaemon(what: 'status' | 'stop', files: DaemonFiles = daemonFiles(), timeoutMs = 5000): Promise<DaemonRecord | null> {
-  if (unsafeDir(files.dir) !== null || !existsSync(files.socket)) return Promise.resolve(null);
+  if (unsafeDir(files.dir) !== null || !existsSync(files.socket) || unsafeSocket(files.socket) !== null) return Promise.resolve(null);
   return new Promise((resolve) => {
     const sock = net.connect(files.socket);
     let buf: Buffer = Buffer.alloc(0);
@@ -27,7 +27,9 @@ export function askDaemon(what: 'status' | 'stop', files: DaemonFiles = daemonFi
     };
     sock.once('error', () => end(null));
     sock.once('connect', () =>
-      sock.write(encodeRequest({ pid: process.pid, cwd: '/', entry: cliEntry(), args: ['__daemon', what], env: {} })),
+      untrustedPeer(sock) !== null
+        ? end(null)
+        : sock.write(encodeRequest({ pid: process.pid, cwd: '/', entry: cliEntry(), args: ['__daemon', what], env: {} })),
     );
     sock.on('data', (chunk: Buffer) => {
       const { frames, rest } = readFrames(Buffer.concat([buf, chunk]));

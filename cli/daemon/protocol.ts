@@ -1,5 +1,5 @@
 // The pdb-env daemon's wire format (native/client.c writes and reads the same).
-// Request: "PDBD1\n", then NUL-terminated strings "pid=N", "cwd=DIR", "entry=FILE", "arg=A"
+// Request: "PDBD1\n", then NUL-terminated strings "pid=N", "cwd=DIR", "umask=OCTAL", "entry=FILE", "arg=A"
 // (each argument, in order) and "env=K=V" (each variable), ended by an empty string.
 // Answer: frames of a type byte and a 4-byte little-endian length, then that many bytes:
 // 'o' stdout, 'e' stderr, 'x' the exit status (4 bytes LE, last), 'f' run it yourself (first and only).
@@ -13,6 +13,8 @@ export const MAX_REQUEST = 4 << 20;
 export interface DaemonRequest {
   pid: number;
   cwd: string;
+  /** The client's umask (files the command makes get the modes they would have got there); absent from an older client. */
+  umask?: number;
   /** The pdb-env.cjs the client would run itself. */
   entry: string;
   args: string[];
@@ -40,7 +42,10 @@ export function parseRequest(buf: Buffer): DaemonRequest | null {
     const [key, value] = eq < 0 ? [s, ''] : [s.slice(0, eq), s.slice(eq + 1)];
     if (key === 'pid') req.pid = Number(value);
     else if (key === 'cwd') req.cwd = value;
-    else if (key === 'entry') req.entry = value;
+    else if (key === 'umask') {
+      if (!/^[0-7]{1,4}$/.test(value)) throw bad(`umask "${value}" is no octal mode`);
+      req.umask = parseInt(value, 8);
+    } else if (key === 'entry') req.entry = value;
     else if (key === 'arg') req.args.push(value);
     else if (key === 'env') {
       const e = value.indexOf('=');
@@ -55,7 +60,13 @@ export function parseRequest(buf: Buffer): DaemonRequest | null {
 
 /** Encode a request (the node side of the protocol: `pdb-env daemon status` and the tests). */
 export function encodeRequest(req: DaemonRequest): Buffer {
-  const parts = [`pid=${req.pid}`, `cwd=${req.cwd}`, `entry=${req.entry}`, ...req.args.map((a) => `arg=${a}`)];
+  const parts = [
+    `pid=${req.pid}`,
+    `cwd=${req.cwd}`,
+    ...(req.umask === undefined ? [] : [`umask=${req.umask.toString(8)}`]),
+    `entry=${req.entry}`,
+    ...req.args.map((a) => `arg=${a}`),
+  ];
   for (const [k, v] of Object.entries(req.env)) parts.push(`env=${k}=${v}`);
   return Buffer.concat([Buffer.from(MAGIC), ...parts.map((p) => Buffer.from(`${p}\0`)), Buffer.from([0])]);
 }
@@ -100,6 +111,14 @@ export interface DaemonRecord {
   /** Commands run for clients, and declined (run by the client itself). */
   served: number;
   declined: number;
+  /** Connections refused: their process was another user's (SO_PEERCRED), or no peer check could be made. */
+  refused: number;
+  /** Started by native/client.c on demand (no `daemon start`). */
+  onDemand: boolean;
+  /** Its resident set when asked, and the bound past which it exits after a command (its caches go with it; PDB_ENV_DAEMON_MAX_RSS_MB). */
+  rssBytes: number;
+  rssLimitBytes: number;
+  uptimeMs: number;
 }
 
 /** cli/cheap-path.ts runCheapFor, as the daemon calls it from the checkpoint bundle. */

@@ -19,7 +19,15 @@ import { PdbError } from '../../model/errors.js';
 import { packageFile } from '../../model/paths.js';
 import { cheapCall } from '../command-table.cjs';
 import { askDaemon } from './control.js';
-import { daemonFiles, ensureDaemonDir, SOCKET_PATH_MAX, type DaemonFiles } from './location.js';
+import {
+  daemonFiles,
+  ensureDaemonDir,
+  requirePeerCheck,
+  SOCKET_PATH_MAX,
+  unsafeSocket,
+  untrustedPeer,
+  type DaemonFiles,
+} from './location.js';
 import { exitFrame, frame, parseRequest, type DaemonRecord, type DaemonRequest, type RunCheapFor } from './protocol.js';
 
 /** The commands it runs: the cheap ones, which an agent loop calls between steps (checkpoint, and restore to take one back). */
@@ -28,10 +36,20 @@ const SERVED = new Set<string>(['checkpoint', 'restore']);
 /** What a client's environment may set that the daemon takes over per command. */
 const PER_COMMAND = new Set(['PDB_ENV_STORE', 'PDB_ENV_SESSION']);
 /**
- * Never compared: where the client found the daemon, the CA bundle bin/pdb-env set aside, and what
+ * Never compared: whether and where the client found or started the daemon (and its bounds), the CA bundle bin/pdb-env set aside, and what
  * `pdb-env run` tells the programs it runs (sessions/lifecycle/run.ts), which no checkpoint reads.
  */
-const IGNORED = new Set(['PDB_ENV_DAEMON_DIR', 'PDB_ENV_NODE_EXTRA_CA_CERTS', 'PDB_ENV_ROOT', 'PDB_ENV_PORT_BASE', 'PDB_ENV_PORTS']);
+const IGNORED = new Set([
+  'PDB_ENV_DAEMON',
+  'PDB_ENV_DAEMON_DIR',
+  'PDB_ENV_DAEMON_IDLE_MS',
+  'PDB_ENV_DAEMON_MAX_RSS_MB',
+  'PDB_ENV_DAEMON_STARTED',
+  'PDB_ENV_NODE_EXTRA_CA_CERTS',
+  'PDB_ENV_ROOT',
+  'PDB_ENV_PORT_BASE',
+  'PDB_ENV_PORTS',
+]);
 /** Variables whose value decides where stores and their settings are: the client's must be the daemon's (TMPDIR, which run sets, no checkpoint reads). */
 const SAME = ['HOME', 'XDG_DATA_HOME', 'XDG_CONFIG_HOME', 'XDG_STATE_HOME', 'XDG_CACHE_HOME'];
 
@@ -50,6 +68,20 @@ export function environmentDiffers(client: Record<string, string>, own: Record<s
   for (const k of b.keys()) if (!a.has(k)) return `${k} is set for the daemon`;
   for (const k of SAME) if ((client[k] ?? '') !== (own[k] ?? '')) return `${k} differs`;
   return null;
+}
+
+/** Replace process.env's contents with `env` (a command run for a client sees exactly the client's variables). */
+function setEnvironment(env: Record<string, string | undefined>): void {
+  for (const k of Object.keys(process.env)) if (!(k in env)) delete process.env[k];
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) process.env[k] = v;
+}
+
+/** PDB_ENV_DAEMON_MAX_RSS_MB (0: no bound), else 512 MiB. */
+export function maxRssBytes(env: NodeJS.ProcessEnv): number {
+  const v = env.PDB_ENV_DAEMON_MAX_RSS_MB;
+  if (v === undefined || v === '') return 512 * 1048576;
+  if (!/^\d+$/.test(v)) throw new PdbError('E_USAGE', `PDB_ENV_DAEMON_MAX_RSS_MB must be a whole number of MiB (0: no bound), got "${v}"`);
+  return Number(v) * 1048576;
 }
 
 /** The files whose change means a new build of pdb-env: the daemon then declines and exits. */
@@ -93,6 +125,8 @@ export interface DaemonOptions {
   watch?: boolean;
   /** Called once it listens (the foreground command prints then). */
   onListening?: (record: DaemonRecord) => void;
+  /** Its resident-set bound in bytes (default PDB_ENV_DAEMON_MAX_RSS_MB, else 512 MiB). */
+  maxRssBytes?: number;
   /** The files whose change means a new build (default: the command line's entry, loader and checkpoint bundle). */
   buildFiles?: string[];
 }
@@ -100,10 +134,16 @@ export interface DaemonOptions {
 /** Serve until stopped (`daemon stop`, TERM, INT, HUP), idle for idleTimeoutMs, or a new build. */
 export async function runDaemon(options: DaemonOptions): Promise<void> {
   const files = options.files ?? daemonFiles();
+  requirePeerCheck();
   ensureDaemonDir(files);
   if (Buffer.byteLength(files.socket) > SOCKET_PATH_MAX)
     throw new PdbError('E_DAEMON_DIR', `the daemon's socket path is longer than ${SOCKET_PATH_MAX} bytes: ${files.socket}`, {
       hint: 'Set PDB_ENV_DAEMON_DIR to a shorter directory.',
+    });
+  const planted = unsafeSocket(files.socket);
+  if (planted)
+    throw new PdbError('E_DAEMON_DIR', `the pdb-env daemon's socket cannot be used: ${planted}`, {
+      hint: `Remove ${files.socket} (or set PDB_ENV_DAEMON_DIR to a directory of yours with mode 0700).`,
     });
   if (existsSync(files.socket)) {
     if (await askDaemon('status', files))
@@ -143,6 +183,11 @@ class Daemon {
       watch: options.watch === true,
       served: 0,
       declined: 0,
+      refused: 0,
+      onDemand: process.env.PDB_ENV_DAEMON_STARTED === 'on-demand',
+      rssBytes: process.memoryUsage.rss(),
+      rssLimitBytes: options.maxRssBytes ?? maxRssBytes(process.env),
+      uptimeMs: 0,
     };
     this.finished = new Promise<void>((resolve) => (this.done = resolve));
     this.server = net.createServer((sock) => this.accept(sock));
@@ -170,6 +215,14 @@ class Daemon {
   /** Read one request from the connection, then queue it: commands run one at a time. */
   private accept(sock: net.Socket): void {
     sock.on('error', () => {});
+    // Every connection: its process must be this user's, whatever the directory's mode says.
+    const why = untrustedPeer(sock);
+    if (why) {
+      this.record.refused++;
+      process.stderr.write(`pdb-env daemon: E_DAEMON_PEER: a connection refused: ${why}\n`);
+      sock.destroy();
+      return;
+    }
     let buf: Buffer = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
       buf = Buffer.concat([buf, chunk]);
@@ -177,7 +230,9 @@ class Daemon {
       try {
         req = parseRequest(buf);
       } catch {
-        sock.destroy();
+        // Not a request of this build's client: it runs the command itself.
+        sock.off('data', onData);
+        this.decline(sock);
         return;
       }
       if (!req) return;
@@ -215,10 +270,11 @@ class Daemon {
       } catch {
         return this.decline(sock);
       }
-      for (const k of PER_COMMAND) {
-        if (req.env[k] === undefined) delete process.env[k];
-        else process.env[k] = req.env[k];
-      }
+      // The client's environment, all of it, and its umask, for the command; the daemon's own after.
+      const own = { ...process.env };
+      const ownMask = process.umask();
+      setEnvironment(req.env);
+      if (req.umask !== undefined) process.umask(req.umask);
       // What it prints goes back with its status in one write (a checkpoint prints a few lines).
       const out: Buffer[] = [];
       try {
@@ -230,9 +286,11 @@ class Daemon {
         this.record.served++;
         sock.end(Buffer.concat([...out, exitFrame(status)]));
       } finally {
-        for (const k of PER_COMMAND) delete process.env[k];
+        setEnvironment(own);
+        process.umask(ownMask);
         process.chdir('/');
       }
+      this.boundRss();
     } finally {
       if (!this.stopping) this.armIdle();
     }
@@ -247,8 +305,22 @@ class Daemon {
     }
   }
 
+  /** Past its RSS bound it exits after the command, and its caches with it: the next call runs node, and starts a fresh daemon on demand. */
+  private boundRss(): void {
+    const rss = process.memoryUsage.rss();
+    if (this.record.rssLimitBytes > 0 && rss > this.record.rssLimitBytes) {
+      const mib = (n: number) => `${Math.round(n / 1048576)} MiB`;
+      process.stderr.write(
+        `pdb-env daemon: its resident set (${mib(rss)}) is over its bound (${mib(this.record.rssLimitBytes)}, PDB_ENV_DAEMON_MAX_RSS_MB): it exits, dropping its caches\n`,
+      );
+      this.stop();
+    }
+  }
+
   private control(sock: net.Socket, what: string | undefined): void {
     if (what !== 'status' && what !== 'stop') return void sock.end(exitFrame(2));
+    this.record.rssBytes = process.memoryUsage.rss();
+    this.record.uptimeMs = Date.now() - Date.parse(this.record.startedAt);
     sock.write(frame('o', `${JSON.stringify(this.record)}\n`));
     sock.end(exitFrame(0));
     if (what === 'stop') this.stop();

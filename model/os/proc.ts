@@ -98,6 +98,9 @@ export function isProcessAlive(pid: number, startTime: string | null): boolean {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
   }
+  // A zombie has exited: it holds nothing and does nothing (a parent that has not reaped it yet).
+  const st = readProcStat(pid);
+  if (st && (st.state === 'Z' || st.state === 'X')) return false;
   if (startTime === null) return true;
   const now = processStartTime(pid);
   return now === null || now === startTime;

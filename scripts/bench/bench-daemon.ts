@@ -47,3 +47,32 @@ export async function startOwnDaemon(work: string, options: { watch?: boolean } 
     },
   };
 }
+
+/**
+ * The default path (rhythm --default-path): no `daemon start`; an empty daemon directory of the
+ * run's own, and the native client starts this user's daemon on demand (PDB_ENV_DAEMON unset).
+ * stop() stops the daemon it started and says how many commands it ran; those before it listened
+ * ran in node, as they do for a user.
+ */
+export function startOnDemand(work: string): OwnDaemon {
+  const dir = join(work, 'daemon');
+  rmSync(dir, { recursive: true, force: true });
+  process.env.PDB_ENV_DAEMON_DIR = dir;
+  delete process.env.PDB_ENV_DAEMON;
+  let expected = 0;
+  return {
+    count: (command) => {
+      if (SERVED.has(command)) expected++;
+    },
+    stop: async () => {
+      const s = JSON.parse((await $`${PDB_ENV} daemon stop --json`).stdout) as { record: { served: number; onDemand?: boolean } | null };
+      delete process.env.PDB_ENV_DAEMON_DIR;
+      if (!s.record?.onDemand)
+        throw new Error('no pdb-env daemon was started on demand in this run (no native/build/Release/pdb-env-client?)');
+      console.log(
+        `pdb-env daemon (started on demand): ran ${s.record.served} of ${expected} checkpoints and restores; the others ran in node`,
+      );
+      return s.record.served;
+    },
+  };
+}

@@ -17,6 +17,8 @@
 //
 // Checkpoints and restores go through bin/pdb-env as a user runs them, handed to the run's own
 // pdb-env daemon (bench-daemon.ts: the run fails unless it ran every one); --no-daemon without it;
+// --default-path starts none: the native client starts it on demand, as for a user who never typed
+// `pdb-env daemon start` (the commands before it listens run in node, and the receipt says how many);
 // --watch starts it with `--watch` (model/scan/watch.ts: it lstats only what an event touched).
 //
 // The tree: --pnpm-fixture DIR (the pinned pnpm monorepo, installed into DIR once: what the lead
@@ -34,13 +36,13 @@ import { scannerInfo } from '../../model/scan/scanner.js';
 import { PDB_ENV, allTrackedCopy, ensurePnpmMonorepo } from './baselines.js';
 import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchGoal, type BenchRow, type BenchStart } from './bench-receipt.js';
 import { generateTree } from './cow-tree.js';
-import { startOwnDaemon } from './bench-daemon.js';
+import { startOnDemand, startOwnDaemon } from './bench-daemon.js';
 import { bytesUnder, countEntries, regularFiles } from './user-path.js';
 import { formatDuration, median, scriptArgs } from '../lib.js';
 
 const USAGE =
   'usage: node dist/scripts/bench/rhythm.js [--pnpm-fixture DIR | --tree DIR | --generated FILES] [--turns 100] [--seed 38]\n' +
-  '                                      [--restore-rounds 11] [--backend full-copy] [--work /var/tmp/pdb-env-rhythm] [--out receipts/local] [--no-daemon] [--watch]';
+  '                                      [--restore-rounds 11] [--backend full-copy] [--work /var/tmp/pdb-env-rhythm] [--out receipts/local] [--no-daemon | --default-path] [--watch]';
 const { values } = scriptArgs(USAGE, {
   'pnpm-fixture': { type: 'string' },
   tree: { type: 'string' },
@@ -53,6 +55,7 @@ const { values } = scriptArgs(USAGE, {
   out: { type: 'string', default: packageFile('receipts', 'local') },
   'no-daemon': { type: 'boolean', default: false },
   watch: { type: 'boolean', default: false },
+  'default-path': { type: 'boolean', default: false },
 });
 const $ = zx({ verbose: false, quiet: true });
 const turns = Number(values.turns);
@@ -61,7 +64,9 @@ const seed = Number(values.seed);
 const work = resolve(values.work);
 const backend = values.backend;
 const daemon = values['no-daemon'] !== true;
-const watch = daemon && values.watch === true;
+/** The path a user takes: no `daemon start`; the client starts the daemon on demand (its first calls run in node). */
+const defaultPath = daemon && values['default-path'] === true;
+const watch = daemon && !defaultPath && values.watch === true;
 /** The goal of a 1-file checkpoint: at most this many bytes plus the changed file's. */
 const ONE_FILE_ALLOWANCE = 64 * 1024;
 
@@ -317,7 +322,7 @@ async function writeRhythmReceipt(
 ): Promise<string> {
   return writeBenchReceipt(start, {
     benchmark: 'rhythm',
-    command: `npm run bench:rhythm -- --turns ${turns} --restore-rounds ${restoreRounds} --seed ${seed} --backend ${backend}${daemon ? '' : ' --no-daemon'}${watch ? ' --watch' : ''}${values.tree ? ' --tree <dir>' : ''}${values.generated ? ` --generated ${values.generated}` : ''}${values.tree || values.generated ? '' : ' --pnpm-fixture <dir>'}`,
+    command: `npm run bench:rhythm -- --turns ${turns} --restore-rounds ${restoreRounds} --seed ${seed} --backend ${backend}${daemon ? '' : ' --no-daemon'}${defaultPath ? ' --default-path' : ''}${watch ? ' --watch' : ''}${values.tree ? ' --tree <dir>' : ''}${values.generated ? ` --generated ${values.generated}` : ''}${values.tree || values.generated ? '' : ' --pnpm-fixture <dir>'}`,
     params: {
       turns,
       restoreRounds,
@@ -329,6 +334,7 @@ async function writeRhythmReceipt(
       scanner: t.scanner.scanner,
       lstatThreads: t.scanner.threads,
       daemon,
+      defaultPath,
       watch,
       daemonServed: t.daemonServed,
     },
@@ -357,7 +363,7 @@ async function main(): Promise<void> {
   const start = await startBenchReceipt(work, resolve(values.out));
   const store = join(work, 'store');
   rmSync(store, { recursive: true, force: true });
-  const own = daemon ? await startOwnDaemon(work, { watch }) : null;
+  const own = !daemon ? null : defaultPath ? startOnDemand(work) : await startOwnDaemon(work, { watch });
   const pdb = (...args: string[]) => {
     own?.count(args[0]!);
     return $`${PDB_ENV} ${args} --store ${store}`;

@@ -7,6 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
   ancestorPids,
+  isProcessAlive,
   parseCmdline,
   parseEnviron,
   parseProcStat,
@@ -98,6 +99,21 @@ test('ancestors: the parents up to init from the stat lines alone, this process 
 test('/proc roots elsewhere: a missing one reads as nothing', () => {
   assert.equal(procPids('/nonexistent-proc'), []);
   assert.is(readProcStat(1, '/nonexistent-proc'), null);
+});
+
+test('a zombie (exited, not reaped yet) is not alive: it holds no lease', async () => {
+  if (!readProcStat(process.pid)) return skipTest('a zombie', 'procfs', 'no /proc here');
+  // `sleep 0` becomes the child of `sleep 5` (exec'd by sh), which never reaps it.
+  const parent = spawn('/bin/sh', ['-c', 'sleep 0 & echo $!; exec sleep 5'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let out = '';
+  parent.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  const pid = Number(await until('the child pid', () => /^\d+\n/.exec(out)?.[0]));
+  await until('the zombie', () => readProcStat(pid)?.state === 'Z');
+  const start = readProcStat(pid)!.startTime;
+  assert.is(isProcessAlive(pid, start), false);
+  assert.is(isProcessAlive(pid, null), false);
+  assert.is(isProcessAlive(parent.pid!, null), true);
+  parent.kill('SIGKILL');
 });
 
 test.run();
