@@ -229,16 +229,6 @@ function chunksOf(host: ChunkHost, digest: Digest): { refs: ChunkRef[]; list: Di
   }
 }
 
-/**
- * A chunk this document shares with the one it follows is not written again, so it is checked:
- * there, and holding this document's bytes for it (its digest is theirs). One deleted, truncated or
- * flipped in the store (verify names it) is put right from these bytes, the damaged copy moved to
- * the quarantine: the new document never names a damaged chunk, and the old one is whole again.
- */
-function keepWhole(host: ChunkHost, r: ChunkRef, slice: Buffer): void {
-  host.installWhole(r.digest, slice, 'obj'); // compares what is there, quarantines a damaged copy, writes these bytes
-}
-
 /** The chunk boundaries of `bytes`: the end offset of each chunk, in order (the last is bytes.length). */
 export function chunkEnds(bytes: Uint8Array): number[] {
   const ends: number[] = [];
@@ -318,13 +308,15 @@ export function installChunked(host: ChunkHost, digest: Digest, bytes: Buffer, l
   // One chunk is the document itself (the same digest): it is kept whole, with no list to name it.
   if (refs.length <= 1) return host.installWhole(digest, bytes, 'doc');
   // The chunks of the document this one is like are in the store (that document is live: it is
-  // read through them), but one may have been damaged since: each is compared (keepWhole).
+  // read through them); only the others are looked for, so a small change costs a few lookups.
+  // Reading every shared chunk back to compare it would make each checkpoint cost the whole
+  // Snapshot again (thousands of files); a chunk damaged in the store since is named by verify,
+  // and every reader of either document (restore, export, diff) refuses it, typed.
   const known = new Set(before.map((c) => c.digest));
   let at = 0;
   for (const r of refs) {
     // (installWhole looks for the object itself: a name not found costs a directory lookup.)
     if (!known.has(r.digest)) host.installWhole(r.digest, bytes.subarray(at, at + r.size), 'obj');
-    else keepWhole(host, r, bytes.subarray(at, at + r.size));
     at += r.size;
   }
   const list = native?.digest === digest ? native.list : encodeChunkList(refs);

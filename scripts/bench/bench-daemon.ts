@@ -24,6 +24,10 @@ export async function startOwnDaemon(work: string, options: { watch?: boolean } 
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   process.env.PDB_ENV_DAEMON_DIR = dir;
+  // Its commands use the daemon it starts, and start none of their own, whatever the caller's
+  // PDB_ENV_DAEMON says (the test runner sets 0: no daemon on demand).
+  const before = process.env.PDB_ENV_DAEMON;
+  process.env.PDB_ENV_DAEMON = 'manual';
   const watch = options.watch ? ['--watch'] : [];
   const r = JSON.parse((await $`${PDB_ENV} daemon start --idle-timeout 900 ${watch} --json`).stdout) as { pid: number; watch: boolean };
   if (r.watch !== (options.watch === true))
@@ -37,6 +41,8 @@ export async function startOwnDaemon(work: string, options: { watch?: boolean } 
     stop: async () => {
       const s = JSON.parse((await $`${PDB_ENV} daemon stop --json`).stdout) as { record: { served: number; declined: number } | null };
       delete process.env.PDB_ENV_DAEMON_DIR;
+      if (before === undefined) delete process.env.PDB_ENV_DAEMON;
+      else process.env.PDB_ENV_DAEMON = before;
       if (!s.record) throw new Error("this run's pdb-env daemon was gone before its end: its commands ran without it");
       if (s.record.declined > 0 || s.record.served !== expected)
         throw new Error(
