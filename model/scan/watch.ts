@@ -41,7 +41,8 @@ interface RootWatch {
   rootId: string;
   /** Watch descriptor to the directory's path relative to the root ('' for the root). */
   dirs: Map<number, string>;
-  watched: Set<string>;
+  /** Path to the watch descriptor of the directory last watched there. */
+  watched: Map<string, number>;
   /** Directories something happened in since the last walk. */
   dirty: Set<string>;
   /** Why the next walk is whole (null: it need not be). */
@@ -103,7 +104,7 @@ function arm(a: WatchAddon, root: string, index: TreeIndex): RootWatch | null {
     root,
     rootId,
     dirs: new Map(),
-    watched: new Set(),
+    watched: new Map(),
     dirty: new Set(),
     broken: null,
     key: null,
@@ -120,12 +121,18 @@ function arm(a: WatchAddon, root: string, index: TreeIndex): RootWatch | null {
 const ENOENT = 2;
 const ENOTDIR = 20;
 
+/**
+ * Watch the directory now at `rel`. inotify answers the watch descriptor it already has for that
+ * directory, or a new one for a directory made since under the same name; the old one then stands
+ * for a directory that is no longer there (see drain).
+ */
 function add(a: WatchAddon, w: RootWatch, rel: string, goneIsFine = false): boolean {
-  if (w.watched.has(rel)) return true;
   const wd = a.watchAdd(w.fd, rel === '' ? w.root : `${w.root}/${rel}`);
   if (wd < 0) return goneIsFine && (wd === -ENOENT || wd === -ENOTDIR);
+  const old = w.watched.get(rel);
+  if (old !== undefined && old !== wd) w.dirs.delete(old);
   w.dirs.set(wd, rel);
-  w.watched.add(rel);
+  w.watched.set(rel, wd);
   return true;
 }
 
@@ -148,7 +155,7 @@ function drain(a: WatchAddon, w: RootWatch): void {
       // Its directory is gone or was unmounted: one of the same name made since is another, unwatched
       // while it was made, so what it holds is lstat'ed (dirty) until a walk watches it again.
       w.dirs.delete(wd);
-      w.watched.delete(dir);
+      if (w.watched.get(dir) === wd) w.watched.delete(dir);
       w.dirty.add(dir);
       if (dir === '') w.broken = 'the root is gone';
       continue;
@@ -239,10 +246,14 @@ export function watchRecorded(session: string, key: string, raw: Pick<RawScan, '
     w.broken = 'the walk did not say which files have other links';
     return;
   }
+  // Every directory the walk saw changed is watched again, not only those without a watch: one
+  // removed while something under it is still open (a descriptor on a file in it pins it) is not
+  // gone to inotify, so no IN_IGNORED says so, and one made since under its name would be unwatched.
   for (const t of raw.touched)
-    if (t.kind === KIND_DIR && !w.watched.has(t.path)) {
+    if (t.kind === KIND_DIR) {
+      const had = w.watched.get(t.path);
       if (!add(a, w, t.path)) w.broken = `a watch could not be added to ${t.path}`;
-      w.dirty.add(t.path);
+      else if (had !== w.watched.get(t.path)) w.dirty.add(t.path);
     }
   w.linked = new Set(raw.linked);
   w.key = key;

@@ -275,6 +275,34 @@ test('a checkpoint through the watch is the full re-hash, whatever happened sinc
   assert.ok(watchCounts.vouched - before.vouched > 40, `${watchCounts.vouched - before.vouched} checkpoints vouched for by the watch`);
 });
 
+test('a directory removed while a descriptor under it is open, made again under its name: what is written in the new one is seen (CI seed 916508392)', async () => {
+  if (why) return;
+  watchSessionRoots();
+  const { svc, root } = await session();
+  // The descriptor pins a/deep/er/f0.txt, so the removed a, a/deep, a/deep/er stay allocated: inotify
+  // says nothing of their end (no IN_IGNORED) until it is closed, and their watches are still there.
+  const fd = openSync(join(root, 'a', 'deep', 'er', 'f0.txt'), 'r+');
+  try {
+    appendFileSync(join(root, 'a', 'deep', 'er', 'f0.txt'), 'more\n');
+    let r = await againstFull(svc, root);
+    assert.is(r.watched, r.full, 'the append under a');
+    rmSync(join(root, 'a'), { recursive: true });
+    mkdirSync(join(root, 'a'));
+    writeFileSync(join(root, 'a', 'f0.txt'), 'recreated\n');
+    r = await againstFull(svc, root);
+    assert.is(r.watched, r.full, 'a made again');
+    for (let i = 0; i < 3; i++) {
+      appendFileSync(join(root, 'a', 'f0.txt'), `more ${i}\n`);
+      if (i === 1) await sleep(120); // past the racy window: a row wrongly vouched for would be trusted
+      r = await againstFull(svc, root);
+      assert.ok(r.vouched, 'vouched for by the watch');
+      assert.is(r.watched, r.full, `append ${i} in the new a`);
+    }
+  } finally {
+    closeSync(fd);
+  }
+});
+
 test('a watched checkpoint lstats only what changed: one file appended in a large tree', async () => {
   if (why) return;
   watchSessionRoots();
