@@ -199,7 +199,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: pdb-env-client PDB_ENV_CJS [ARGS...] (bin/pdb-env runs it)\n");
     return 2;
   }
-  entry = argv[1];
+  // The entry by its real path: bin/pdb-env passes it as it was called (bin/pdb-env,
+  // ./node_modules/.bin/pdb-env: relative to this directory), and both the daemon this starts
+  // (from /) and the one it asks (its own working directory) must find the same file.
+  char *real = realpath(argv[1], NULL);
+  entry = real ? real : argv[1];
   args = argv + 2;
   nargs = argc - 2;
   struct sockaddr_un addr;

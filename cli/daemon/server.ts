@@ -15,6 +15,7 @@
 import { existsSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
+import { resolve } from 'node:path';
 import { PdbError } from '../../model/errors.js';
 import { packageFile } from '../../model/paths.js';
 import { cheapCall } from '../command-table.cjs';
@@ -263,7 +264,7 @@ class Daemon {
         return;
       }
       const call = cheapCall(req.args);
-      if (!this.sameEntry(req.entry) || !call || !SERVED.has(call.name) || environmentDiffers(req.env, process.env) !== null)
+      if (!this.sameEntry(req.entry, req.cwd) || !call || !SERVED.has(call.name) || environmentDiffers(req.env, process.env) !== null)
         return this.decline(sock);
       try {
         process.chdir(req.cwd);
@@ -296,10 +297,10 @@ class Daemon {
     }
   }
 
-  /** The client would run this very install's entry (by real path). */
-  private sameEntry(file: string): boolean {
+  /** The client would run this very install's entry (by real path; a relative one is the client's, from its working directory). */
+  private sameEntry(file: string, cwd: string): boolean {
     try {
-      return realpathSync(file) === this.entry;
+      return realpathSync(resolve(cwd, file)) === this.entry;
     } catch {
       return false;
     }

@@ -216,6 +216,32 @@ function sideBySide(alone: Side, served: Side, dir: string, args: string[], edit
   assert.equal(tree(served.root, []), tree(alone.root, []), 'the session roots differ');
 }
 
+test('pdb-env called by a relative path (./node_modules/.bin/pdb-env, bin/pdb-env): the daemon starts on demand and serves it', async () => {
+  const why = missing();
+  if (why) return skipTest('a relative pdb-env', 'native-scan', why);
+  const store = join(t.dir, 'store-rel');
+  writeTree(join(t.dir, 'src-rel'), { 'a.txt': 'a\n' });
+  assert.is(cli(['create', 's', '--from', join(t.dir, 'src-rel'), '--store', store]).code, 0);
+  const root = cli(['path', 's', '--store', store]).stdout.trim();
+  const dir = join(t.dir, 'd-rel');
+  // From the package's directory by `bin/pdb-env`: the client's entry is relative to its working directory.
+  const run = () =>
+    spawnSync('bin/pdb-env', ['checkpoint', 's', '--store', store], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1', PDB_ENV_DAEMON: '', PDB_ENV_DAEMON_DIR: dir, PDB_ENV_DAEMON_IDLE_MS: '8000' },
+    });
+  const first = run();
+  assert.is(first.status, 0, first.stderr);
+  const rec = (await until('the daemon started on demand by a relative pdb-env', () => status(dir).record, 15_000))!;
+  started.push(rec.pid);
+  appendFileSync(join(root, 'a.txt'), 'b\n');
+  const next = run();
+  assert.is(next.status, 0, next.stderr);
+  assert.is(status(dir).record!.served, 1, 'the daemon declined the checkpoint of a relative pdb-env');
+  assert.is(cli(['daemon', 'stop'], { env: { PDB_ENV_DAEMON_DIR: dir } }).code, 0);
+});
+
 test('a command the daemon runs has the effects it has run alone, byte for byte: env, cwd, umask, store, session', async () => {
   const why = missing();
   if (why) return skipTest('the daemon, byte for byte', 'native-scan', why);
