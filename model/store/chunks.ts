@@ -9,6 +9,8 @@ import { PdbError, isPdbError, osErrorCode, toPdbError } from '../errors.js';
 import { sha256 } from '../os/hash.js';
 import { loadNativeAddon } from '../os/native.js';
 import { tempPath } from '../os/temp-name.js';
+import { RECORD, decodeChunkList, encodeChunkList, chunksNotIn, type ChunkRef } from './chunk-list.js';
+export { decodeChunkList, encodeChunkList, chunksNotIn, type ChunkRef } from './chunk-list.js';
 
 /**
  * Chunk sizes: small enough that a 1-entry change of a Snapshot rewrites a few KB, large enough
@@ -213,19 +215,19 @@ function keepMemo(digest: Digest, m: CutMemo): void {
 }
 
 /**
- * The chunks of a document stored as chunks, and its list's object; none when it is not, or its list
- * cannot be read (nothing to share then). A list this process installed is taken from its memo when
- * the store's record names that very list object.
+ * The bytes of a chunked document's list (undecoded) and the list's object; null when it is not
+ * chunked or its list cannot be read (nothing to share then). A list this process installed is
+ * taken from its memo when the store's record names that very list object.
  */
-function chunksOf(host: ChunkHost, digest: Digest): { refs: ChunkRef[]; list: Digest | null } {
+function chunkListOf(host: ChunkHost, digest: Digest): { bytes: Buffer; list: Digest } | null {
   const rec = readChunkedRecord(host, digest);
-  if (!rec || rec === 'bad') return { refs: [], list: null };
+  if (!rec || rec === 'bad') return null;
   const m = memos?.get(digest);
   try {
     const bytes = m && m.installedList === rec.list ? m.list : host.getBytes(rec.list);
-    return { refs: decodeChunkList(bytes) ?? [], list: rec.list };
+    return bytes.length % RECORD === 0 ? { bytes, list: rec.list } : null;
   } catch {
-    return { refs: [], list: null };
+    return null;
   }
 }
 
@@ -235,34 +237,6 @@ export function chunkEnds(bytes: Uint8Array): number[] {
   const table = gear();
   for (let at = 0; at < bytes.length;) ends.push((at = cutPoint(bytes, at, table)));
   return ends;
-}
-
-/** One chunk of a document: its object and its length. */
-export interface ChunkRef {
-  digest: Digest;
-  size: number;
-}
-
-// A chunk list is itself an object: per chunk, its 32 digest bytes and its length (uint32, big
-// endian), 36 bytes a chunk. Binary, so that a list of a large document is chunked in turn.
-const RECORD = 36;
-
-export function encodeChunkList(chunks: readonly ChunkRef[]): Buffer {
-  const out = Buffer.allocUnsafe(chunks.length * RECORD);
-  chunks.forEach((c, i) => {
-    out.write(c.digest.slice(7), i * RECORD, 32, 'hex');
-    out.writeUInt32BE(c.size, i * RECORD + 32);
-  });
-  return out;
-}
-
-/** The chunks a list names; null when its bytes cannot be a list. */
-export function decodeChunkList(bytes: Buffer): ChunkRef[] | null {
-  if (bytes.length === 0 || bytes.length % RECORD !== 0) return null;
-  const out: ChunkRef[] = [];
-  for (let o = 0; o < bytes.length; o += RECORD)
-    out.push({ digest: `sha256:${bytes.toString('hex', o, o + 32)}`, size: bytes.readUInt32BE(o + 32) });
-  return out;
 }
 
 /**
@@ -302,24 +276,22 @@ export function installChunked(host: ChunkHost, digest: Digest, bytes: Buffer, l
     if (readFileSync(whole).equals(bytes)) return;
     host.quarantineObject(digest);
   }
-  const { refs: before, list: likeList } = like ? chunksOf(host, like) : { refs: [], list: null };
   const native = nativeChunkList(bytes, like);
-  const refs = native?.digest === digest ? (decodeChunkList(native.list) ?? []) : chunkRefs(bytes, before);
-  // One chunk is the document itself (the same digest): it is kept whole, with no list to name it.
-  if (refs.length <= 1) return host.installWhole(digest, bytes, 'doc');
+  const cutHere = native?.digest === digest;
   // The chunks of the document this one is like are in the store (that document is live: it is
   // read through them); only the others are looked for, so a small change costs a few lookups.
   // Reading every shared chunk back to compare it would make each checkpoint cost the whole
   // Snapshot again (thousands of files); a chunk damaged in the store since is named by verify,
   // and every reader of either document (restore, export, diff) refuses it, typed.
-  const known = new Set(before.map((c) => c.digest));
-  let at = 0;
-  for (const r of refs) {
-    // (installWhole looks for the object itself: a name not found costs a directory lookup.)
-    if (!known.has(r.digest)) host.installWhole(r.digest, bytes.subarray(at, at + r.size), 'obj');
-    at += r.size;
-  }
-  const list = native?.digest === digest ? native.list : encodeChunkList(refs);
+  const likeRaw = like ? chunkListOf(host, like) : null;
+  const likeList = likeRaw?.list ?? null;
+  let list: Buffer;
+  if (cutHere) list = native.list;
+  else list = encodeChunkList(chunkRefs(bytes, likeRaw ? (decodeChunkList(likeRaw.bytes) ?? []) : []));
+  // One chunk is the document itself (the same digest): it is kept whole, with no list to name it.
+  if (list.length <= RECORD) return host.installWhole(digest, bytes, 'doc');
+  // (installWhole looks for the object itself: a name not found costs a directory lookup.)
+  for (const c of chunksNotIn(list, likeRaw?.bytes ?? null)) host.installWhole(c.digest, bytes.subarray(c.at, c.at + c.size), 'obj');
   const listDigest = sha256Digest(list);
   if (list.length > LIST_THRESHOLD) installChunked(host, listDigest, list, likeList);
   else if (!existsSync(host.objectPath(listDigest))) host.installWhole(listDigest, list, 'obj');

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import fc from 'fast-check';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sha256Digest } from '../../../model/canonical-json.js';
@@ -7,6 +8,7 @@ import {
   CHUNK_MIN,
   chunkEnds,
   chunkRefs,
+  chunksNotIn,
   decodeChunkList,
   decodeChunkedRecord,
   encodeChunkList,
@@ -148,6 +150,31 @@ test('the addon cuts and hashes as chunkEnds and sha256 do, and names the whole 
     assert.equal(bytes.length ? decodeChunkList(cut!.list) : [], expected, `${bytes.length} bytes`);
     if (bytes.length) assert.ok(cut!.list.equals(encodeChunkList(expected)));
   }
+});
+
+test('chunksNotIn: the chunks of a list another does not name, where each begins, as decoding both lists gives (digests sharing their first bytes too)', () => {
+  // Digests from a small pool, some equal in their first 6 bytes (so in the 4 compared first) but not after (the byte compare decides).
+  const pool = Array.from({ length: 12 }, (_, i) => {
+    const d = randomBytes(32);
+    if (i % 3 === 1) d.fill(7, 0, 6);
+    return `sha256:${d.toString('hex')}`;
+  });
+  const refs = fc.array(fc.record({ d: fc.nat(pool.length - 1), size: fc.integer({ min: 1, max: 5000 }) }), { maxLength: 40 });
+  fc.assert(
+    fc.property(refs, fc.option(refs, { nil: null }), (now, before) => {
+      const list = encodeChunkList(now.map((r) => ({ digest: pool[r.d]! as `sha256:${string}`, size: r.size })));
+      const other = before && encodeChunkList(before.map((r) => ({ digest: pool[r.d]! as `sha256:${string}`, size: r.size })));
+      const known = new Set((other ? (decodeChunkList(other) ?? []) : []).map((c) => c.digest));
+      const want: Array<{ at: number; size: number; digest: string }> = [];
+      let at = 0;
+      for (const c of decodeChunkList(list) ?? []) {
+        if (!known.has(c.digest)) want.push({ at, size: c.size, digest: c.digest });
+        at += c.size;
+      }
+      assert.equal(chunksNotIn(list, other), want);
+    }),
+    { numRuns: 300 },
+  );
 });
 
 test.run();
