@@ -46,13 +46,8 @@ export function countFile(output: string, code: number | null): FileCounts {
   }
   const required = [...text.matchAll(REQUIRED_LINE)].map((m) => `${m[2]} [${m[1]}]: ${m[3]}`);
   if (uvuSkipped > 0) skips.push(`${uvuSkipped} test(s) not run (test.skip, or others beside a test.only)`);
-  if (Number.isNaN(total) || Number.isNaN(ok)) {
-    // A file that skipped its tests as it loaded (a tool it needs is missing), printed why and ran
-    // none: skipped, not crashed. Anything else without uvu's summary is a crash.
-    if (code === 0 && skippedTests > 0 && skippedParts === 0 && uvuSkipped === 0)
-      return { passed: 0, failed: 0, skipped: skippedTests, skips, required, problem: null };
+  if (Number.isNaN(total) || Number.isNaN(ok))
     return { passed: 0, failed: 1, skipped: 0, skips, required, problem: `crashed before reporting, exit ${code}` };
-  }
   const failedTests = total - ok;
   // A test that printed its skip and then returned is among uvu's passed ones.
   const passed = Math.max(0, ok - skippedTests);

@@ -48,6 +48,14 @@ function bin(args: string[], env: Record<string, string | undefined>, options: {
   return { code: r.status ?? 128, stdout: r.stdout, stderr: r.stderr };
 }
 
+/** A store under the test's directory holding session s, made from a source of one file (`tag` names both). */
+function oneFileStore(tag: string): string {
+  const store = join(t.dir, `store-${tag}`);
+  writeTree(join(t.dir, `src-${tag}`), { 'a.txt': 'a\n' });
+  assert.is(cli(['create', 's', '--from', join(t.dir, `src-${tag}`), '--store', store]).code, 0);
+  return store;
+}
+
 const missing = () => (existsSync(CLIENT) ? null : 'native/build has no pdb-env-client (no compiler at install)');
 
 test('a plain checkpoint starts the daemon on demand; the next is answered by it; PDB_ENV_DAEMON=0 starts none', async () => {
@@ -219,9 +227,7 @@ function sideBySide(alone: Side, served: Side, dir: string, args: string[], edit
 test('pdb-env called by a relative path (./node_modules/.bin/pdb-env, bin/pdb-env): the daemon starts on demand and serves it', async () => {
   const why = missing();
   if (why) return skipTest('a relative pdb-env', 'native-scan', why);
-  const store = join(t.dir, 'store-rel');
-  writeTree(join(t.dir, 'src-rel'), { 'a.txt': 'a\n' });
-  assert.is(cli(['create', 's', '--from', join(t.dir, 'src-rel'), '--store', store]).code, 0);
+  const store = oneFileStore('rel');
   const root = cli(['path', 's', '--store', store]).stdout.trim();
   const dir = join(t.dir, 'd-rel');
   // From the package's directory by `bin/pdb-env`: the client's entry is relative to its working directory.
@@ -331,9 +337,7 @@ test('a daemon killed (SIGKILL) mid-checkpoint, then a stale socket: the checkpo
 test('past its RSS bound a daemon answers the command, then exits and says so; the next call runs it itself', async () => {
   const why = missing();
   if (why) return skipTest('the RSS bound', 'native-scan', why);
-  const store = join(t.dir, 'store4');
-  writeTree(join(t.dir, 'src4'), { 'a.txt': 'a\n' });
-  assert.is(cli(['create', 's', '--from', join(t.dir, 'src4'), '--store', store]).code, 0);
+  const store = oneFileStore('4');
   const dir = join(t.dir, 'd4');
   const bad = cli(['daemon', 'run'], { env: { PDB_ENV_DAEMON_DIR: dir, PDB_ENV_DAEMON_MAX_RSS_MB: 'lots' } });
   assert.is(bad.code, 2, 'a usage error');
@@ -359,9 +363,7 @@ test('past its RSS bound a daemon answers the command, then exits and says so; t
 test('no peer check (no addon): no daemon starts (E_DAEMON_PEER), on demand at most once per 10 s, and the checkpoint runs', async () => {
   const why = missing();
   if (why) return skipTest('a daemon without its peer check', 'native-scan', why);
-  const store = join(t.dir, 'store5');
-  writeTree(join(t.dir, 'src5'), { 'a.txt': 'a\n' });
-  assert.is(cli(['create', 's', '--from', join(t.dir, 'src5'), '--store', store]).code, 0);
+  const store = oneFileStore('5');
   // An addon folder with no addon in it: pdb-env runs its JavaScript fallbacks, and has no SO_PEERCRED call.
   const noAddon = join(t.dir, 'no-addon');
   writeTree(noAddon, {});
