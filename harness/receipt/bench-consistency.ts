@@ -39,6 +39,53 @@ function perRoundRatio(xs: number[], ys: number[]): number | null {
   return r.length ? median(r) : null;
 }
 
+type Goal = NonNullable<BenchReceiptFigures['goals']>[number];
+
+/** The ratio a goal's rows give before its direction is applied; undefined where they give none (a missing row is pushed to `out`). */
+function goalRaw(r: BenchReceiptFigures, g: Goal, rowAt: Map<string, number>, at: string, out: Inconsistency[]): number | undefined {
+  const j = rowAt.get(`${g.group}\u0000${g.measured}`);
+  // A peak-RSS goal's baseline is a fixed limit ("300 MB RSS", MB = 10^6 bytes): its ratio is the row's peakRssKiB over it.
+  const rssLimitMb = /^(\d+) MB RSS$/.exec(g.baseline)?.[1];
+  const kib = j === undefined ? undefined : r.results[j]!.metrics?.peakRssKiB;
+  const rssKiB = typeof kib === 'number' ? kib : undefined;
+  // A store-growth goal's baseline is "bytes ROW added": the measured row's bytesAddedTotal over that row's.
+  const bytesOf = /^bytes (.+) added$/.exec(g.baseline)?.[1];
+  const totalOf = (name: string) => {
+    const k = rowAt.get(`${g.group}\u0000${name}`);
+    const v = k === undefined ? undefined : r.results[k]!.metrics?.bytesAddedTotal;
+    return typeof v === 'number' ? v : undefined;
+  };
+  const [grew, base] = bytesOf === undefined ? [undefined, undefined] : [totalOf(g.measured), totalOf(bytesOf)];
+  if (bytesOf !== undefined && (grew === undefined || base === undefined))
+    out.push({
+      pointer: `${at}/baseline`,
+      recorded: g.baseline,
+      recomputed: `no rows "${g.measured}" and "${bytesOf}" in group "${g.group}" with bytesAddedTotal`,
+      rule: "a store-growth goal's ratio is its row's bytesAddedTotal over the baseline row's",
+    });
+  const raw =
+    bytesOf !== undefined
+      ? grew === undefined || base === undefined
+        ? undefined
+        : grew / base
+      : rssLimitMb !== undefined
+        ? rssKiB === undefined
+          ? undefined
+          : (rssKiB * 1024) / (Number(rssLimitMb) * 1e6)
+        : j === undefined
+          ? undefined
+          : r.results[j]!.ratios[g.baseline];
+  // Some goals compare groups rather than rows (scale's growth): their ratio is not a row's, and only the verdict is recomputed.
+  if (rssLimitMb !== undefined && raw === undefined)
+    out.push({
+      pointer: `${at}/measured`,
+      recorded: g.measured,
+      recomputed: `no row "${g.measured}" in group "${g.group}" with peakRssKiB`,
+      rule: "a peak-RSS goal's ratio is its row's peak RSS over the limit",
+    });
+  return raw;
+}
+
 /** Every derived figure of a benchmark receipt that does not follow from its samples (empty: consistent). */
 export function benchReceiptInconsistencies(r: BenchReceiptFigures): Inconsistency[] {
   const out: Inconsistency[] = [];
@@ -65,27 +112,7 @@ export function benchReceiptInconsistencies(r: BenchReceiptFigures): Inconsisten
   });
   r.goals?.forEach((g, i) => {
     const at = `/goals/${i}`;
-    const j = rowAt.get(`${g.group}\u0000${g.measured}`);
-    // A peak-RSS goal's baseline is a fixed limit ("300 MB RSS", MB = 10^6 bytes): its ratio is the row's peakRssKiB over it.
-    const rssLimitMb = /^(\d+) MB RSS$/.exec(g.baseline)?.[1];
-    const kib = j === undefined ? undefined : r.results[j]!.metrics?.peakRssKiB;
-    const rssKiB = typeof kib === 'number' ? kib : undefined;
-    const raw =
-      rssLimitMb !== undefined
-        ? rssKiB === undefined
-          ? undefined
-          : (rssKiB * 1024) / (Number(rssLimitMb) * 1e6)
-        : j === undefined
-          ? undefined
-          : r.results[j]!.ratios[g.baseline];
-    // Some goals compare groups rather than rows (scale's growth): their ratio is not a row's, and only the verdict is recomputed.
-    if (rssLimitMb !== undefined && raw === undefined)
-      out.push({
-        pointer: `${at}/measured`,
-        recorded: g.measured,
-        recomputed: `no row "${g.measured}" in group "${g.group}" with peakRssKiB`,
-        rule: "a peak-RSS goal's ratio is its row's peak RSS over the limit",
-      });
+    const raw = goalRaw(r, g, rowAt, at, out);
     if (raw !== undefined) {
       const ratio = Math.round((g.direction === 'at-most' ? raw : 1 / raw) * 1000) / 1000;
       if (Math.abs(ratio - g.ratio) > GOAL_SLACK)

@@ -9,7 +9,7 @@ import { sha256Digest, type Digest } from '../canonical-json.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { F_ESCAPE, F_EXEC, KIND_DIR, KIND_FILE, rowPath, rowTarget, type IndexColumns } from './index-columns.js';
 import { nativeSnapshotSplice, nativeSnapshotWriter } from './scanner.js';
-import { CHUNK_THRESHOLD, keptSnapshot, nativeChunkList } from '../store/chunks.js';
+import { chunkThreshold, keptSnapshot, nativeChunkList } from '../store/chunks.js';
 
 const HEX = Buffer.from('0123456789abcdef', 'latin1');
 const bytesOf = (s: string) => Buffer.from(s, 'utf8');
@@ -55,7 +55,7 @@ export function snapshotBytesFromColumns(
     const bytes = splice(c, head, tail, ends, like, from, writer) ?? native(c, head, tail, ends);
     // A large one is cut and hashed by the addon in one pass (from `like`'s cut where this process
     // kept it); installing it takes that cut (chunks.ts).
-    const cut = bytes.length > CHUNK_THRESHOLD ? nativeChunkList(bytes, like, ends[0] === 0xffffffff ? null : ends) : null;
+    const cut = bytes.length > chunkThreshold(like) ? nativeChunkList(bytes, like, ends[0] === 0xffffffff ? null : ends) : null;
     return { bytes, digest: cut?.digest ?? sha256Digest(bytes) };
   }
   return jsSnapshotBytes(c, head, tail);
@@ -86,7 +86,7 @@ function documentEnds(base: Digest | null, excludes: readonly string[]): { head:
 
 /**
  * Install the Snapshot of the rows into `store`; its digest. A Snapshot larger than
- * CHUNK_THRESHOLD is stored as chunks (model/store/chunks.ts); made in memory and cut and hashed by
+ * chunkThreshold(like) is stored as chunks (model/store/chunks.ts); made in memory and cut and hashed by
  * the addon, it is never written whole. Streamed into a file instead and read back to be cut, the
  * same 25,000-entry Snapshot took 25-40 ms more of a checkpoint.
  */

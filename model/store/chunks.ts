@@ -29,6 +29,18 @@ export const CHUNK_MAX = 32 * 1024;
 /** A document larger than this is stored as chunks; smaller ones stay one object (as every document before). */
 export const CHUNK_THRESHOLD = 16 * 1024;
 /**
+ * The same for a document that follows another (`like`: a session's next Snapshot or cumulative
+ * Changeset), whose chunks it shares: a Changeset under 16 KiB was written whole at every
+ * checkpoint, 38% of what 30 two-file checkpoints of a 5,000-entry tree added
+ * (test/sessions/lifecycle/checkpoint-growth.test.ts; docs/store.md, "Chunk size").
+ */
+export const FOLLOW_THRESHOLD = 4 * 1024;
+
+/** Above how many bytes a document is stored as chunks: lower when it follows one whose chunks it can share. */
+export function chunkThreshold(like: Digest | null): number {
+  return like ? FOLLOW_THRESHOLD : CHUNK_THRESHOLD;
+}
+/**
  * A chunk list larger than this is chunked in turn (was CHUNK_THRESHOLD, 16 KiB): a 5,000-entry
  * Snapshot's list (247 chunks of 2 KiB on average, 8.9 KB) was written whole at every checkpoint.
  */

@@ -18,7 +18,7 @@ import { PdbError, isPdbError, osErrorCode, toPdbError } from '../errors.js';
 import { canonicalSnapshot, type Snapshot } from '../snapshot.js';
 import { nodeCrypto, randomHex } from '../os/hash.js';
 import { tempPath } from '../os/temp-name.js';
-import { CHUNK_THRESHOLD, assertStored, chunkParts, installChunked, readChunked, readChunkedRecord } from './chunks.js';
+import { assertStored, chunkThreshold, chunkParts, installChunked, readChunked, readChunkedRecord } from './chunks.js';
 import { makeReserve } from './reserve.js';
 
 /** The directory layout of a store. Paths only; what lives where is documented in DESIGN section 4. */
@@ -228,7 +228,7 @@ export class ObjectStore {
    * differ is quarantined and replaced: this is how a re-import repairs a damaged document.
    */
   private async install(digest: Digest, bytes: Buffer, kind: string, like: Digest | null = null): Promise<void> {
-    if (kind === 'doc' && bytes.length > CHUNK_THRESHOLD) return installChunked(this, digest, bytes, like);
+    if (kind === 'doc' && bytes.length > chunkThreshold(like)) return installChunked(this, digest, bytes, like);
     this.installWhole(digest, bytes, kind);
   }
 

@@ -104,3 +104,22 @@ export function goalLines(goals: BenchGoal[]): string[] {
     return `  ${g.met ? 'MET    ' : 'NOT MET'}  ${g.group}: ${g.goal}: ${rel}${stretch})`;
   });
 }
+
+/**
+ * Issue 53 item 3: what the store's objects gained over all the turns at most twice what git's loose
+ * objects gained for the same edits (apparent bytes, both sides: the bytes each kept).
+ */
+export function growthGoal(store: number[], git: number[], group: string): BenchGoal {
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  const r = sum(store) / sum(git);
+  return {
+    goal: "store growth over the turns at most 2x what git's loose objects gained",
+    group,
+    measured: 'pdb-env checkpoint',
+    baseline: 'bytes git add -A -f && git commit added',
+    direction: 'at-most',
+    limit: 2,
+    ratio: Math.round(r * 1000) / 1000,
+    met: r <= 2,
+  };
+}

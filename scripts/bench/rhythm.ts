@@ -35,6 +35,7 @@ import { packageFile } from '../../model/paths.js';
 import { scannerInfo } from '../../model/scan/scanner.js';
 import { PDB_ENV, allTrackedCopy, ensurePnpmMonorepo } from './baselines.js';
 import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchGoal, type BenchRow, type BenchStart } from './bench-receipt.js';
+import { growthGoal } from './goals.js';
 import { generateTree } from './cow-tree.js';
 import { startOnDemand, startOwnDaemon } from './bench-daemon.js';
 import { bytesUnder, countEntries, regularFiles } from './user-path.js';
@@ -288,6 +289,7 @@ function summarize(done: Turn[], entries: number): { rows: BenchRow[]; goals: Be
       met: oneFile <= 1,
       stretchMet: one.every((t) => t.storeBytes <= t.gitBytes),
     },
+    growthGoal(col('storeBytes'), col('gitBytes'), group),
     timeGoal('per-turn time at most git add -A -f && git commit', [CHECKPOINT, col('checkpointMs')], [GIT_COMMIT, col('commitMs')], 1),
     timeGoal(
       'checkpoint (1-10 files changed) at most 1.5x git status --porcelain',

@@ -88,6 +88,45 @@ test("a peak-RSS goal's ratio is recomputed from its row's peak RSS: an edited o
   );
 });
 
+test("a store-growth goal's ratio is recomputed from both rows' bytesAddedTotal: an edited one fails", () => {
+  const row = (name: string, total: number) => ({
+    name,
+    group: 'full-copy',
+    n: 0,
+    medianMs: null,
+    samplesMs: [],
+    ratios: {},
+    metrics: { bytesAddedTotal: total },
+  });
+  const r: BenchReceiptFigures = {
+    results: [row('pdb-env checkpoint', 3_000_000), row('git add -A -f && git commit', 1_000_000)],
+    goals: [
+      {
+        group: 'full-copy',
+        measured: 'pdb-env checkpoint',
+        baseline: 'bytes git add -A -f && git commit added',
+        direction: 'at-most',
+        limit: 2,
+        ratio: 3,
+        met: false,
+      },
+    ],
+  };
+  assert.equal(benchReceiptInconsistencies(r), []);
+  const edited = structuredClone(r);
+  Object.assign(edited.goals![0]!, { ratio: 1.9, met: true });
+  assert.equal(
+    benchReceiptInconsistencies(edited).map((i) => [i.pointer, i.recomputed]),
+    [['/goals/0/ratio', 3]],
+  );
+  const unmeasured = structuredClone(r);
+  delete unmeasured.results[1]!.metrics;
+  assert.equal(
+    benchReceiptInconsistencies(unmeasured).map((i) => i.pointer),
+    ['/goals/0/baseline'],
+  );
+});
+
 for (const [name, base, edit, pointer] of EDITS) {
   test(`a benchmark receipt with an edited ${name} fails validate`, () => {
     const r = structuredClone(base);

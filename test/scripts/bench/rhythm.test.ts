@@ -68,9 +68,17 @@ test('two turns and two restore rounds on a generated tree: a valid receipt of c
       ['1,1', '0,0'],
       'each restore wrote the one file back',
     );
-    assert.is(receipt.goals.length, 5);
-    assert.equal(receipt.goals[3].measured, 'pdb-env checkpoint (0 changed)');
-    assert.equal(receipt.goals[4].measured, restore.name);
+    assert.is(receipt.goals.length, 6);
+    const growth = receipt.goals[1];
+    assert.match(growth.goal, /store growth over the turns at most 2x/);
+    assert.is(
+      growth.ratio,
+      Math.round((cp.metrics.bytesAddedTotal / commit.metrics.bytesAddedTotal) * 1000) / 1000,
+      'store over git, all turns',
+    );
+    assert.is(growth.met, growth.ratio <= 2);
+    assert.equal(receipt.goals[4].measured, 'pdb-env checkpoint (0 changed)');
+    assert.equal(receipt.goals[5].measured, restore.name);
     assert.equal(benchReceiptInconsistencies(receipt), [], 'every figure follows from the samples');
   } finally {
     t.cleanup();

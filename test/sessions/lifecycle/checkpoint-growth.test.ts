@@ -2,9 +2,9 @@
 // checkpoints of two changed files each; beside it the same bytes are committed to a git copy of
 // the tree. The bytes the store's objects/ gained (apparent sizes, as the rhythm bench counts them)
 // are compared with what .git/objects gained (loose objects). The issue's goal is at most 2x; it is
-// not met yet (git deflates its objects, the store does not: docs/store.md, "Chunk size"), so this
-// holds the store to what it reaches now, 5.5x: 2 KiB chunks with lists rewritten whole under 16 KiB
-// (6.8x on this tree) fail it. The ratio is printed.
+// not met on this tree yet (git deflates its objects, the store does not: docs/store.md, "Chunk
+// size"), so this holds the store to what it reaches now, 4.2x: a Changeset chunked only above
+// 16 KiB (written whole at every checkpoint until then: 4.4x-4.7x) fails it. The ratio is printed.
 // PDB_GROWTH_SEED replays a run; its seed is printed.
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
@@ -16,8 +16,8 @@ import { hasCommand, skipTest, tempDir } from '../../helpers/index.js';
 
 const SEED = Number(process.env.PDB_GROWTH_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const TURNS = 30;
-/** What the store reaches now (4.4x-4.7x on this tree over seeds, 1 KiB chunks); the goal is 2. */
-const LIMIT = 5.5;
+/** What the store reaches now (3.2x-3.9x on this tree over seeds 1-7, 1 KiB chunks, documents that follow one chunked above 4 KiB); the goal is 2. */
+const LIMIT = 4.2;
 
 const t = tempDir();
 test.after(() => t.cleanup());
