@@ -4,6 +4,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as assert from 'uvu/assert';
+import { ObjectStore } from '../../../model/store/object-store.js';
+import type { Digest } from '../../../model/canonical-json.js';
 import { CLI, writeTree } from '../index.js';
 
 /** The CLI under test; PDB_TEST_CLI points the fault tests at another build (to see them fail on an older one). */
@@ -78,7 +80,8 @@ export function flipByte(file: string): void {
 
 /** The digest of a file entry in a Snapshot (read straight from the store). */
 export function fileDigest(store: string, snapshot: string, path: string): string {
-  const doc = JSON.parse(readFileSync(objectFile(store, snapshot), 'utf8')) as { entries: Array<{ path: string; digest?: string }> };
+  // Through the store: a Snapshot that follows another is kept as chunks above 4 KiB (model/store/chunks.ts).
+  const doc = ObjectStore.open(store).getDocument<{ entries: Array<{ path: string; digest?: string }> }>(snapshot as Digest, 'Snapshot');
   const e = doc.entries.find((x) => x.path === path);
   if (!e?.digest) throw new Error(`${path} is not a file of ${snapshot}`);
   return e.digest;
