@@ -50,12 +50,11 @@ function goalRaw(r: BenchReceiptFigures, g: Goal, rowAt: Map<string, number>, at
   const rssKiB = typeof kib === 'number' ? kib : undefined;
   // A store-growth goal's baseline is "bytes ROW added": the measured row's bytesAddedTotal over that row's.
   const bytesOf = /^bytes (.+) added$/.exec(g.baseline)?.[1];
-  const totalOf = (name: string) => {
-    const k = rowAt.get(`${g.group}\u0000${name}`);
+  const totalAt = (k: number | undefined) => {
     const v = k === undefined ? undefined : r.results[k]!.metrics?.bytesAddedTotal;
     return typeof v === 'number' ? v : undefined;
   };
-  const [grew, base] = bytesOf === undefined ? [undefined, undefined] : [totalOf(g.measured), totalOf(bytesOf)];
+  const [grew, base] = bytesOf === undefined ? [undefined, undefined] : [totalAt(j), totalAt(rowAt.get(`${g.group}\u0000${bytesOf}`))];
   if (bytesOf !== undefined && (grew === undefined || base === undefined))
     out.push({
       pointer: `${at}/baseline`,

@@ -289,7 +289,7 @@ function summarize(done: Turn[], entries: number): { rows: BenchRow[]; goals: Be
       met: oneFile <= 1,
       stretchMet: one.every((t) => t.storeBytes <= t.gitBytes),
     },
-    growthGoal(col('storeBytes'), col('gitBytes'), group),
+    growthGoal([CHECKPOINT, col('storeBytes')], [GIT_COMMIT, col('gitBytes')], group),
     timeGoal('per-turn time at most git add -A -f && git commit', [CHECKPOINT, col('checkpointMs')], [GIT_COMMIT, col('commitMs')], 1),
     timeGoal(
       'checkpoint (1-10 files changed) at most 1.5x git status --porcelain',

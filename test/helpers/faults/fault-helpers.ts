@@ -78,9 +78,8 @@ export function flipByte(file: string): void {
   chmodSync(file, 0o444);
 }
 
-/** The digest of a file entry in a Snapshot (read straight from the store). */
+/** The digest of a file entry in a Snapshot, read through the store (whole or as chunks). */
 export function fileDigest(store: string, snapshot: string, path: string): string {
-  // Through the store: a Snapshot that follows another is kept as chunks above 4 KiB (model/store/chunks.ts).
   const doc = ObjectStore.open(store).getDocument<{ entries: Array<{ path: string; digest?: string }> }>(snapshot as Digest, 'Snapshot');
   const e = doc.entries.find((x) => x.path === path);
   if (!e?.digest) throw new Error(`${path} is not a file of ${snapshot}`);

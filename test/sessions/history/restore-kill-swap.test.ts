@@ -197,11 +197,9 @@ test(`restore killed at random moments with ROOT/d swapped for a link to outside
   }
   let at = 2;
   const counts = { killed: 0, finished: 0, failed: 0, before: 0, restored: 0 };
-  let rounds = 0;
   const alive = setInterval(() => {}, 1000);
   try {
     for (let round = 0; counts.killed < KILLS && round < 3 * KILLS; round++) {
-      rounds = round + 1;
       // Uncheckpointed work first: the tree before differs from both checkpoints.
       writeFileSync(join(root, 'd', 'f0.txt'), `work of round ${round}\n`);
       writeFileSync(join(root, 'd', `u${round}.txt`), `u ${round}\n`);
@@ -270,6 +268,7 @@ test(`restore killed at random moments with ROOT/d swapped for a link to outside
   } finally {
     clearInterval(alive);
   }
+  const rounds = counts.killed + counts.finished + counts.failed; // each round ends one of the three ways
   console.log(
     `restore kills under a swap loop with a writer: ${counts.killed} killed, ${counts.finished} finished, ${counts.failed} refused of ${rounds} rounds; ` +
       `${counts.restored} restored, ${counts.before} as before; nothing outside, seed ${SEED} (${Math.round((Date.now() - t0) / 1000)} s)`,
