@@ -6,11 +6,18 @@
 //   was recorded (a path leaves the record only by being deleted, and then it is gone, which the
 //   lstat of the child of its nearest recorded ancestor finds);
 // - every changed path is lstat'ed, and so is every row whose parent is one (a recorded directory
-//   may have lost, gained or hidden children: an opaque directory, a whiteout's parent);
+//   may have lost, gained or hidden children: an opaque directory, a whiteout's parent), except,
+//   below a recorded directory that merges the base's directory at the same path (a copy-up, not
+//   opaque: what it lost is a whiteout and what it gained is in the record), a row whose index
+//   entry is the base's (not among the index's changes since the base): such a child, not recorded
+//   itself, is the base's entry now, and the index says that already. A row that is among those
+//   changes is lstat'ed (it may have been the upper dir's and deleted since, taking its record with it);
 // - below a directory whose contents come from elsewhere in the base (a renamed directory: its
 //   target can change from one checkpoint to the next) nothing is vouched for.
 import { KIND_DIR, childLinks, rowName } from './index-columns.js';
 import type { TreeIndex } from './tree-index.js';
+
+const [RECORDED, SUBTREE, MERGED, NOT_BASE] = [1, 2, 4, 8];
 
 /** What a scan leaves out (scan.ts's exclusion): bare names at any depth, exact relative paths. */
 export interface LeftOut {
@@ -25,9 +32,14 @@ export type ChangedPaths =
       paths: string[];
       /** Directories whose whole subtree is walked (contents from elsewhere in the base). */
       subtrees: string[];
+      /**
+       * Recorded directories that merge the base's directory at the same path (an overlay's
+       * copied-up directory, neither opaque nor renamed): their children not recorded are the base's.
+       */
+      merged?: string[];
       reason: null;
     }
-  | { paths: null; subtrees: null; reason: string };
+  | { paths: null; subtrees: null; merged?: null; reason: string };
 
 /**
  * The rows of `index` whose stat data is the recorded one (1), given what can have changed; null:
@@ -40,7 +52,12 @@ export type ChangedPaths =
  * index that builds a row's path at every probe (which made an overlay checkpoint of a turn that
  * wrote many files slower than a full-copy one).
  */
-export function vouchedByChanged(index: TreeIndex, changed: Exclude<ChangedPaths, { paths: null }>): Uint8Array | null {
+export function vouchedByChanged(
+  index: TreeIndex,
+  changed: Exclude<ChangedPaths, { paths: null }>,
+  /** The paths whose index entry is not the base's (its Changeset's); null: unknown, and `merged` is not used. */
+  sinceBase: Iterable<string> | null = null,
+): Uint8Array | null {
   const c = index.cols;
   if (changed.subtrees.includes('')) return null;
   const links = childLinks(c);
@@ -64,22 +81,30 @@ export function vouchedByChanged(index: TreeIndex, changed: Exclude<ChangedPaths
     rows.set(path, r);
     return r;
   };
-  const marked = new Uint8Array(c.n); // 1: recorded at; 2: a subtree walked whole
-  for (const p of changed.paths) {
-    const r = p === '' ? -1 : rowOf(p);
-    if (r >= 0) marked[r] |= 1;
-  }
-  for (const p of changed.subtrees) {
-    const r = rowOf(p);
-    if (r >= 0) marked[r] |= 2;
+  // 1: recorded at; 2: a subtree walked whole; 4: a merged directory; 8: not the base's entry in the index
+  const marked = new Uint8Array(c.n);
+  const mark = (paths: Iterable<string>, bit: number) => {
+    for (const p of paths) {
+      const r = p === '' ? -1 : rowOf(p);
+      if (r >= 0) marked[r] |= bit;
+    }
+  };
+  mark(changed.paths, RECORDED);
+  mark(changed.subtrees, SUBTREE);
+  if (sinceBase) {
+    mark(changed.merged ?? [], MERGED);
+    mark(sinceBase, NOT_BASE);
   }
   const vouch = new Uint8Array(c.n);
   for (let i = 0; i < c.n; i++) {
     const p = c.parent[i]!;
-    if (p >= 0 && marked[p]! & 2) marked[i] |= 2;
+    if (p >= 0 && marked[p]! & SUBTREE) marked[i] |= SUBTREE;
+    const m = marked[i]!;
     // A row of the root has a recorded parent: the root is the backend's own (an overlay's upper dir).
     // A row without recorded stat data (mode 0: a base's index may hold none for a symlink) is lstat'ed.
-    vouch[i] = marked[i] === 0 && p >= 0 && (marked[p]! & 1) === 0 && c.mode[i] !== 0 ? 1 : 0;
+    if (p < 0 || m & (RECORDED | SUBTREE) || c.mode[i] === 0) continue;
+    const mp = marked[p]!;
+    vouch[i] = (mp & RECORDED) === 0 || (mp & MERGED && (m & NOT_BASE) === 0) ? 1 : 0;
   }
   return vouch;
 }

@@ -139,8 +139,19 @@ async function backendVouch(
     return { vouch: null, reason: 'the tree index is not of this base' };
   const changed = await s.backend.changedPaths(s.ctx, s.root, s.dir, s.rec.backendState, exclusion(s.root, excludes));
   if (changed.paths === null) return { vouch: null, reason: changed.reason };
-  const vouch = vouchedByChanged(index, changed);
+  const vouch = vouchedByChanged(index, changed, pathsSinceBase(s, index));
   return vouch ? { vouch, reason: null } : { vouch: null, reason: 'the root is a renamed directory' };
+}
+
+/** The paths whose entry in `index` is not the base's (its Changeset's), or null when that cannot be read. */
+function pathsSinceBase(s: OpenSession, index: TreeIndex): string[] | null {
+  if (index.header.snapshot === s.rec.base) return [];
+  try {
+    return keptDocument<Changeset>(s.ctx.store, index.header.changeset!, 'Changeset').changes.map((c) => c.path);
+  } catch (err) {
+    if (isPdbError(err, 'E_OBJECT_MISSING') || isPdbError(err, 'E_OBJECT_CORRUPT')) return null;
+    throw err;
+  }
 }
 
 // Backends whose root is a directory of a local filesystem written in place: every write through

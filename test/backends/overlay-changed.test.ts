@@ -240,10 +240,26 @@ test('overlay: only what the upper dir holds is lstat-ed; a session root not mou
   // b was copied up for y.txt; a is a whiteout, c a renamed directory (its subtree is walked whole).
   assert.equal([...changed.paths!].sort(), ['a', 'b', 'b/y.txt', 'c']);
   assert.equal(changed.subtrees, ['c']);
+  // b merges the base's b (a copy-up): its other children are the base's.
+  assert.equal(changed.merged, ['b']);
   const cp = await svc.checkpoint('small');
   assert.is(cp.walked.by, 'backend');
   const full = await svc.checkpoint('small', { verify: true });
   assert.is(cp.snapshot, full.snapshot);
+  // A base directory deleted and made again is opaque, not merged; a file made in b and deleted after
+  // a checkpoint leaves the upper dir with its record, and the next checkpoint still sees it gone.
+  writeFileSync(join(s.root, 'b', 'made.txt'), 'made\n');
+  await svc.checkpoint('small');
+  rmSync(join(s.root, 'b', 'made.txt'));
+  rmSync(join(s.root, 'c'), { recursive: true });
+  mkdirSync(join(s.root, 'c'));
+  const again = await backend.changedPaths!(ctx, s.root, sessionDir, state, skip);
+  assert.equal([...again.paths!].sort(), ['a', 'b', 'b/y.txt', 'c']);
+  assert.equal(again.merged, ['b'], 'c is opaque now');
+  assert.equal(again.subtrees, []);
+  const after = await svc.checkpoint('small');
+  assert.is(after.deleted, 3, 'b/made.txt, c/deep and c/deep/x.txt are gone');
+  assert.is(after.snapshot, (await svc.checkpoint('small', { verify: true })).snapshot);
 });
 
 test('overlay: a chmod of a base file is a metadata-only copy-up (metacopy=on), and the upper-dir checkpoint sees it', async () => {
