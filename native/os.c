@@ -282,6 +282,41 @@ static napi_value ListAt(napi_env env, napi_callback_info info) {
   return err ? errnoValue(env, err) : out;
 }
 
+// sizesOf(dir, names) -> Float64Array: fstatat(2) below `dir` (not following a link) of each
+// NUL-terminated relative name of a buffer, in order, its size, or -errno (all -errno of opening
+// `dir` when that fails). A restore checks that every chunk of its target is there and of its size
+// before it takes anything (model/store/chunks.ts assertStored): 6,197 statSync calls took 30 ms
+// of an 87 ms restore on the pinned monorepo.
+static napi_value SizesOf(napi_env env, napi_callback_info info) {
+  size_t argc = 2, len = 0, dirLen = 0;
+  napi_value args[2], ab, out;
+  char *buf = NULL, dir[4096];
+  bool isBuf = false;
+  if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != napi_ok || argc < 2 ||
+      napi_get_value_string_utf8(env, args[0], dir, sizeof dir, &dirLen) != napi_ok || dirLen >= sizeof dir - 1 ||
+      napi_is_buffer(env, args[1], &isBuf) != napi_ok || !isBuf || napi_get_buffer_info(env, args[1], (void **)&buf, &len) != napi_ok) {
+    napi_throw_type_error(env, "E_INTERNAL", "pdb_scan: sizesOf takes (dir, buffer of NUL-terminated names)");
+    return NULL;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < len; i++) n += buf[i] == 0;
+  double *sizes = NULL;
+  if (napi_create_arraybuffer(env, n * sizeof(double), (void **)&sizes, &ab) != napi_ok) return NULL;
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int openErr = dfd < 0 ? errno : 0;
+  size_t k = 0;
+  for (size_t i = 0; i < len && k < n; k++) {
+    struct stat st;
+    const char *name = buf + i;
+    if (dfd < 0) sizes[k] = -(double)openErr;
+    else sizes[k] = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? (double)st.st_size : -(double)errno;
+    i += strlen(name) + 1;
+  }
+  if (dfd >= 0) close(dfd);
+  napi_create_typedarray(env, napi_float64_array, n, ab, 0, &out);
+  return out;
+}
+
 void osExports(napi_env env, napi_value exports) {
   napi_value fn;
   struct { const char *name; napi_callback cb; } at[] = {
@@ -298,4 +333,6 @@ void osExports(napi_env env, napi_value exports) {
   napi_set_named_property(env, exports, "umount", fn);
   napi_create_function(env, "portsFree", NAPI_AUTO_LENGTH, PortsFree, NULL, &fn);
   napi_set_named_property(env, exports, "portsFree", fn);
+  napi_create_function(env, "sizesOf", NAPI_AUTO_LENGTH, SizesOf, NULL, &fn);
+  napi_set_named_property(env, exports, "sizesOf", fn);
 }

@@ -19,7 +19,7 @@
 #define CTIM st_ctim
 #endif
 
-#define VERSION "9"
+#define VERSION "10"
 #define KIND_DIR 1
 #define KIND_FILE 2
 #define KIND_LINK 3

@@ -12,7 +12,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { mkdir, open, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { canonicalBytes, isDigest, sha256Digest, type Digest } from '../canonical-json.js';
 import { PdbError, isPdbError, osErrorCode, toPdbError } from '../errors.js';
 import { canonicalSnapshot, type Snapshot } from '../snapshot.js';
@@ -159,8 +159,9 @@ export class ObjectStore {
 
   objectPath(digest: Digest): string {
     if (!isDigest(digest)) throw new PdbError('E_BAD_PATH', `not a digest: ${String(digest)}`);
-    const hex = digest.slice(7);
-    return join(this.paths.objects, hex.slice(0, 2), hex.slice(2));
+    // Not path.join: paths.objects is joined already, the rest is hex, and join's normalizing was
+    // most of what a check of a Snapshot's 6,197 chunks cost (assertStored: 4-5 us a path).
+    return `${this.paths.objects}${sep}${digest.slice(7, 9)}${sep}${digest.slice(9)}`;
   }
 
   /**

@@ -3,12 +3,12 @@
 // `pdb-env doctor` names it), a build from source before a prebuilt, and a prebuilt for another
 // architecture, or one that does not load, refused with the reason while the JavaScript scanner runs.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { elfArch, nativeAddonFiles, nativeTarget } from '../../../model/os/native-addon-file.cjs';
-import { nativeAddonPath } from '../../../model/os/native.js';
+import { loadNativeAddon, nativeAddonPath } from '../../../model/os/native.js';
 import { cli, skipPart, tempDir } from '../../helpers/index.js';
 
 const NATIVE_MODULE = new URL('../../../model/os/native.js', import.meta.url).href;
@@ -130,6 +130,27 @@ test('only prebuilts for other platforms: the reason names the ones there are', 
   } finally {
     t.cleanup();
   }
+});
+
+test("sizesOf: each name below a directory, its lstat size or -errno, in order (assertStored checks a Snapshot's chunks with it)", () => {
+  const addon = loadNativeAddon().addon as { sizesOf?: (dir: string, names: Buffer) => Float64Array } | null;
+  if (!addon?.sizesOf) return skipPart('sizesOf', 'native-scan', 'the native addon is not built here');
+  const t = tempDir('pdb-native-');
+  const dir = join(t.dir, 'sizes');
+  mkdirSync(join(dir, 'ab'), { recursive: true });
+  writeFileSync(join(dir, 'ab', 'cd'), 'abc');
+  writeFileSync(join(dir, 'ab', 'empty'), '');
+  symlinkSync('a-target-of-15b', join(dir, 'ab', 'link'));
+  const names = Buffer.from(['ab/cd', 'ab/missing', 'ab/empty', 'ab/link', 'ab/cd/under-a-file'].map((n) => `${n}\0`).join(''));
+  assert.equal(Array.from(addon.sizesOf(dir, names)), [3, -2, 0, 15, -20]); // ENOENT 2, ENOTDIR 20; a link not followed
+  assert.equal(
+    Array.from(addon.sizesOf(join(dir, 'nowhere'), Buffer.from('ab/cd\0'))),
+    [-2],
+    'the directory missing: its errno for every name',
+  );
+  assert.equal(Array.from(addon.sizesOf(dir, Buffer.alloc(0))), []);
+  assert.throws(() => addon.sizesOf!(dir, 'ab/cd' as unknown as Buffer), /sizesOf takes/);
+  t.cleanup();
 });
 
 test.run();
