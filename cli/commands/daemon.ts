@@ -15,7 +15,7 @@ export function parseIdleTimeout(v: string | undefined): number {
 
 const mib = (n: number) => `${Math.round(n / 1048576)} MiB`;
 const describe = (r: DaemonRecord) =>
-  `pid ${r.pid}${r.onDemand ? ' (started on demand)' : ''}, socket ${r.socket}, ${r.served} command(s) run, ${r.declined} declined, ${r.refused ?? 0} connection(s) of other users refused, idle timeout ${r.idleTimeoutMs === 0 ? 'none' : `${r.idleTimeoutMs / 1000} s`}, up ${Math.round((r.uptimeMs ?? 0) / 1000)} s, RSS ${mib(r.rssBytes ?? 0)} of a ${r.rssLimitBytes ? mib(r.rssLimitBytes) : 'unbounded'} bound${r.watch ? ', watching session roots' : ''}`;
+  `pid ${r.pid}${r.onDemand ? ' (started on demand)' : ''}, socket ${r.socket}, ${r.served} command(s) run, ${r.declined} declined, ${r.refused ?? 0} connection(s) of other users refused, idle timeout ${r.idleTimeoutMs === 0 ? 'none' : `${r.idleTimeoutMs / 1000} s`}, up ${Math.round((r.uptimeMs ?? 0) / 1000)} s, RSS ${mib(r.rssBytes ?? 0)} (peak ${mib(r.peakRssBytes ?? 0)}) of a ${r.rssLimitBytes ? mib(r.rssLimitBytes) : 'unbounded'} bound${r.watch ? ', watching session roots' : ''}`;
 
 const daemon: DefineCommand<'daemon'> = (cmd, _ctx, sub) => {
   cmd.addHelpText(

@@ -118,6 +118,8 @@ export interface DaemonRecord {
   /** Its resident set when asked, and the bound past which it exits after a command (its caches go with it; PDB_ENV_DAEMON_MAX_RSS_MB). */
   rssBytes: number;
   rssLimitBytes: number;
+  /** The largest its resident set has been since it started (getrusage's maxrss). */
+  peakRssBytes: number;
   uptimeMs: number;
 }
 

@@ -77,6 +77,9 @@ function setEnvironment(env: Record<string, string | undefined>): void {
   for (const [k, v] of Object.entries(env)) if (v !== undefined) process.env[k] = v;
 }
 
+/** The process's largest resident set so far, in bytes (maxRSS is in KiB). */
+const peakRss = (): number => process.resourceUsage().maxRSS * 1024;
+
 /** PDB_ENV_DAEMON_MAX_RSS_MB (0: no bound), else 512 MiB. */
 export function maxRssBytes(env: NodeJS.ProcessEnv): number {
   const v = env.PDB_ENV_DAEMON_MAX_RSS_MB;
@@ -188,6 +191,7 @@ class Daemon {
       onDemand: process.env.PDB_ENV_DAEMON_STARTED === 'on-demand',
       rssBytes: process.memoryUsage.rss(),
       rssLimitBytes: options.maxRssBytes ?? maxRssBytes(process.env),
+      peakRssBytes: peakRss(),
       uptimeMs: 0,
     };
     this.finished = new Promise<void>((resolve) => (this.done = resolve));
@@ -321,6 +325,7 @@ class Daemon {
   private control(sock: net.Socket, what: string | undefined): void {
     if (what !== 'status' && what !== 'stop') return void sock.end(exitFrame(2));
     this.record.rssBytes = process.memoryUsage.rss();
+    this.record.peakRssBytes = peakRss();
     this.record.uptimeMs = Date.now() - Date.parse(this.record.startedAt);
     sock.write(frame('o', `${JSON.stringify(this.record)}\n`));
     sock.end(exitFrame(0));

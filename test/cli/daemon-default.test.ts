@@ -31,6 +31,7 @@ interface Record_ {
   idleTimeoutMs: number;
   rssBytes: number;
   rssLimitBytes: number;
+  peakRssBytes: number;
   uptimeMs: number;
 }
 const status = (dir: string) =>
@@ -112,10 +113,11 @@ test('a plain checkpoint starts the daemon on demand; the next is answered by it
   const after = status(dir).record!;
   assert.is(after.served, 1);
   assert.ok(after.rssBytes > 10 << 20 && after.rssBytes < after.rssLimitBytes, `RSS ${after.rssBytes} of ${after.rssLimitBytes}`);
+  assert.ok(after.peakRssBytes >= after.rssBytes, `peak RSS ${after.peakRssBytes} under RSS ${after.rssBytes}`);
   assert.ok(after.uptimeMs > 0);
   assert.match(
     cli(['daemon', 'status'], { env: { PDB_ENV_DAEMON_DIR: dir } }).stdout,
-    /started on demand.*idle timeout 4 s, up \d+ s, RSS \d+ MiB of a 512 MiB bound/,
+    /started on demand.*idle timeout 4 s, up \d+ s, RSS \d+ MiB \(peak \d+ MiB\) of a 512 MiB bound/,
   );
   // Idle: it exits by itself, and leaves no socket.
   await until('the on-demand daemon idle and gone', () => !processAlive(rec.pid), 15_000);
