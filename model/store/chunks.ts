@@ -2,7 +2,7 @@
 // chunk): a boundary depends only on the 32 bytes before it, so two Snapshots that differ in a few
 // entries share every chunk those entries are not in. Boundaries only decide what is shared, never
 // what is read: a document is always reassembled and checked against its own digest.
-import { mkdirSync, existsSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { sha256Digest, type Digest } from '../canonical-json.js';
 import { PdbError, isPdbError, osErrorCode, toPdbError } from '../errors.js';
@@ -356,74 +356,6 @@ export function readChunkedRecord(host: ChunkHost, digest: Digest): { list: Dige
     throw toPdbError(err, 'E_IO', { action: `reading object ${digest}` });
   }
   return decodeChunkedRecord(text) ?? 'bad';
-}
-
-const ENOENT = 2;
-type AddonSizesOf = (dir: string, names: Buffer) => Float64Array;
-let addonSizesOf: AddonSizesOf | null | undefined;
-
-/**
- * The lstat size of each chunk object, or -errno (ENOENT: 2): one native call for them all where
- * the addon has it, each looked up below the objects directory (6,197 chunks of the pinned
- * monorepo's Snapshot: about 30 ms by statSync of its full path), else statSync.
- */
-function chunkSizes(host: ChunkHost, refs: ChunkRef[]): Float64Array {
-  if (addonSizesOf === undefined) {
-    const addon = loadNativeAddon().addon as { sizesOf?: AddonSizesOf } | null;
-    addonSizesOf = typeof addon?.sizesOf === 'function' ? addon.sizesOf.bind(addon) : null;
-  }
-  const objects = host.paths.objects;
-  if (addonSizesOf && objects) {
-    // A chunk list's digests are made from its bytes (hex), so each is a name of two levels.
-    const names = refs.map((r) => `${r.digest.slice(7, 9)}/${r.digest.slice(9)}\0`).join('');
-    return addonSizesOf(objects, Buffer.from(names, 'latin1'));
-  }
-  return Float64Array.from(refs, (r) => {
-    try {
-      return statSync(host.objectPath(r.digest)).size;
-    } catch (err) {
-      return osErrorCode(err) === 'ENOENT' ? -ENOENT : -1;
-    }
-  });
-}
-
-/**
- * Without reading the document's bytes: `digest` is in the store and, stored as chunks, its record,
- * its chunk list (read and hashed: small) and every chunk are there, each of the size the list
- * gives. E_OBJECT_MISSING or E_OBJECT_CORRUPT naming the piece. A byte flipped inside a chunk is
- * found only by reading it (verify, or whoever reads the document).
- */
-export function assertStored(host: ChunkHost, digest: Digest): void {
-  if (existsSync(host.objectPath(digest))) return;
-  const rec = readChunkedRecord(host, digest);
-  const corrupt = (why: string, path?: string) =>
-    new PdbError('E_OBJECT_CORRUPT', `object ${digest} (stored as chunks) ${why}`, { hint: host.repairHint, path });
-  if (!rec) throw new PdbError('E_OBJECT_MISSING', `object ${digest} is not in the store`, { hint: host.repairHint });
-  if (rec === 'bad') throw corrupt('has a record that is not a chunk list reference', host.chunkedPath(digest));
-  let refs: ChunkRef[] | null;
-  try {
-    refs = decodeChunkList(host.getBytes(rec.list));
-  } catch (err) {
-    if (isPdbError(err, 'E_OBJECT_MISSING') || isPdbError(err, 'E_OBJECT_CORRUPT'))
-      throw corrupt(`cannot be read: its chunk list ${rec.list} is missing or damaged`, host.objectPath(rec.list));
-    throw err;
-  }
-  if (!refs) throw corrupt(`has a chunk list ${rec.list} that is not one`, host.objectPath(rec.list));
-  const sizes = chunkSizes(host, refs);
-  let total = 0;
-  refs.forEach((r, k) => {
-    const size = sizes[k]!;
-    if (size === -ENOENT)
-      throw new PdbError('E_OBJECT_MISSING', `object ${digest} (stored as chunks): its chunk ${r.digest} is not in the store`, {
-        hint: host.repairHint,
-        path: host.objectPath(r.digest),
-      });
-    if (size < 0)
-      throw new PdbError('E_IO', `reading chunk ${r.digest} of ${digest} failed (errno ${-size})`, { path: host.objectPath(r.digest) });
-    if (size !== r.size) throw corrupt(`has a damaged chunk ${r.digest} (${size} bytes, not ${r.size})`, host.objectPath(r.digest));
-    total += r.size;
-  });
-  if (total !== rec.size) throw corrupt(`has chunks of ${total} bytes, not the ${rec.size} its record says`, host.chunkedPath(digest));
 }
 
 /** A chunked document's bytes, reassembled and checked against its digest; any piece missing or damaged is E_OBJECT_CORRUPT naming the document. */

@@ -18,7 +18,8 @@ import { PdbError, isPdbError, osErrorCode, toPdbError } from '../errors.js';
 import { canonicalSnapshot, type Snapshot } from '../snapshot.js';
 import { nodeCrypto, randomHex } from '../os/hash.js';
 import { tempPath } from '../os/temp-name.js';
-import { assertStored, chunkThreshold, chunkParts, installChunked, readChunked, readChunkedRecord } from './chunks.js';
+import { assertStored } from './chunk-check.js';
+import { chunkThreshold, chunkParts, installChunked, readChunked, readChunkedRecord } from './chunks.js';
 import { makeReserve } from './reserve.js';
 
 /** The directory layout of a store. Paths only; what lives where is documented in DESIGN section 4. */
