@@ -12,7 +12,7 @@ import { PdbError } from '../model/errors.js';
 import { COMMAND_MODULES } from './command-modules.js';
 import type { CheapCall } from './command-table.cjs';
 import type { CommandModuleExports } from './context.js';
-import { captureOutput, emitError, writeDirectly } from './output.js';
+import { captureOutput, emitError, put, writeDirectly } from './output.js';
 import { forCaller } from './request.js';
 
 /** Run a plain call of a cheap command; its exit status. */
@@ -30,6 +30,16 @@ export async function runCheap(call: CheapCall): Promise<number> {
   }
 }
 
+/** The daemon's caches, and its watch with `daemon start --watch`, in this bundle's modules (once each; idempotent). */
+async function daemonCaches(watch: boolean | undefined): Promise<void> {
+  // The daemon reads the same session indexes again and again: their checksums once each; and
+  // cuts each session's next Snapshot from its last (model/store/chunks.ts).
+  (await import('../model/scan/tree-index.js')).rememberVerifiedIndexes();
+  (await import('../model/store/chunks.js')).rememberCuts();
+  // `daemon start --watch`: the roots of the sessions it checkpoints are watched (model/scan/watch.ts).
+  if (watch) (await import('../model/scan/watch.js')).watchSessionRoots();
+}
+
 /**
  * Run a plain call for a client of the pdb-env daemon (cli/daemon/server.ts): what it prints goes
  * to `sink`, and the command runs for the client's process. Runs inside the checkpoint bundle,
@@ -39,15 +49,30 @@ export async function runCheapFor(
   call: CheapCall,
   client: { pid: number; watch?: boolean; sink: (fd: 1 | 2, text: string) => void },
 ): Promise<number> {
-  // The daemon reads the same session indexes again and again: their checksums once each; and
-  // cuts each session's next Snapshot from its last (model/store/chunks.ts).
-  (await import('../model/scan/tree-index.js')).rememberVerifiedIndexes();
-  (await import('../model/store/chunks.js')).rememberCuts();
-  // `daemon start --watch`: the roots of the sessions it checkpoints are watched (model/scan/watch.ts).
-  if (client.watch) (await import('../model/scan/watch.js')).watchSessionRoots();
+  await daemonCaches(client.watch);
   captureOutput(client.sink);
   try {
     return await forCaller(client.pid, () => runCheap(call));
+  } finally {
+    captureOutput(null);
+  }
+}
+
+/**
+ * A plain turn hook (`hook AGENT ...`, sessions/hooks/turn-hook.ts) for a client of the daemon,
+ * with the stdin the client forwarded: its exit status, or null (nothing done, nothing printed)
+ * when it is not one, and the client runs it itself.
+ */
+export async function runHookFor(
+  args: readonly string[],
+  stdin: string | undefined,
+  client: { pid: number; watch?: boolean; sink: (fd: 1 | 2, text: string) => void },
+): Promise<number | null> {
+  await daemonCaches(client.watch);
+  captureOutput(client.sink);
+  try {
+    const { turnHookCall } = await import('../sessions/hooks/turn-hook.js');
+    return await forCaller(client.pid, () => turnHookCall(args, stdin, { out: (t) => put(1, t), err: (t) => put(2, t) }));
   } finally {
     captureOutput(null);
   }

@@ -20,7 +20,8 @@ export function captureOutput(to: ((fd: 1 | 2, text: string) => void) | null): v
   sink = to;
 }
 
-function put(fd: 1 | 2, text: string): void {
+/** Print `text` on fd 1 or 2 (or to the daemon's client), as emit and emitError do. */
+export function put(fd: 1 | 2, text: string): void {
   if (sink) {
     sink(fd, text);
     return;

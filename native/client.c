@@ -1,5 +1,5 @@
-// pdb-env-client: the executable bin/pdb-env runs for `pdb-env checkpoint` and `pdb-env restore`
-// where it was built. It
+// pdb-env-client: the executable bin/pdb-env runs for `pdb-env checkpoint`, `pdb-env restore` and
+// `pdb-env hook` where it was built. It
 // hands the command line to the resident pdb-env daemon of this user (`pdb-env daemon start`,
 // cli/daemon/) over its Unix socket, and prints what the daemon answers; where there is no
 // daemon, or the daemon says "run it yourself", it becomes `node <pdb-env.cjs> ARGS` (execvp, the
@@ -8,7 +8,9 @@
 //
 // Usage (bin/pdb-env): pdb-env-client <path of dist/cli/pdb-env.cjs> ARGS...
 // Request: "PDBD1\n", then NUL-terminated strings: "pid=N", "cwd=DIR", "umask=OCTAL", "entry=FILE", then
-// "arg=A" for each argument and "env=K=V" for each variable, then an empty string.
+// "arg=A" for each argument and "env=K=V" for each variable, for a turn hook (`hook AGENT`) "stdin=TEXT"
+// (its stdin, read here: a hook's payload), then an empty string. Where the daemon declines a hook
+// whose stdin was read, node gets the same bytes on its stdin (a memfd, or an unlinked temporary file).
 // Answer: frames of one type byte and a 4-byte little-endian length, then the data:
 // 'o' stdout bytes, 'e' stderr bytes, 'x' the exit status (4 bytes LE), 'f' run it yourself.
 #define _GNU_SOURCE
@@ -21,6 +23,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -34,8 +37,35 @@ static const char *entry;
 static char **args;
 static int nargs;
 
+// A turn hook's stdin, once read (forwarded to the daemon; handed to node if it declines).
+static char *stdinBuf;
+static size_t stdinLen;
+static int stdinRead;
+
+static int writeAll(int fd, const char *p, size_t n);
+
+// What was read of stdin, as node's stdin: a file of those bytes, at its start, on fd 0.
+static void restoreStdin(void) {
+  if (!stdinRead) return;
+  int fd = -1;
+#ifdef MFD_CLOEXEC
+  fd = memfd_create("pdb-env-stdin", MFD_CLOEXEC);
+#endif
+  if (fd < 0) {
+    char tmpl[] = "/tmp/pdb-env-stdin-XXXXXX";
+    fd = mkstemp(tmpl);
+    if (fd >= 0) unlink(tmpl);
+  }
+  if (fd < 0 || writeAll(fd, stdinBuf, stdinLen) != 0 || lseek(fd, 0, SEEK_SET) != 0 || dup2(fd, 0) < 0) {
+    fprintf(stderr, "pdb-env: cannot hand the hook's stdin to node: %s\n", strerror(errno));
+    _exit(70);
+  }
+  if (fd != 0) close(fd);
+}
+
 // Run the command in node instead (no daemon, or it declined before printing anything).
 static void fallback(void) {
+  restoreStdin();
   char **argv = calloc((size_t)nargs + 3, sizeof(char *));
   if (!argv) _exit(70);
   argv[0] = "node";
@@ -194,6 +224,37 @@ static int readAll(int fd, char *p, size_t n) {
   return 0;
 }
 
+// A turn hook the daemon may run: `hook AGENT [--store DIR|--store=DIR] [--json] [PAYLOAD]`
+// (anything else, --print-settings or --help say, runs in node with stdin untouched). Its stdin
+// is read here, all of it, unless it is a terminal or the agent is Codex (whose payload is an
+// argument); one of over 1 MiB or with a NUL byte goes to node (which says what is wrong with it).
+static int plainHook(void) {
+  if (nargs < 2) return 0;
+  for (int i = 2; i < nargs; i++) {
+    if (strcmp(args[i], "--store") == 0 && i + 1 < nargs) i++;
+    else if (strncmp(args[i], "--store=", 8) != 0 && strcmp(args[i], "--json") != 0 && args[i][0] == '-') return 0;
+  }
+  if (strcmp(args[1], "codex") == 0 || isatty(0)) return 1;
+  size_t cap = 65536;
+  stdinBuf = malloc(cap + 1);
+  if (!stdinBuf) _exit(70);
+  stdinRead = 1;
+  for (;;) {
+    if (stdinLen == cap) {
+      cap *= 2;
+      stdinBuf = realloc(stdinBuf, cap + 1);
+      if (!stdinBuf) _exit(70);
+    }
+    ssize_t r = read(0, stdinBuf + stdinLen, cap - stdinLen);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return 0; // node reads it, and says why it cannot
+    if (r == 0) break;
+    stdinLen += (size_t)r;
+  }
+  stdinBuf[stdinLen] = 0;
+  return stdinLen <= (1u << 20) && memchr(stdinBuf, 0, stdinLen) == NULL;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: pdb-env-client PDB_ENV_CJS [ARGS...] (bin/pdb-env runs it)\n");
@@ -211,6 +272,7 @@ int main(int argc, char **argv) {
   addr.sun_family = AF_UNIX;
   int mode = daemonMode();
   if (mode == 0) fallback();
+  if (nargs >= 1 && strcmp(args[0], "hook") == 0 && !plainHook()) fallback();
   int dirState = socketPath(addr.sun_path, sizeof addr.sun_path);
   if (dirState < 0) fallback();
   // The socket must be this user's socket: a file another user made is not asked anything.
@@ -249,6 +311,7 @@ int main(int argc, char **argv) {
   put("entry=", entry);
   for (int i = 0; i < nargs; i++) put("arg=", args[i]);
   for (char **e = environ; *e; e++) put("env=", *e);
+  if (stdinRead) put("stdin=", stdinBuf);
   put("", NULL);
   if (writeAll(fd, req, reqLen) != 0) fallback();
 

@@ -57,6 +57,10 @@ const CHECKPOINT_INLINE = new Set([
   // restore, the other cheap command: what it loads beyond a checkpoint.
   'cli/commands/history.js',
   'sessions/history/restore.js',
+  // the daemon's turn hooks (cheap-path.ts runHookFor): a checkpoint before and after an agent's turn.
+  'sessions/hooks/turn-hook.js',
+  'sessions/hooks/claude-code.js',
+  'sessions/hooks/dialects.js',
   ...checkpointInlineModules(),
 ]);
 

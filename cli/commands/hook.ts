@@ -31,6 +31,9 @@ export function pdbEnvOnPath(pathVar: string, bin = packageFile('bin', 'pdb-env'
   return false;
 }
 
+/** A hook's output on this process's stdout and stderr (the daemon's goes to its client: cli/cheap-path.ts). */
+const processIo = { out: (text: string) => void process.stdout.write(text), err: (text: string) => void process.stderr.write(text) };
+
 async function readStdin(): Promise<string> {
   if (process.stdin.isTTY)
     throw new PdbError('E_HOOK_INPUT', 'pdb-env hook claude-code reads the hook JSON on stdin, and stdin is a terminal', {
@@ -70,25 +73,15 @@ Install: pdb-env hook ${agent} --print-settings`,
       )
       .action(async (payload: string | undefined, o, command) => {
         const g = command.optsWithGlobals();
-        const { HOOK_DIALECTS, hookAgentTurn } = await import('../../sessions/hooks/dialects.js');
+        const { HOOK_DIALECTS } = await import('../../sessions/hooks/dialects.js');
         const d = HOOK_DIALECTS[agent];
         if (o.printSettings) {
           process.stdout.write(d.settings(selfCommand(['hook', agent, ...(g.store ? ['--store', resolve(g.store)] : [])])));
           return;
         }
-        const say = (line: string) => process.stderr.write(`${line}\n`);
-        let phase: 'before' | 'after' = 'after';
-        try {
-          const text = d.input === 'argv' && payload !== undefined ? payload : await readStdin();
-          const r = await hookAgentTurn(agent, text, { store: g.store, say });
-          phase = r.phase;
-          if (g.json) say(JSON.stringify(r));
-        } catch (err) {
-          say(`pdb-env: no checkpoint for this turn: ${(err as Error).message}`);
-        }
-        // Whatever happened, the agent goes on.
-        process.stdout.write(d.stdout(phase));
-        ctx.exitCode = d.goOnStatus;
+        const { agentTurn } = await import('../../sessions/hooks/turn-hook.js');
+        const text = () => (d.input === 'argv' && payload !== undefined ? payload : readStdin());
+        ctx.exitCode = await agentTurn(agent, text, { store: g.store, json: g.json }, processIo);
       });
 }
 
@@ -123,7 +116,7 @@ node and this install by absolute path (said on stderr): print it again after mo
     )
     .action(async (o, command) => {
       const g = command.optsWithGlobals();
-      const { hookCreate, hookRemove, hookSettings, hookTurn, parseHookInput } = await import('../../sessions/hooks/claude-code.js');
+      const { hookCreate, hookRemove, hookSettings, parseHookInput } = await import('../../sessions/hooks/claude-code.js');
       if (o.printSettings) {
         // `pdb-env` from PATH survives a node upgrade or a reinstall elsewhere; absolute paths do not.
         const onPath = pdbEnvOnPath(process.env.PATH ?? '');
@@ -139,15 +132,9 @@ node and this install by absolute path (said on stderr): print it again after mo
       const input = parseHookInput(await readStdin());
       const say = (line: string) => process.stderr.write(`${line}\n`);
       if (input.event === 'UserPromptSubmit' || input.event === 'Stop') {
-        // Never on stdout (a UserPromptSubmit hook's stdout goes into the model's context), never
-        // exit 2 (it would block the prompt, or keep Claude from stopping): a failure is said on
-        // stderr with exit 1, which Claude Code shows and goes on.
-        try {
-          await hookTurn(input, { store: g.store, say });
-        } catch (err) {
-          say(`pdb-env: no checkpoint for this turn: ${(err as Error).message}`);
-          ctx.exitCode = 1;
-        }
+        // A failure is said on stderr with exit 1, which Claude Code shows and goes on (turn-hook.ts).
+        const { claudeTurn } = await import('../../sessions/hooks/turn-hook.js');
+        ctx.exitCode = await claudeTurn(input, g.store, processIo);
         return;
       }
       if (input.event === 'WorktreeCreate') {

@@ -1,6 +1,7 @@
 // The pdb-env daemon's wire format (native/client.c writes and reads the same).
 // Request: "PDBD1\n", then NUL-terminated strings "pid=N", "cwd=DIR", "umask=OCTAL", "entry=FILE", "arg=A"
-// (each argument, in order) and "env=K=V" (each variable), ended by an empty string.
+// (each argument, in order), "env=K=V" (each variable) and, for a turn hook, "stdin=TEXT" (what
+// the client read from its stdin, no NUL in it), ended by an empty string.
 // Answer: frames of a type byte and a 4-byte little-endian length, then that many bytes:
 // 'o' stdout, 'e' stderr, 'x' the exit status (4 bytes LE, last), 'f' run it yourself (first and only).
 import { PdbError } from '../../model/errors.js';
@@ -19,6 +20,8 @@ export interface DaemonRequest {
   entry: string;
   args: string[];
   env: Record<string, string>;
+  /** A turn hook's stdin, read by the client (`hook AGENT`); absent for other commands. */
+  stdin?: string;
 }
 
 /** The request in `buf`, or null while it is not all there; E_USAGE for bytes that are no request. */
@@ -47,6 +50,7 @@ export function parseRequest(buf: Buffer): DaemonRequest | null {
       req.umask = parseInt(value, 8);
     } else if (key === 'entry') req.entry = value;
     else if (key === 'arg') req.args.push(value);
+    else if (key === 'stdin') req.stdin = value;
     else if (key === 'env') {
       const e = value.indexOf('=');
       if (e > 0) req.env[value.slice(0, e)] = value.slice(e + 1);
@@ -68,6 +72,7 @@ export function encodeRequest(req: DaemonRequest): Buffer {
     ...req.args.map((a) => `arg=${a}`),
   ];
   for (const [k, v] of Object.entries(req.env)) parts.push(`env=${k}=${v}`);
+  if (req.stdin !== undefined) parts.push(`stdin=${req.stdin}`);
   return Buffer.concat([Buffer.from(MAGIC), ...parts.map((p) => Buffer.from(`${p}\0`)), Buffer.from([0])]);
 }
 
@@ -122,6 +127,13 @@ export interface DaemonRecord {
   peakRssBytes: number;
   uptimeMs: number;
 }
+
+/** cli/cheap-path.ts runHookFor, as the daemon calls it from the checkpoint bundle. */
+export type RunHookFor = (
+  args: readonly string[],
+  stdin: string | undefined,
+  client: { pid: number; watch?: boolean; sink: (fd: 1 | 2, text: string) => void },
+) => Promise<number | null>;
 
 /** cli/cheap-path.ts runCheapFor, as the daemon calls it from the checkpoint bundle. */
 export type RunCheapFor = (

@@ -1,5 +1,5 @@
 // The pdb-env daemon: one resident process per user that runs plain `pdb-env checkpoint` and
-// `pdb-env restore` calls for native/client.c, so that they do not pay for a node process's start
+// `pdb-env restore` calls, and agents' turn hooks (`pdb-env hook AGENT`), for native/client.c, so that they do not pay for a node process's start
 // (tens of milliseconds: more than the walk of a 25,000-entry tree). It runs exactly the cheap
 // path a plain call runs (cli/cheap-path.ts, from the same checkpoint bundle), one command at a
 // time, with the client's working directory, PDB_ENV_STORE and PDB_ENV_SESSION, for the client's
@@ -29,9 +29,13 @@ import {
   untrustedPeer,
   type DaemonFiles,
 } from './location.js';
-import { exitFrame, frame, parseRequest, type DaemonRecord, type DaemonRequest, type RunCheapFor } from './protocol.js';
+import { exitFrame, frame, parseRequest, type DaemonRecord, type DaemonRequest, type RunCheapFor, type RunHookFor } from './protocol.js';
 
-/** The commands it runs: the cheap ones, which an agent loop calls between steps (checkpoint, and restore to take one back). */
+/**
+ * The commands it runs: the cheap ones, which an agent loop calls between steps (checkpoint, and
+ * restore to take one back), and an agent's turn hook (`hook AGENT`, a checkpoint before and after
+ * each turn: sessions/hooks/turn-hook.ts says which calls are plain).
+ */
 const SERVED = new Set<string>(['checkpoint', 'restore']);
 
 /** What a client's environment may set that the daemon takes over per command. */
@@ -107,9 +111,10 @@ function buildStamp(files: string[]): string {
  * The cheap path of the checkpoint bundle this install runs. The daemon runs only from the bundle:
  * its modules' cheap path loads the command modules, this one among them.
  */
-function loadCheapPath(): RunCheapFor {
+function loadCheapPath(): { run: RunCheapFor; hook: RunHookFor | null } {
   const loader = createRequire(import.meta.url)(packageFile('dist', 'cli', 'bundle.cjs')) as typeof import('../bundle.cjs');
-  const run = (loader.bundleToRun('checkpoint')?.exports as { runCheapFor?: RunCheapFor } | undefined)?.runCheapFor;
+  const exports = loader.bundleToRun('checkpoint')?.exports as { runCheapFor?: RunCheapFor; runHookFor?: RunHookFor } | undefined;
+  const run = exports?.runCheapFor;
   if (typeof run !== 'function')
     throw new PdbError(
       'E_STALE_BUILD',
@@ -118,7 +123,7 @@ function loadCheapPath(): RunCheapFor {
         hint: 'npm run build makes it (and unset PDB_ENV_NO_BUNDLE).',
       },
     );
-  return run;
+  return { run, hook: typeof exports?.runHookFor === 'function' ? exports.runHookFor : null };
 }
 
 export interface DaemonOptions {
@@ -175,7 +180,7 @@ class Daemon {
   constructor(
     private readonly files: DaemonFiles,
     private readonly options: DaemonOptions,
-    private readonly run: RunCheapFor,
+    private readonly cheap: { run: RunCheapFor; hook: RunHookFor | null },
   ) {
     this.buildFiles = options.buildFiles ?? BUILD_FILES;
     this.stamp = buildStamp(this.buildFiles);
@@ -268,7 +273,12 @@ class Daemon {
         return;
       }
       const call = cheapCall(req.args);
-      if (!this.sameEntry(req.entry, req.cwd) || !call || !SERVED.has(call.name) || environmentDiffers(req.env, process.env) !== null)
+      const hook = !call && req.args[0] === 'hook' && this.cheap.hook !== null;
+      if (
+        !this.sameEntry(req.entry, req.cwd) ||
+        !(hook || (call && SERVED.has(call.name))) ||
+        environmentDiffers(req.env, process.env) !== null
+      )
         return this.decline(sock);
       try {
         process.chdir(req.cwd);
@@ -283,11 +293,14 @@ class Daemon {
       // What it prints goes back with its status in one write (a checkpoint prints a few lines).
       const out: Buffer[] = [];
       try {
-        const status = await this.run(call, {
+        const client = {
           pid: req.pid,
           watch: this.record.watch,
-          sink: (fd, text) => out.push(frame(fd === 1 ? 'o' : 'e', text)),
-        });
+          sink: (fd: 1 | 2, text: string) => out.push(frame(fd === 1 ? 'o' : 'e', text)),
+        };
+        const status = call ? await this.cheap.run(call, client) : await this.cheap.hook!(req.args, req.stdin, client);
+        // Not a plain turn hook (it did nothing): the client runs it, with the stdin it read.
+        if (status === null) return this.decline(sock);
         this.record.served++;
         sock.end(Buffer.concat([...out, exitFrame(status)]));
       } finally {
