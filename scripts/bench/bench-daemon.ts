@@ -9,8 +9,8 @@ import { $ as zx } from 'zx';
 import { PDB_ENV } from './baselines.js';
 
 const $ = zx({ verbose: false, quiet: true });
-/** The commands the daemon runs (cli/daemon/server.ts SERVED). */
-const SERVED = new Set(['checkpoint', 'restore']);
+/** The commands the daemon runs (cli/daemon/server.ts SERVED, and the turn hooks the runs make: plain ones). */
+const SERVED = new Set(['checkpoint', 'restore', 'hook']);
 
 export interface OwnDaemon {
   /** Note a pdb-env command the run starts (those the daemon runs are counted). */

@@ -24,7 +24,7 @@
 // The tree: --pnpm-fixture DIR (the pinned pnpm monorepo, installed into DIR once: what the lead
 // runs), --tree DIR (any tree; not written to), or --generated N (a node_modules-shaped tree of N
 // files, scripts/bench/cow-tree.ts, for a quick functional run without a network).
-import { appendFileSync, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -38,18 +38,20 @@ import { benchRow, startBenchReceipt, writeBenchReceipt, type BenchGoal, type Be
 import { growthGoal } from './goals.js';
 import { generateTree } from './cow-tree.js';
 import { startOnDemand, startOwnDaemon } from './bench-daemon.js';
+import { editTurn, runHookRounds, summarizeHooks } from './rhythm-hooks.js';
 import { bytesUnder, countEntries, regularFiles } from './user-path.js';
 import { formatDuration, median, scriptArgs } from '../lib.js';
 
 const USAGE =
   'usage: node dist/scripts/bench/rhythm.js [--pnpm-fixture DIR | --tree DIR | --generated FILES] [--turns 100] [--seed 38]\n' +
-  '                                      [--restore-rounds 11] [--backend full-copy] [--work /var/tmp/pdb-env-rhythm] [--out receipts/local] [--no-daemon | --default-path] [--watch]';
+  '                                      [--restore-rounds 11] [--hook-rounds 11] [--backend full-copy] [--work /var/tmp/pdb-env-rhythm] [--out receipts/local] [--no-daemon | --default-path] [--watch]';
 const { values } = scriptArgs(USAGE, {
   'pnpm-fixture': { type: 'string' },
   tree: { type: 'string' },
   generated: { type: 'string' },
   turns: { type: 'string', default: '100' },
   'restore-rounds': { type: 'string', default: '11' },
+  'hook-rounds': { type: 'string', default: '11' },
   seed: { type: 'string', default: '38' },
   backend: { type: 'string', default: 'full-copy' },
   work: { type: 'string', default: '/var/tmp/pdb-env-rhythm' },
@@ -61,6 +63,7 @@ const { values } = scriptArgs(USAGE, {
 const $ = zx({ verbose: false, quiet: true });
 const turns = Number(values.turns);
 const restoreRounds = Number(values['restore-rounds']);
+const hookRounds = Number(values['hook-rounds']);
 const seed = Number(values.seed);
 const work = resolve(values.work);
 const backend = values.backend;
@@ -82,26 +85,6 @@ async function chooseTree(): Promise<{ tree: string; what: string }> {
   const dir = resolve(values['pnpm-fixture'] ?? join(work, 'pnpm-monorepo'));
   console.log('the pinned pnpm monorepo fixture (installed once)');
   return { tree: await ensurePnpmMonorepo(dir, work), what: 'the pinned pnpm monorepo fixture' };
-}
-
-/** One turn's edits, the same bytes in both trees: mostly a line appended, one edit in ten a new file beside the chosen one. */
-function editTurn(turn: number, count: number, files: string[], rand: Random, roots: string[]): { paths: string[]; bytes: number } {
-  const paths: string[] = [];
-  for (let j = 0; j < count; j++) {
-    const pick = files[rand.int(files.length)]!;
-    if (rand.int(10) === 0) {
-      const added = `${pick.includes('/') ? pick.slice(0, pick.lastIndexOf('/') + 1) : ''}rhythm-${turn}-${j}.txt`;
-      const body = `added at turn ${turn}: ${'x'.repeat(rand.int(2000))}\n`;
-      for (const r of roots) writeFileSync(join(r, added), body);
-      files.push(added);
-      paths.push(added);
-    } else {
-      for (const r of roots) appendFileSync(join(r, pick), `\n// turn ${turn}, edit ${j}\n`);
-      paths.push(pick);
-    }
-  }
-  const unique = [...new Set(paths)];
-  return { paths: unique, bytes: unique.reduce((n, p) => n + statSync(join(roots[0]!, p)).size, 0) };
 }
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
@@ -324,10 +307,11 @@ async function writeRhythmReceipt(
 ): Promise<string> {
   return writeBenchReceipt(start, {
     benchmark: 'rhythm',
-    command: `npm run bench:rhythm -- --turns ${turns} --restore-rounds ${restoreRounds} --seed ${seed} --backend ${backend}${daemon ? '' : ' --no-daemon'}${defaultPath ? ' --default-path' : ''}${watch ? ' --watch' : ''}${values.tree ? ' --tree <dir>' : ''}${values.generated ? ` --generated ${values.generated}` : ''}${values.tree || values.generated ? '' : ' --pnpm-fixture <dir>'}`,
+    command: `npm run bench:rhythm -- --turns ${turns} --restore-rounds ${restoreRounds} --hook-rounds ${hookRounds} --seed ${seed} --backend ${backend}${daemon ? '' : ' --no-daemon'}${defaultPath ? ' --default-path' : ''}${watch ? ' --watch' : ''}${values.tree ? ' --tree <dir>' : ''}${values.generated ? ` --generated ${values.generated}` : ''}${values.tree || values.generated ? '' : ' --pnpm-fixture <dir>'}`,
     params: {
       turns,
       restoreRounds,
+      hookRounds,
       seed,
       backend,
       tree: t.what,
@@ -353,6 +337,22 @@ async function alternately(turn: number, a: () => Promise<unknown>, b: () => Pro
   }
   const tb = await timed(b);
   return [await timed(a), tb];
+}
+
+/** The hook rounds (rhythm-hooks.ts) after the turns and restore rounds: their edits numbered on from the turns'. */
+async function hookPart(
+  own: { count(command: string): void } | null,
+  store: string,
+  root: string,
+  files: string[],
+  rand: Random,
+  git: { dir: string; status: () => Promise<unknown> },
+  commit: (turn: number) => Promise<unknown>,
+) {
+  const hook = (payload: string) => (own?.count('hook'), $({ input: payload })`${PDB_ENV} hook claude-code --store ${store}`);
+  const edit = (i: number) => editTurn(turns + i, 1 + rand.int(10), files, rand, [root, git.dir]).paths.length;
+  const rounds = await runHookRounds({ rounds: hookRounds, root, hook, edit, status: git.status, commit: (i) => commit(turns + i) });
+  return summarizeHooks(rounds, backend);
 }
 
 async function main(): Promise<void> {
@@ -423,6 +423,7 @@ async function main(): Promise<void> {
     );
   }
   const parts = [summarize(done, entries), summarizeRestore(await runRestoreRounds(pdb, root, files, rand))];
+  parts.push(await hookPart(own, store, root, files, rand, git, commit));
   await pdb('discard', 'rhythm', '--force');
   rmSync(git.dir, { recursive: true, force: true });
   rmSync(store, { recursive: true, force: true });

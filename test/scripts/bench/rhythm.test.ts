@@ -1,7 +1,9 @@
-// The rhythm benchmark (scripts/bench/rhythm.ts), two turns and two restore rounds on a small
-// generated tree: a path-free, schema-valid receipt with the checkpoint, the commit and the status
-// rows, the 0-changed checkpoint and clean status rows, the bytes each turn added on both sides, the restore rows (each restore wrote one file
-// back), and the five goals, consistent with the samples as validate recomputes them.
+// The rhythm benchmark (scripts/bench/rhythm.ts), two turns, two restore rounds and two hook rounds
+// on a small generated tree: a path-free, schema-valid receipt with the checkpoint, the commit and
+// the status rows, the 0-changed checkpoint and clean status rows, the bytes each turn added on
+// both sides, the restore rows (each restore wrote one file back), the Claude Code hook rows (the
+// the daemon ran them, as it ran the checkpoints), and the seven goals, consistent with the
+// samples as validate recomputes them.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -29,6 +31,8 @@ test('two turns and two restore rounds on a generated tree: a valid receipt of c
         '2',
         '--restore-rounds',
         '2',
+        '--hook-rounds',
+        '2',
         '--work',
         join(t.dir, 'work'),
         '--out',
@@ -43,8 +47,8 @@ test('two turns and two restore rounds on a generated tree: a valid receipt of c
     const receipt = readReceiptFile(join(out, files[0]!)).document as any;
     assert.equal(validateAgainst('bench-receipt', receipt), []);
     assert.is(receipt.benchmark, 'rhythm');
-    // Every checkpoint and restore went through the daemon: the first checkpoint, two per turn, three per restore round.
-    if (client) assert.equal([receipt.params.daemon, receipt.params.daemonServed], [true, 1 + 2 * 2 + 3 * 2]);
+    // Every checkpoint, restore and hook went through the daemon: the first checkpoint, two per turn, three per restore round, two per hook round.
+    if (client) assert.equal([receipt.params.daemon, receipt.params.daemonServed], [true, 1 + 2 * 2 + 3 * 2 + 2 * 2]);
     else skipPart('the rhythm bench through the daemon', 'native-scan', 'native/build has no pdb-env-client (no compiler at install)');
     assert.equal(
       receipt.results.map((row: { name: string; n: number }) => `${row.name} (${row.n})`),
@@ -57,6 +61,9 @@ test('two turns and two restore rounds on a generated tree: a valid receipt of c
         'pdb-env checkpoint (1 file changed) (2)',
         'pdb-env restore --to the checkpoint before (1 file) (2)',
         'pdb-env checkpoint right after a restore (2)',
+        'pdb-env hook claude-code, Stop (1-10 files changed) (2)',
+        'pdb-env hook claude-code, UserPromptSubmit (0 changed) (2)',
+        'git status --porcelain (the hook rounds) (2)',
       ],
     );
     const [cp, commit] = receipt.results;
@@ -68,7 +75,7 @@ test('two turns and two restore rounds on a generated tree: a valid receipt of c
       ['1,1', '0,0'],
       'each restore wrote the one file back',
     );
-    assert.is(receipt.goals.length, 6);
+    assert.is(receipt.goals.length, 7);
     const growth = receipt.goals[1];
     assert.match(growth.goal, /store growth over the turns at most 2x/);
     assert.is(
@@ -79,6 +86,7 @@ test('two turns and two restore rounds on a generated tree: a valid receipt of c
     assert.is(growth.met, growth.ratio <= 2);
     assert.equal(receipt.goals[4].measured, 'pdb-env checkpoint (0 changed)');
     assert.equal(receipt.goals[5].measured, restore.name);
+    assert.equal(receipt.goals[6].measured, 'pdb-env hook claude-code, Stop (1-10 files changed)');
     assert.equal(benchReceiptInconsistencies(receipt), [], 'every figure follows from the samples');
   } finally {
     t.cleanup();
