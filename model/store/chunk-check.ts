@@ -1,12 +1,12 @@
 // Whether a chunked document is stored whole, without reading its bytes (restore checks its
 // target so before it takes anything): its record, its chunk list, and every chunk there and of
 // the size the list gives.
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, lstatSync } from 'node:fs';
 import type { Digest } from '../canonical-json.js';
-import { PdbError, isPdbError, osErrorCode } from '../errors.js';
+import { PdbError, osErrorCode } from '../errors.js';
 import { loadNativeAddon } from '../os/native.js';
-import { decodeChunkList, type ChunkRef } from './chunk-list.js';
-import { readChunkedRecord, type ChunkHost } from './chunks.js';
+import type { ChunkRef } from './chunk-list.js';
+import { chunkRefsOf, chunkedCorrupt, readChunkedRecord, type ChunkHost } from './chunks.js';
 
 const ENOENT = 2;
 type AddonSizesOf = (dir: string, names: Buffer) => Float64Array;
@@ -30,7 +30,7 @@ function chunkSizes(host: ChunkHost, refs: ChunkRef[]): Float64Array {
   }
   return Float64Array.from(refs, (r) => {
     try {
-      return statSync(host.objectPath(r.digest)).size;
+      return lstatSync(host.objectPath(r.digest)).size;
     } catch (err) {
       return osErrorCode(err) === 'ENOENT' ? -ENOENT : -1;
     }
@@ -46,19 +46,9 @@ function chunkSizes(host: ChunkHost, refs: ChunkRef[]): Float64Array {
 export function assertStored(host: ChunkHost, digest: Digest): void {
   if (existsSync(host.objectPath(digest))) return;
   const rec = readChunkedRecord(host, digest);
-  const corrupt = (why: string, path?: string) =>
-    new PdbError('E_OBJECT_CORRUPT', `object ${digest} (stored as chunks) ${why}`, { hint: host.repairHint, path });
   if (!rec) throw new PdbError('E_OBJECT_MISSING', `object ${digest} is not in the store`, { hint: host.repairHint });
-  if (rec === 'bad') throw corrupt('has a record that is not a chunk list reference', host.chunkedPath(digest));
-  let refs: ChunkRef[] | null;
-  try {
-    refs = decodeChunkList(host.getBytes(rec.list));
-  } catch (err) {
-    if (isPdbError(err, 'E_OBJECT_MISSING') || isPdbError(err, 'E_OBJECT_CORRUPT'))
-      throw corrupt(`cannot be read: its chunk list ${rec.list} is missing or damaged`, host.objectPath(rec.list));
-    throw err;
-  }
-  if (!refs) throw corrupt(`has a chunk list ${rec.list} that is not one`, host.objectPath(rec.list));
+  const corrupt = chunkedCorrupt(host, digest);
+  const { refs, size: whole } = chunkRefsOf(host, digest, rec);
   const sizes = chunkSizes(host, refs);
   let total = 0;
   refs.forEach((r, k) => {
@@ -73,5 +63,5 @@ export function assertStored(host: ChunkHost, digest: Digest): void {
     if (size !== r.size) throw corrupt(`has a damaged chunk ${r.digest} (${size} bytes, not ${r.size})`, host.objectPath(r.digest));
     total += r.size;
   });
-  if (total !== rec.size) throw corrupt(`has chunks of ${total} bytes, not the ${rec.size} its record says`, host.chunkedPath(digest));
+  if (total !== whole) throw corrupt(`has chunks of ${total} bytes, not the ${whole} its record says`, host.chunkedPath(digest));
 }

@@ -358,10 +358,19 @@ export function readChunkedRecord(host: ChunkHost, digest: Digest): { list: Dige
   return decodeChunkedRecord(text) ?? 'bad';
 }
 
-/** A chunked document's bytes, reassembled and checked against its digest; any piece missing or damaged is E_OBJECT_CORRUPT naming the document. */
-export function readChunked(host: ChunkHost, digest: Digest, rec: { list: Digest; size: number } | 'bad'): Buffer {
-  const corrupt = (why: string, path?: string) =>
+/** E_OBJECT_CORRUPT of the chunked document `digest`, saying why and naming the piece's file. */
+export const chunkedCorrupt =
+  (host: ChunkHost, digest: Digest) =>
+  (why: string, path?: string): PdbError =>
     new PdbError('E_OBJECT_CORRUPT', `object ${digest} (stored as chunks) ${why}`, { hint: host.repairHint, path });
+
+/** The chunks a chunked document's record `rec` lists (its list read and checked); E_OBJECT_CORRUPT naming the record or the list. */
+export function chunkRefsOf(
+  host: ChunkHost,
+  digest: Digest,
+  rec: { list: Digest; size: number } | 'bad',
+): { refs: ChunkRef[]; size: number } {
+  const corrupt = chunkedCorrupt(host, digest);
   if (rec === 'bad') throw corrupt('has a record that is not a chunk list reference', host.chunkedPath(digest));
   let refs: ChunkRef[] | null;
   try {
@@ -372,6 +381,13 @@ export function readChunked(host: ChunkHost, digest: Digest, rec: { list: Digest
     throw err;
   }
   if (!refs) throw corrupt(`cannot be read: ${rec.list} is not a chunk list`, host.objectPath(rec.list));
+  return { refs, size: rec.size };
+}
+
+/** A chunked document's bytes, reassembled and checked against its digest; any piece missing or damaged is E_OBJECT_CORRUPT naming the document. */
+export function readChunked(host: ChunkHost, digest: Digest, rec: { list: Digest; size: number } | 'bad'): Buffer {
+  const corrupt = chunkedCorrupt(host, digest);
+  const { refs, size } = chunkRefsOf(host, digest, rec);
   const pieces: Buffer[] = [];
   for (const c of refs) {
     try {
@@ -382,7 +398,7 @@ export function readChunked(host: ChunkHost, digest: Digest, rec: { list: Digest
     }
   }
   const bytes = Buffer.concat(pieces);
-  if (bytes.length === rec.size && sha256Digest(bytes) === digest) return bytes;
+  if (bytes.length === size && sha256Digest(bytes) === digest) return bytes;
   const bad = refs.find((c, i) => pieces[i]!.length !== c.size || sha256Digest(pieces[i]!) !== c.digest);
   throw bad ? corrupt(`has a damaged chunk ${bad.digest}`, host.objectPath(bad.digest)) : corrupt('does not match its digest');
 }
