@@ -8,6 +8,7 @@ import { assertNotCapturedByAncestor, findProjectRoot, resolveStoreDir } from '.
 import { emit, short, table } from '../output.js';
 import { openService, type CliContext, type CommandDefinitions, type DefineCommand } from '../context.js';
 import { createProgressReporter } from '../progress-line.js';
+import { checkpointThroughClient, nativeClient } from '../daemon/client-call.js';
 
 const create: DefineCommand<'create'> = (cmd) =>
   cmd
@@ -94,19 +95,24 @@ async function runIn(store: string | undefined, name: string, command: string, a
 /**
  * `run --checkpoint`: run, then checkpoint when the command exits (whatever its status), labelled
  * with the command line. The run's own status is kept; a checkpoint that fails is said on stderr
- * and makes the exit status 1 only when the command itself succeeded.
+ * and makes the exit status 1 only when the command itself succeeded. The checkpoint takes the
+ * default path, as a user's `pdb-env checkpoint` does: the native client and the daemon
+ * (cli/daemon/client-call.ts); this process checkpoints itself only where no client was built.
  */
 async function runThenCheckpoint(store: string | undefined, name: string, words: string[]): Promise<number> {
   const svc = await openService(store);
+  const label = words.map(shellWord).join(' ');
+  const client = nativeClient();
+  const checkpoint = () => (client ? checkpointThroughClient(client, store, name, label) : svc.checkpoint(name, { label }));
   let code: number;
   try {
     code = (await svc.run(name, words[0]!, words.slice(1))).exitCode;
   } catch (err) {
-    await svc.checkpoint(name, { label: words.map(shellWord).join(' ') }).catch(() => undefined);
+    await checkpoint().catch(() => undefined);
     throw err;
   }
   try {
-    const k = await svc.checkpoint(name, { label: words.map(shellWord).join(' ') });
+    const k = await checkpoint();
     process.stderr.write(`pdb-env: checkpoint ${k.number} of ${name} (${short(k.snapshot)})\n`);
   } catch (err) {
     process.stderr.write(`pdb-env: the checkpoint after the command failed: ${(err as Error).message}\n`);

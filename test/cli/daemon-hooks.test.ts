@@ -3,7 +3,8 @@
 // with the command line; the daemon runs the turn (sessions/hooks/turn-hook.ts) and answers with
 // what node would have printed and its exit status. Each case is run twice, on twin sessions:
 // through the daemon and with PDB_ENV_DAEMON=0, and the two must print the same, exit the same and
-// log the same label. A hook that is not a plain turn (Claude Code's WorktreeCreate, --print-settings)
+// log the same label; so must `run --checkpoint`, whose checkpoint after the command goes through
+// the client too (cli/daemon/client-call.ts). A hook that is not a plain turn (Claude Code's WorktreeCreate, --print-settings)
 // is declined, and node then gets the very stdin the client read.
 import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -147,6 +148,42 @@ test('a hook that is not a plain turn is run by node, with the stdin the client 
   const bad = bin(['hook', 'claude-code'], viaDaemon, 'not json');
   assert.is(bad.code, 1);
   assert.match(bad.stderr, /E_HOOK_INPUT/);
+});
+
+test('run --checkpoint checkpoints through the daemon: the same output, exit status and log as in node, a failed checkpoint too', () => {
+  if (!existsSync(CLIENT)) return skipTest('run --checkpoint through the daemon', 'native-scan', 'native/build has no pdb-env-client');
+  const roots = twins('run');
+  const cases: Array<{ script: string; code: number; stderr: RegExp }> = [
+    { script: 'echo made > b.txt; echo out; exit 3', code: 3, stderr: /^pdb-env: checkpoint 1 of S \(sha256:/ },
+    { script: 'rm b.txt; mkdir -p d/e; echo x > d/e/f.txt', code: 0, stderr: /^pdb-env: checkpoint 2 of S \(sha256:/ },
+    // A fifo the checkpoint refuses (E_UNSUPPORTED_ENTRY): the command succeeded, so the run exits 1.
+    { script: 'mkfifo d/p', code: 1, stderr: /^pdb-env: the checkpoint after the command failed: .*d\/p/ },
+  ];
+  for (const [i, c] of cases.entries()) {
+    const run = (name: string, env: Record<string, string>) => bin(['run', name, '--checkpoint', '--', 'sh', '-c', c.script], env, '');
+    const before = counts();
+    const a = run('run-d', viaDaemon);
+    assert.equal(
+      counts(),
+      { served: before.served + 1, declined: before.declined },
+      `case ${i}: the daemon ran the checkpoint (${a.stderr})`,
+    );
+    const b = run('run-n', inNode);
+    assert.equal(counts(), { served: before.served + 1, declined: before.declined }, `case ${i}: PDB_ENV_DAEMON=0 ran it in node`);
+    assert.is(a.code, c.code, `case ${i}: ${a.stderr}`);
+    assert.is(b.code, c.code, `case ${i}: ${b.stderr}`);
+    assert.is(a.stdout, b.stdout, `case ${i}: stdout`);
+    const said = a.stderr.replaceAll('run-d', 'S');
+    assert.match(said, c.stderr);
+    assert.is(
+      said.replace(/sha256:[0-9a-f]+/g, 'D'),
+      b.stderr.replaceAll('run-n', 'S').replace(/sha256:[0-9a-f]+/g, 'D'),
+      `case ${i}: stderr`,
+    );
+  }
+  assert.equal(labels('run-d'), ["sh -c 'echo made > b.txt; echo out; exit 3'", "sh -c 'rm b.txt; mkdir -p d/e; echo x > d/e/f.txt'"]);
+  assert.equal(labels('run-d'), labels('run-n'));
+  assert.ok(existsSync(join(roots.daemon, 'd', 'e', 'f.txt')));
 });
 
 test.run();
