@@ -50,7 +50,8 @@ Changeset against the base. Publishes nothing.
 Every entry is stat'ed, so adds, deletes and retypes are always found; a file whose
 stat signature (inode, size, mtime, ctime, mode) is the one recorded at create or at
 the last checkpoint keeps its digest, unless it changed within 100 ms of that record
-(git's racy-clean rule). --verify reads and hashes every file.
+(git's racy-clean rule). --verify reads and hashes every file, and reads back the
+Snapshot and Changeset it records (a chunk of them damaged in the store: E_OBJECT_CORRUPT).
 
 Each checkpoint is numbered in the session's log (pdb-env log NAME); --label names
 it there; pdb-env restore NAME --to N brings it back.

@@ -335,6 +335,11 @@ export async function recordCheckpoint(ctx: StoreContext, s: OpenSession, name: 
     keepDocument(changeset, cs);
     changes = list.length;
   }
+  // --verify trusts nothing in the store either: the two documents read back whole (each chunk
+  // they share with the ones before is read and hashed), or the checkpoint refuses, typed
+  // (E_OBJECT_CORRUPT, E_OBJECT_MISSING), before its record or log is written. A plain checkpoint
+  // trusts a chunk already stored (model/store/chunks.ts installChunked says why).
+  if (options.verify) for (const d of [snapshot, changeset]) ctx.store.getBytes(d);
   crashPoint('checkpoint:after-objects');
   const rec = await readSession(ctx.store, name);
   const counts = countsSincePrevious(ctx, s, rec.lastCheckpoint ?? null, scanned, list);

@@ -2,7 +2,8 @@
 // of its chunks, or its chunked record, flipped, truncated or deleted. verify names the object;
 // restore to it, export of it and a checkpoint that follows it refuse with a typed error and write
 // no wrong byte (the session root, the patch file, the session's record and the store's documents
-// as they were). damage.test.ts covers the same for file objects and records.
+// as they were); checkpoint --verify refuses a damaged chunk it shares, whichever document brought
+// it, where a plain checkpoint trusts it. damage.test.ts covers the same for file objects and records.
 import { chmodSync, existsSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -60,6 +61,31 @@ async function damagedCase(part: Part, how: Damage) {
   return { dir, store, svc, root: s.root, snap, victim };
 }
 
+/** checkpoint --verify trusts no stored chunk: it refuses, typed, with the session's record and root as they were, or the Snapshot it records reads back whole. */
+async function verifyingCheckpoint(
+  c: Awaited<ReturnType<typeof damagedCase>>,
+  part: Part,
+  record: string,
+  rootBefore: unknown,
+  refused: (r: ReturnType<typeof pdb>, what: string) => void,
+  problems: string[],
+): Promise<void> {
+  const checked = pdb(c.store, ['checkpoint', 's', '--verify', '--json']);
+  if (checked.code !== 0) {
+    refused(checked, 'checkpoint --verify');
+    if (recordOf(c.store) !== record) problems.push("checkpoint --verify changed the session's record");
+  } else {
+    try {
+      c.svc.store.getBytes((JSON.parse(checked.stdout) as { snapshot: Digest }).snapshot);
+    } catch (err) {
+      problems.push(`checkpoint --verify recorded a Snapshot that does not read back: ${String(err)}`);
+    }
+  }
+  // The damaged chunk (the Snapshot's last) is one the base's Snapshot holds too: shared, so refused.
+  if (part === 'chunk' && checked.code === 0) problems.push('checkpoint --verify recorded a Snapshot over a damaged chunk');
+  if (JSON.stringify(await filesOf(c.root)) !== JSON.stringify(rootBefore)) problems.push('checkpoint --verify changed the root');
+}
+
 const recordOf = (store: string) => readFileSync(join(store, 'sessions', 's', 'session.json'), 'utf8');
 
 for (const part of ['chunk', 'record'] as const)
@@ -86,6 +112,8 @@ for (const part of ['chunk', 'record'] as const)
       const patch = join(c.dir, 'out.patch');
       refused(pdb(c.store, ['export', 's', '--patch', patch, '--json']), 'export --patch');
       if (existsSync(patch)) problems.push('export wrote a patch file');
+
+      await verifyingCheckpoint(c, part, record, rootBefore, refused, problems);
 
       // A checkpoint that follows the damaged Snapshot refuses, typed; or writes a whole Snapshot;
       // or (a chunk it shares with the damaged one is trusted, not read back: docs/store.md) one
@@ -129,5 +157,38 @@ for (const part of ['chunk', 'record'] as const)
       if (after.code === 0 && !whole) problems.push('verify passes while checkpoint 1 is damaged');
       assert.equal(problems, [], problems.join('\n'));
     });
+
+test("checkpoint --verify reads back each chunk it shares, one another session's Snapshot brought too: damaged, it is refused, typed; a plain checkpoint trusts it and verify names it", async () => {
+  const dir = join(t.dir, 'shared-elsewhere');
+  const src = join(dir, 'src');
+  writeTree(src, bigSource());
+  const store = join(dir, 'store');
+  const svc = await SessionService.open(store, { create: true });
+  const a = await svc.create('a', { from: src });
+  const b = await svc.create('b', { from: src });
+  // The same change in both sessions, in the middle of the tree: a's Snapshot brings chunks the base's has not.
+  const mid = join('files', 'file-with-a-long-name-200.txt');
+  writeFileSync(join(a.root, mid), 'changed the same way\n');
+  const one = await svc.checkpoint('a');
+  assert.ok(svc.store.isChunked(one.snapshot), 'the Snapshot is stored as chunks');
+  const inBase = new Set(svc.store.chunkParts(one.base));
+  const brought = svc.store.chunkParts(one.snapshot).filter((d) => !inBase.has(d));
+  assert.ok(brought.length > 0, "a's Snapshot brings chunks of its own");
+  for (const d of brought) damage(objectFile(store, d), 'flip');
+  writeFileSync(join(b.root, mid), 'changed the same way\n');
+  const record = readFileSync(join(store, 'sessions', 'b', 'session.json'), 'utf8');
+  const checked = pdb(store, ['checkpoint', 'b', '--verify', '--json']);
+  assert.is.not(checked.code, 0, `checkpoint --verify recorded a Snapshot over damaged chunks: ${checked.stdout}`);
+  assert.is((JSON.parse(checked.stdout) as { error: { code: string } }).error.code, 'E_OBJECT_CORRUPT');
+  assert.is(readFileSync(join(store, 'sessions', 'b', 'session.json'), 'utf8'), record, "the session's record as it was");
+  assert.equal((await svc.log('b')).checkpoints, [], 'no checkpoint logged');
+  // A plain checkpoint trusts a chunk already stored (docs/store.md): the same Snapshot as a's, which verify names.
+  const plain = pdb(store, ['checkpoint', 'b', '--json']);
+  assert.is(plain.code, 0, plain.stdout);
+  assert.is((JSON.parse(plain.stdout) as { snapshot: string }).snapshot, one.snapshot);
+  const v = pdb(store, ['verify', '--json']);
+  assert.is.not(v.code, 0);
+  assert.ok(v.stdout.includes(one.snapshot.slice(7, 19)), v.stdout);
+});
 
 test.run();
