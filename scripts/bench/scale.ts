@@ -76,6 +76,17 @@ async function measured(cmd: string[], env: Record<string, string> = {}): Promis
   return { ms, rssKiB, stdout: r.stdout };
 }
 
+/**
+ * The import rounds at a tree of `files`: the import is a difference of two times, tens of
+ * milliseconds on the smallest tree, where a few milliseconds of noise move the growth ratio by
+ * several percent; so a smaller tree runs more rounds (as many as the largest tree's time, at
+ * most 5x --rounds), which cost seconds there.
+ */
+function importRoundsAt(files: number): number {
+  const largest = Math.max(...values.sizes.split(',').map(Number));
+  return Math.min(5 * rounds, Math.max(rounds, Math.ceil((rounds * largest) / files)));
+}
+
 /** The generated tree of about `files` files (made once; deterministic). */
 function treeOf(files: number): string {
   const dir = join(work, `tree-${files}`);
@@ -184,13 +195,15 @@ async function measureIn(files: number, backend: string, store: string): Promise
   }
   const s = { from: [] as number[], base: [] as number[], cp0: [] as number[], cp10: [] as number[] };
   const targets = someFiles(root, 10 * rounds);
-  for (let i = 0; i < rounds; i++) {
+  for (let i = 0; i < importRoundsAt(files); i++) {
     await $`sync`;
     s.from.push(of('create', await pdb('create', `f${i}`, '--from', tree, '--backend', backend)).ms);
     await $`sync`;
     s.base.push(note(await pdb('create', `b${i}`, '--base', base, '--backend', backend)).ms);
     await pdb('discard', `f${i}`);
     await pdb('discard', `b${i}`);
+  }
+  for (let i = 0; i < rounds; i++) {
     s.cp0.push(of('checkpoint', await pdb('checkpoint', 'cp')).ms);
     for (const f of targets.slice(i * 10, i * 10 + 10)) appendFileSync(join(root, f), `\n// round ${i}\n`);
     s.cp10.push(of('checkpoint', await pdb('checkpoint', 'cp')).ms);
@@ -345,6 +358,7 @@ async function main(): Promise<void> {
     command: `npm run bench:scale -- --sizes ${values.sizes} --rounds ${rounds} --backend ${backend}${values.harness ? ' --harness' : ''}${daemon ? '' : ' --no-daemon'}`,
     params: {
       rounds,
+      importRounds: values.sizes.split(',').map(Number).map(importRoundsAt).join(','),
       sizes: values.sizes,
       backend,
       scanner: scannerInfo().scanner,
