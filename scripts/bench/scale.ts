@@ -62,6 +62,7 @@ function rssGoal(what: string, row: BenchRow, mb: number): BenchGoal {
   };
 }
 const rounds = Number(values.rounds);
+const sizes = values.sizes.split(',').map(Number);
 const daemon = values['no-daemon'] !== true;
 const work = resolve(values.work);
 mkdirSync(work, { recursive: true });
@@ -83,7 +84,7 @@ async function measured(cmd: string[], env: Record<string, string> = {}): Promis
  * most 5x --rounds), which cost seconds there.
  */
 function importRoundsAt(files: number): number {
-  const largest = Math.max(...values.sizes.split(',').map(Number));
+  const largest = Math.max(...sizes);
   return Math.min(5 * rounds, Math.max(rounds, Math.ceil((rounds * largest) / files)));
 }
 
@@ -303,7 +304,6 @@ function growthGoals(small: SizeResult, large: SizeResult, backend: string): Ben
 }
 
 async function main(): Promise<void> {
-  const sizes = values.sizes.split(',').map(Number);
   const report = JSON.parse((await $`${PDB_ENV} backends --json`).stdout) as { backends: Array<{ name: string; available: boolean }> };
   const backend = values.backend ?? (report.backends.some((b) => b.name === 'overlay' && b.available) ? 'overlay' : 'full-copy');
   const start = await startBenchReceipt(work, resolve(values.out));
@@ -358,7 +358,7 @@ async function main(): Promise<void> {
     command: `npm run bench:scale -- --sizes ${values.sizes} --rounds ${rounds} --backend ${backend}${values.harness ? ' --harness' : ''}${daemon ? '' : ' --no-daemon'}`,
     params: {
       rounds,
-      importRounds: values.sizes.split(',').map(Number).map(importRoundsAt).join(','),
+      importRounds: sizes.map(importRoundsAt).join(','),
       sizes: values.sizes,
       backend,
       scanner: scannerInfo().scanner,
