@@ -9,7 +9,8 @@ import { PdbError, isPdbError, osErrorCode, toPdbError } from '../errors.js';
 import { sha256 } from '../os/hash.js';
 import { loadNativeAddon } from '../os/native.js';
 import { tempPath } from '../os/temp-name.js';
-import { RECORD, decodeChunkList, encodeChunkList, chunksNotIn, type ChunkRef } from './chunk-list.js';
+import { chunkFile, installDeflated, readChunkBytes } from './deflated.js';
+import { RECORD, decodeChunkList, encodeChunkList, chunksNotIn, listChunkRefs, type ChunkRef } from './chunk-list.js';
 export { decodeChunkList, encodeChunkList, chunksNotIn, type ChunkRef } from './chunk-list.js';
 
 /**
@@ -32,9 +33,10 @@ export const CHUNK_THRESHOLD = 16 * 1024;
  * The same for a document that follows another (`like`: a session's next Snapshot or cumulative
  * Changeset), whose chunks it shares: a Changeset under 16 KiB was written whole at every
  * checkpoint, 38% of what 30 two-file checkpoints of a 5,000-entry tree added
- * (test/sessions/lifecycle/checkpoint-growth.test.ts; docs/store.md, "Chunk size").
+ * (test/sessions/lifecycle/checkpoint-growth.test.ts; docs/store.md, "Chunk size"). 2 KiB (was 4):
+ * a Changeset of 2-4 KiB written whole each time cost more than its few deflated chunks.
  */
-export const FOLLOW_THRESHOLD = 4 * 1024;
+export const FOLLOW_THRESHOLD = 2 * 1024;
 
 /** Above how many bytes a document is stored as chunks: lower when it follows one whose chunks it can share. */
 export function chunkThreshold(like: Digest | null): number {
@@ -267,7 +269,7 @@ export function decodeChunkedRecord(text: string): { list: Digest; size: number 
 /** What of the object store chunked documents are kept with (model/store/object-store.ts). */
 export interface ChunkHost {
   /** objects: the directory objectPath names its two levels below (a chunk's size is looked up from there). */
-  readonly paths: { tmp: string; objects?: string };
+  readonly paths: { tmp: string; objects?: string; deflated?: string };
   readonly repairHint: string;
   objectPath(digest: Digest): string;
   chunkedPath(digest: Digest): string;
@@ -283,13 +285,14 @@ export interface ChunkHost {
  * document already whole in the store stays so. A chunk already present is trusted here; reading
  * checks the whole document, and verify re-hashes every chunk.
  */
-export function installChunked(host: ChunkHost, digest: Digest, bytes: Buffer, like: Digest | null = null): void {
+export function installChunked(host: ChunkHost, digest: Digest, bytes: Buffer, like: Digest | null = null, isList = false): void {
   const whole = host.objectPath(digest);
   if (existsSync(whole)) {
     if (readFileSync(whole).equals(bytes)) return;
     host.quarantineObject(digest);
   }
-  const native = nativeChunkList(bytes, like);
+  // A chunk list is cut at its records (chunk-list.ts listChunkRefs), a document by its bytes.
+  const native = isList ? null : nativeChunkList(bytes, like);
   const cutHere = native?.digest === digest;
   // The chunks of the document this one is like are in the store (that document is live: it is
   // read through them); only the others are looked for, so a small change costs a few lookups.
@@ -300,13 +303,19 @@ export function installChunked(host: ChunkHost, digest: Digest, bytes: Buffer, l
   const likeList = likeRaw?.list ?? null;
   let list: Buffer;
   if (cutHere) list = native.list;
+  else if (isList) list = encodeChunkList(listChunkRefs(bytes));
   else list = encodeChunkList(chunkRefs(bytes, likeRaw ? (decodeChunkList(likeRaw.bytes) ?? []) : []));
   // One chunk is the document itself (the same digest): it is kept whole, with no list to name it.
   if (list.length <= RECORD) return host.installWhole(digest, bytes, 'doc');
   // (installWhole looks for the object itself: a name not found costs a directory lookup.)
-  for (const c of chunksNotIn(list, likeRaw?.bytes ?? null)) host.installWhole(c.digest, bytes.subarray(c.at, c.at + c.size), 'obj');
+  // The chunks a following document adds are kept deflated (deflated.ts); a list's pieces are digests.
+  for (const c of chunksNotIn(list, likeRaw?.bytes ?? null)) {
+    const piece = bytes.subarray(c.at, c.at + c.size);
+    if (like && !isList) installDeflated(host, c.digest, piece);
+    else host.installWhole(c.digest, piece, 'obj');
+  }
   const listDigest = sha256Digest(list);
-  if (list.length > LIST_THRESHOLD) installChunked(host, listDigest, list, likeList);
+  if (list.length > LIST_THRESHOLD) installChunked(host, listDigest, list, likeList, true);
   else if (!existsSync(host.objectPath(listDigest))) host.installWhole(listDigest, list, 'obj');
   const record = host.chunkedPath(digest);
   const tmp = tempPath(host.paths.tmp, 'doc');
@@ -390,15 +399,13 @@ export function readChunked(host: ChunkHost, digest: Digest, rec: { list: Digest
   const { refs, size } = chunkRefsOf(host, digest, rec);
   const pieces: Buffer[] = [];
   for (const c of refs) {
-    try {
-      pieces.push(readFileSync(host.objectPath(c.digest)));
-    } catch (err) {
-      if (osErrorCode(err) === 'ENOENT') throw corrupt(`misses its chunk ${c.digest}`, host.objectPath(c.digest));
-      throw toPdbError(err, 'E_IO', { action: `reading object ${c.digest} (a chunk of ${digest})` });
-    }
+    const piece = readChunkBytes(host, c.digest);
+    if (piece === null) throw corrupt(`misses its chunk ${c.digest}`, host.objectPath(c.digest));
+    if (piece === 'bad') throw corrupt(`has a damaged chunk ${c.digest} (it does not inflate)`, chunkFile(host, c.digest));
+    pieces.push(piece);
   }
   const bytes = Buffer.concat(pieces);
   if (bytes.length === size && sha256Digest(bytes) === digest) return bytes;
   const bad = refs.find((c, i) => pieces[i]!.length !== c.size || sha256Digest(pieces[i]!) !== c.digest);
-  throw bad ? corrupt(`has a damaged chunk ${bad.digest}`, host.objectPath(bad.digest)) : corrupt('does not match its digest');
+  throw bad ? corrupt(`has a damaged chunk ${bad.digest}`, chunkFile(host, bad.digest)) : corrupt('does not match its digest');
 }

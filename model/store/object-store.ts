@@ -20,6 +20,7 @@ import { nodeCrypto, randomHex } from '../os/hash.js';
 import { tempPath } from '../os/temp-name.js';
 import { assertStored } from './chunk-check.js';
 import { chunkThreshold, chunkParts, installChunked, readChunked, readChunkedRecord } from './chunks.js';
+import { deflatedPath, hasChunk, readChunkBytes } from './deflated.js';
 import { makeReserve } from './reserve.js';
 
 /** The directory layout of a store. Paths only; what lives where is documented in DESIGN section 4. */
@@ -28,6 +29,8 @@ export interface StorePaths {
   objects: string;
   /** Records of documents stored as chunks (model/store/chunks.ts), by digest as objects are. */
   chunked: string;
+  /** Chunks kept deflated (model/store/deflated.ts), apart from objects that may be files' bytes. */
+  deflated: string;
   bases: string;
   environments: string;
   sessions: string;
@@ -45,6 +48,7 @@ export function storePaths(root: string): StorePaths {
     root,
     objects: join(root, 'objects', 'sha256'),
     chunked: join(root, 'objects', 'chunked'),
+    deflated: join(root, 'objects', 'deflated'),
     bases: join(root, 'bases'),
     environments: join(root, 'environments'),
     sessions: join(root, 'sessions'),
@@ -179,6 +183,11 @@ export class ObjectStore {
     return existsSync(this.objectPath(digest)) || existsSync(this.chunkedPath(digest));
   }
 
+  /** Whether `digest` is here as an object, a chunked document or a deflated chunk (a piece chunkParts names). */
+  hasPart(digest: Digest): boolean {
+    return this.has(digest) || hasChunk(this, digest);
+  }
+
   /** Whether `digest` is stored as chunks (a record naming its chunk list) rather than as one object. */
   isChunked(digest: Digest): boolean {
     return !existsSync(this.objectPath(digest)) && existsSync(this.chunkedPath(digest));
@@ -279,7 +288,8 @@ export class ObjectStore {
     this.bumpGeneration();
     const aside = join(dir, `${digest.slice(7)}.${new Date().toISOString().replace(/[:.]/g, '')}.${process.pid}`);
     try {
-      renameSync(existsSync(this.objectPath(digest)) ? this.objectPath(digest) : this.chunkedPath(digest), aside);
+      const z = deflatedPath(this, digest)!;
+      renameSync([this.objectPath(digest), z].find((p) => existsSync(p)) ?? this.chunkedPath(digest), aside);
       return aside;
     } catch (err) {
       if (osErrorCode(err) === 'ENOENT') return null;
@@ -361,6 +371,20 @@ export class ObjectStore {
         if (options.onProgress && checked % 1000 === 0) options.onProgress(checked);
       }
     }
+    // Deflated chunks: their bytes once inflated (one that does not inflate is corrupt too).
+    for (const prefix of (await readdir(this.paths.deflated).catch(() => [] as string[])).sort()) {
+      for (const rest of (await readdir(join(this.paths.deflated, prefix))).sort()) {
+        const expected = `sha256:${prefix}${rest}` as Digest;
+        if (!isDigest(expected) || existsSync(this.objectPath(expected))) continue;
+        const bytes = readChunkBytes(this, expected);
+        if (bytes === null) continue; // gone since the listing (gc)
+        checked++;
+        if (bytes === 'bad' || sha256Digest(bytes) !== expected) {
+          corrupt.push(expected);
+          if (options.quarantine) this.quarantineObject(expected);
+        }
+      }
+    }
     // A chunked document is checked whole once its chunks are: its record is corrupt when what it
     // names is all there and still does not make the document (a missing piece is verify's to list).
     const prefixes = await readdir(this.paths.chunked).catch(() => [] as string[]);
@@ -373,7 +397,7 @@ export class ObjectStore {
           this.getBytes(digest);
         } catch (err) {
           if (!isPdbError(err, 'E_OBJECT_CORRUPT')) throw err;
-          if (!this.chunkParts(digest).every((d) => this.has(d))) continue;
+          if (!this.chunkParts(digest).every((d) => this.hasPart(d))) continue;
           corrupt.push(digest);
           if (options.quarantine) this.quarantineObject(digest);
         }

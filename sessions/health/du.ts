@@ -157,11 +157,13 @@ async function storeUsage(ctx: StoreContext, sessions: SessionInfo[]): Promise<S
   const { paths } = ctx.store;
   const whole = measureBlocks(paths.objects);
   // Records of documents stored as chunks count with the objects (their chunks are objects already).
-  const records = existsSync(paths.chunked) ? measureBlocks(paths.chunked) : { files: 0, exclusiveBytes: 0, sharedBytes: 0 };
+  // So do deflated chunks (model/store/deflated.ts).
+  const none = { files: 0, exclusiveBytes: 0, sharedBytes: 0 };
+  const parts = [whole, ...[paths.chunked, paths.deflated].map((d) => (existsSync(d) ? measureBlocks(d) : none))];
   const objects = {
-    files: whole.files + records.files,
-    exclusiveBytes: whole.exclusiveBytes + records.exclusiveBytes,
-    sharedBytes: whole.sharedBytes + records.sharedBytes,
+    files: parts.reduce((n, p) => n + p.files, 0),
+    exclusiveBytes: parts.reduce((n, p) => n + p.exclusiveBytes, 0),
+    sharedBytes: parts.reduce((n, p) => n + p.sharedBytes, 0),
   };
   const bases = baseUsage(ctx, sessions);
   const hexDirs = new Set(bases.map((b) => b.digest.slice('sha256:'.length)));

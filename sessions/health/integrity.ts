@@ -84,7 +84,7 @@ export async function checkReachable(ctx: StoreContext, roots?: Root[]): Promise
   }
   for (const [digest, ref] of parts) {
     seen.add(digest);
-    if (!ctx.store.has(digest) && !missing.has(digest)) missing.set(digest, ref);
+    if (!ctx.store.hasPart(digest) && !missing.has(digest)) missing.set(digest, ref);
   }
   for (const [digest, ref] of files) {
     seen.add(digest);

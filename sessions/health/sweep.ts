@@ -71,10 +71,10 @@ export async function sweep(ctx: StoreContext, dryRun: boolean): Promise<SweepRe
   return result;
 }
 
-/** The files of objects in the store that no root reaches: whole objects, and records of documents stored as chunks. */
+/** The files of objects in the store that no root reaches: whole objects, deflated chunks, and records of documents stored as chunks. */
 function unreachedObjects(ctx: StoreContext, reached: ReadonlySet<Digest>): string[] {
   const out: string[] = [];
-  for (const dir of [ctx.store.paths.objects, ctx.store.paths.chunked]) {
+  for (const dir of [ctx.store.paths.objects, ctx.store.paths.deflated, ctx.store.paths.chunked]) {
     const prefixes = existsSync(dir) ? readdirSync(dir).sort() : [];
     for (const prefix of prefixes) {
       if (!/^[0-9a-f]{2}$/.test(prefix)) continue;

@@ -1,7 +1,7 @@
 // Shared by the fault tests: the real CLI (sync and async, so commands can run in parallel), a
 // store per case, and checks that an error is typed (a stable code, no stack trace).
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as assert from 'uvu/assert';
 import { ObjectStore } from '../../../model/store/object-store.js';
@@ -63,10 +63,12 @@ export function writeSource(dir: string): void {
   writeTree(dir, { 'a.txt': 'alpha\n', 'big.txt': 'b'.repeat(10_000), lib: { 'c.ts': 'export const c = 1;\n' } });
 }
 
-/** The object file that holds `digest`. */
+/** The object file that holds `digest`: whole, or (a chunk a later checkpoint added) deflated (model/store/deflated.ts). */
 export function objectFile(store: string, digest: string): string {
   const hex = digest.slice('sha256:'.length);
-  return join(store, 'objects', 'sha256', hex.slice(0, 2), hex.slice(2));
+  const whole = join(store, 'objects', 'sha256', hex.slice(0, 2), hex.slice(2));
+  const deflated = join(store, 'objects', 'deflated', hex.slice(0, 2), hex.slice(2));
+  return !existsSync(whole) && existsSync(deflated) ? deflated : whole;
 }
 
 /** Flip one bit of an object (objects are read-only files). */
