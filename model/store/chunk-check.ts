@@ -6,7 +6,7 @@ import { sha256Digest, type Digest } from '../canonical-json.js';
 import { PdbError, osErrorCode } from '../errors.js';
 import { loadNativeAddon } from '../os/native.js';
 import type { ChunkRef } from './chunk-list.js';
-import { deflatedPath, readChunkBytes } from './deflated.js';
+import { chunkFile, readChunkBytes } from './deflated.js';
 import { chunkRefsOf, chunkedCorrupt, readChunkedRecord, type ChunkHost } from './chunks.js';
 
 const ENOENT = 2;
@@ -56,12 +56,10 @@ export function assertStored(host: ChunkHost, digest: Digest): void {
     let size = sizes[k]!;
     // Not whole: kept deflated, or missing. A deflated chunk is read and checked (only the chunks
     // checkpoints after the first added are: a few a turn; deflated.ts).
-    const z = size === -ENOENT ? deflatedPath(host, r.digest) : null;
-    if (z && existsSync(z)) {
-      const bytes = readChunkBytes(host, r.digest);
-      if (bytes === 'bad' || (bytes && sha256Digest(bytes) !== r.digest)) throw corrupt(`has a damaged chunk ${r.digest} (deflated)`, z);
-      if (bytes) size = bytes.length;
-    }
+    const bytes = size === -ENOENT ? readChunkBytes(host, r.digest) : null;
+    if (bytes === 'bad' || (bytes && sha256Digest(bytes) !== r.digest))
+      throw corrupt(`has a damaged chunk ${r.digest} (deflated)`, chunkFile(host, r.digest));
+    if (bytes) size = bytes.length;
     if (size === -ENOENT)
       throw new PdbError('E_OBJECT_MISSING', `object ${digest} (stored as chunks): its chunk ${r.digest} is not in the store`, {
         hint: host.repairHint,

@@ -6,12 +6,12 @@
 // 250,000-entry Snapshot's 47,000 chunks one by one would cost about a second (20-25 us a chunk
 // measured), where a checkpoint after a small change deflates a few. A chunk is looked for in both
 // places, whole first: chunks of older stores, and chunk lists, are whole.
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
-import { dirname, sep } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { sep } from 'node:path';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { Digest } from '../canonical-json.js';
 import { osErrorCode, toPdbError } from '../errors.js';
-import { tempPath } from '../os/temp-name.js';
+import { installFile } from './install-file.js';
 
 /** The part of the object store deflated chunks are kept with. */
 export interface DeflateHost {
@@ -87,27 +87,5 @@ export function installDeflated(host: DeflateHost, digest: Digest, bytes: Buffer
   }
   const z = deflateRawSync(bytes, { level: 6 });
   if (z.length >= bytes.length) return host.installWhole(digest, bytes, 'obj');
-  const tmp = tempPath(host.paths.tmp, 'obj');
-  try {
-    const fd = openSync(tmp, 'wx', 0o444);
-    try {
-      for (let off = 0; off < z.length;) off += writeSync(fd, z, off);
-    } finally {
-      closeSync(fd);
-    }
-    try {
-      renameSync(tmp, path);
-    } catch (err) {
-      if (osErrorCode(err) !== 'ENOENT') throw err;
-      mkdirSync(dirname(path), { recursive: true }); // the first deflated chunk of its prefix
-      renameSync(tmp, path);
-    }
-  } catch (err) {
-    try {
-      unlinkSync(tmp);
-    } catch {
-      // rollback of our own temp file
-    }
-    throw toPdbError(err, 'E_IO', { action: `installing object ${digest}`, path });
-  }
+  installFile(host.paths.tmp, 'obj', path, z, digest, true);
 }
