@@ -271,8 +271,8 @@ static napi_value ListAt(napi_env env, napi_callback_info info) {
   napi_create_array(env, &out);
   uint32_t i = 0;
   struct dirent *e;
-  errno = 0;
-  while ((e = readdir(d)) != NULL) {
+  // errno set just before each readdir: a buffer's allocation may leave it set (see walk.c).
+  while ((errno = 0, e = readdir(d)) != NULL) {
     if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
     napi_create_buffer_copy(env, strlen(e->d_name), e->d_name, NULL, &v);
     napi_set_element(env, out, i++, v);

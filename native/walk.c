@@ -192,17 +192,26 @@ static char **readNames(scan_t *s, size_t *count) {
   size_t n = 0, cap = 64;
   char **names = malloc(cap * sizeof(char *));
   struct dirent *de;
-  errno = 0;
-  while (names && (de = readdir(d)) != NULL) {
+  int e = 0;
+  // errno is readdir's answer only when set just before it: an allocation that succeeds may
+  // leave it set (glibc's malloc falling back from brk to mmap leaves ENOMEM).
+  while (names && (errno = 0, de = readdir(d)) != NULL) {
     if (de->d_name[0] == '.' && (de->d_name[1] == 0 || (de->d_name[1] == '.' && de->d_name[2] == 0))) continue;
     if (n == cap) {
       char **more = realloc(names, (cap *= 2) * sizeof(char *));
-      if (!more) break;
+      if (!more) {
+        e = ENOMEM;
+        break;
+      }
       names = more;
     }
-    names[n++] = strdup(de->d_name);
+    if (!(names[n] = strdup(de->d_name))) {
+      e = ENOMEM;
+      break;
+    }
+    n++;
   }
-  int e = errno;
+  if (!e && names) e = errno;
   closedir(d);
   if (e != 0 || !names) {
     for (size_t k = 0; names && k < n; k++) free(names[k]);
