@@ -48,12 +48,13 @@ function shim(): { path: string } | { why: string } {
 }
 
 const built = shim();
-const preload = (env: NodeJS.ProcessEnv = {}) => ({
+/** A child's environment: no daemon (it would run the command without the library), and the library preloaded or not. */
+const childEnv = (shimmed: boolean, env: NodeJS.ProcessEnv = {}) => ({
   ...process.env,
   NO_COLOR: '1',
   PDB_ENV_DAEMON: '0',
   ...env,
-  LD_PRELOAD: 'path' in built ? built.path : '',
+  LD_PRELOAD: shimmed && 'path' in built ? built.path : '',
 });
 
 test('a checkpoint walks a 400-entry directory whatever errno a successful allocation leaves behind', () => {
@@ -63,13 +64,17 @@ test('a checkpoint walks a 400-entry directory whatever errno a successful alloc
   for (let i = 0; i < 400; i++) writeFileSync(join(src, 'big', `f${i}.txt`), `${i}\n`);
   writeFileSync(join(src, 'big', 'sub', 'x.txt'), 'x\n');
   const store = join(t.dir, 'store');
-  const run = (args: string[], env: NodeJS.ProcessEnv = { LD_PRELOAD: '' }) =>
-    spawnSync(process.execPath, [CLI, ...args, '--store', store], { cwd: REPO_ROOT, encoding: 'utf8', env: { ...preload(), ...env } });
+  const run = (args: string[], shimmed = false) =>
+    spawnSync(process.execPath, [CLI, ...args, '--store', store], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      env: childEnv(shimmed, { PDB_ENV_SCANNER: 'native' }),
+    });
   assert.is(run(['create', 's', '--from', src]).status, 0);
   const root = run(['path', 's']).stdout.trim();
   for (let i = 0; i < 400; i += 7) appendFileSync(join(root, 'big', `f${i}.txt`), 'more\n');
   writeFileSync(join(root, 'big', 'sub', 'y.txt'), 'y\n');
-  const cp = run(['checkpoint', 's', '--json'], preload({ PDB_ENV_SCANNER: 'native' }));
+  const cp = run(['checkpoint', 's', '--json'], true);
   assert.is(cp.status, 0, cp.stderr);
   const diff = run(['diff', 's', '--json']);
   assert.is(diff.status, 0, diff.stderr);
@@ -85,15 +90,16 @@ test('listAt lists a directory whatever errno a successful allocation leaves beh
   mkdirSync(dir);
   for (let i = 0; i < 300; i++) writeFileSync(join(dir, `n${i}`), '');
   const script = `
-    const { openRoot, listAt, closeDir } = await import(${JSON.stringify(join(REPO_ROOT, 'dist/model/os/at-calls.js'))});
+    const { openRoot, listAt, closeDir, dirHandleWay } = await import(${JSON.stringify(join(REPO_ROOT, 'dist/model/os/at-calls.js'))});
     const h = openRoot(${JSON.stringify(dir)});
-    try { console.log(JSON.stringify(listAt(h).sort())); } finally { closeDir(h); }`;
+    try { console.log(JSON.stringify({ way: dirHandleWay(), names: listAt(h).sort() })); } finally { closeDir(h); }`;
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
     encoding: 'utf8',
-    env: preload({ PDB_ENV_DIR_HANDLES: 'native' }),
+    env: childEnv(true, { PDB_ENV_DIR_HANDLES: 'native' }),
   });
   assert.is(r.status, 0, r.stderr);
-  const names = JSON.parse(r.stdout) as string[];
+  const { way, names } = JSON.parse(r.stdout) as { way: string; names: string[] };
+  assert.is(way, 'native', 'listAt did not run through the native addon');
   assert.is(names.length, 300);
   assert.ok(names.includes('n0') && names.includes('n299'));
 });
